@@ -1,0 +1,74 @@
+// Admin commands besides Identify: Set/Get Features, Keep Alive, Get Log Page.
+#pragma once
+
+#include <cstdint>
+
+#include "nvmeof/wire/command.hpp"
+
+namespace nvmeof::wire {
+
+enum class FeatureId : std::uint8_t {
+    arbitration = 0x01,
+    number_of_queues = 0x07,
+    async_event_configuration = 0x0B,
+    keep_alive_timer = 0x0F,
+};
+
+inline constexpr std::uint32_t kFeatureIdMask = 0xFF;
+inline constexpr unsigned kFeatureSaveBit = 31;
+inline constexpr unsigned kNcqrShift = 16;
+inline constexpr std::uint32_t kQueueCountMask = 0xFFFF;
+inline constexpr std::uint32_t kMaxQueuesPerController = 0xFFFF;  // 0's-based 0xFFFF is invalid
+
+enum class FeatureSelect : std::uint8_t { current = 0, default_value = 1, saved = 2, capabilities = 3 };
+inline constexpr unsigned kFeatureSelectShift = 8;
+
+Sqe set_features_command(FeatureId fid, std::uint32_t cdw11);
+Sqe get_features_command(FeatureId fid, FeatureSelect select = FeatureSelect::current);
+inline FeatureId feature_id(const Sqe& sqe) { return static_cast<FeatureId>(sqe.cdw10 & kFeatureIdMask); }
+
+// Number of Queues: counts are 1's based here and 0's based on the wire.
+struct QueueCounts {
+    std::uint32_t submission = 0;
+    std::uint32_t completion = 0;
+    // The I/O queue pairs usable: one SQ and one CQ each.
+    std::uint32_t pairs() const { return submission < completion ? submission : completion; }
+};
+
+// Throws std::invalid_argument unless 1 ≤ count ≤ 65535.
+std::uint32_t number_of_queues_value(QueueCounts requested);
+// Decodes Set/Get Features FID 7 (CDW11 or the CQE DW0: NSQA | NCQA << 16).
+QueueCounts parse_number_of_queues(std::uint32_t value);
+
+Sqe set_number_of_queues_command(QueueCounts requested);
+Sqe set_keep_alive_timer_command(std::uint32_t kato_ms);
+Sqe keep_alive_command();
+
+enum class LogPageId : std::uint8_t {
+    error_information = 0x01,
+    smart_health = 0x02,
+    firmware_slot = 0x03,
+    commands_supported = 0x05,
+    discovery = 0x70,
+};
+
+inline constexpr std::uint32_t kLogPageIdMask = 0xFF;
+inline constexpr unsigned kNumdlShift = 16;
+inline constexpr std::uint32_t kNumdPartMask = 0xFFFF;
+inline constexpr unsigned kNumduShift = 16;
+inline constexpr std::uint32_t kDwordSize = 4;
+
+// Get Log Page reading `data.length()` bytes (a multiple of 4) at byte `offset`
+// (a multiple of 4). Throws std::invalid_argument otherwise.
+Sqe get_log_page_command(LogPageId lid, std::uint64_t offset, const SglDescriptor& data,
+                         std::uint32_t nsid = 0);
+
+// The fields of a received Get Log Page command.
+struct LogPageRequest {
+    LogPageId lid;
+    std::uint64_t offset;
+    std::uint64_t length;  // bytes, from NUMD
+};
+LogPageRequest parse_get_log_page(const Sqe& sqe);
+
+}  // namespace nvmeof::wire

@@ -1,0 +1,59 @@
+// NVM I/O commands: Read, Write, Flush, Write Zeroes, Dataset Management.
+#pragma once
+
+#include <cstdint>
+
+#include "nvmeof/wire/command.hpp"
+
+namespace nvmeof::wire {
+
+// CDW12 of Read/Write/Write Zeroes.
+inline constexpr std::uint32_t kNlbMask = 0xFFFF;
+inline constexpr unsigned kWriteZeroesDeallocateBit = 25;
+inline constexpr unsigned kForceUnitAccessBit = 30;
+inline constexpr unsigned kLimitedRetryBit = 31;
+inline constexpr unsigned kSlbaHighShift = 32;
+
+// Dataset Management CDW10 / CDW11.
+inline constexpr std::uint32_t kDsmMaxRanges = 256;
+inline constexpr std::uint32_t kDsmRangeCountMask = 0xFF;
+inline constexpr std::uint32_t kDsmAttributeDeallocate = 1u << 2;
+
+// One Dataset Management range. The length is a plain count of blocks (not 0's
+// based, unlike NLB).
+struct DsmRange {
+    std::uint32_t context_attributes;
+    std::uint32_t length_blocks;
+    std::uint64_t slba;
+};
+static_assert(sizeof(DsmRange) == 16);
+static_assert(offsetof(DsmRange, length_blocks) == 4);
+static_assert(offsetof(DsmRange, slba) == 8);
+
+// Read or Write of `blocks` blocks (1..65536, written as the 0's-based NLB) at
+// `slba`, with data in `buffer` (exactly blocks × lba_size bytes of it, keyed).
+// Mirrors protocol.rw_command of the Python package. Throws std::invalid_argument
+// for another opcode, a block count outside 1..65536, a transfer above the 24-bit
+// keyed SGL limit, or a buffer shorter than the transfer.
+Sqe rw_command(IoOpcode opcode, std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks,
+               const RemoteBuffer& buffer, std::uint32_t lba_size);
+
+Sqe flush_command(std::uint32_t nsid);
+
+// Write Zeroes of `blocks` blocks (1..65536); no data.
+Sqe write_zeroes_command(std::uint32_t nsid, std::uint64_t slba, std::uint32_t blocks,
+                         bool deallocate = false);
+
+// Dataset Management with `ranges` DsmRange entries (1..256) in `buffer`.
+Sqe dataset_management_command(std::uint32_t nsid, std::uint32_t ranges,
+                               std::uint32_t attributes, const RemoteBuffer& buffer);
+
+// Fields of a received Read/Write/Write Zeroes command.
+inline std::uint64_t command_slba(const Sqe& sqe) {
+    return static_cast<std::uint64_t>(sqe.cdw10) |
+           (static_cast<std::uint64_t>(sqe.cdw11) << kSlbaHighShift);
+}
+inline std::uint32_t command_block_count(const Sqe& sqe) { return (sqe.cdw12 & kNlbMask) + 1; }
+inline std::uint32_t dsm_range_count(const Sqe& sqe) { return (sqe.cdw10 & kDsmRangeCountMask) + 1; }
+
+}  // namespace nvmeof::wire

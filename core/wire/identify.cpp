@@ -1,0 +1,84 @@
+#include "nvmeof/wire/identify.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace nvmeof::wire {
+
+inline constexpr std::uint32_t kMaxLbaDataShift = 31;
+
+Sqe identify_command(IdentifyCns cns, std::uint32_t nsid, const SglDescriptor& data) {
+    Sqe sqe = make_sqe(static_cast<std::uint8_t>(AdminOpcode::identify), nsid);
+    sqe.dptr = data;
+    sqe.cdw10 = static_cast<std::uint32_t>(cns);
+    return sqe;
+}
+
+NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns) {
+    const unsigned index = ns.format_index();
+    if (index > ns.nlbaf || index >= kMaxLbaFormats) {
+        throw std::runtime_error("Identify Namespace selects LBA format " + std::to_string(index) +
+                                 " but reports only " + std::to_string(ns.nlbaf + 1u));
+    }
+    const LbaFormat& format = ns.lbaf[index];
+    if (format.lbads < kMinLbaDataShift || format.lbads > kMaxLbaDataShift) {
+        throw std::runtime_error("Identify Namespace reports an unusable LBA data size 2^" +
+                                 std::to_string(format.lbads));
+    }
+    NamespaceGeometry g;
+    g.size_blocks = ns.nsze;
+    g.capacity_blocks = ns.ncap;
+    g.lba_size = 1u << format.lbads;
+    g.metadata_size = format.ms;
+    g.protection_information = ns.dps != 0;
+    return g;
+}
+
+std::vector<std::uint32_t> parse_active_namespaces(const ActiveNamespaceList& list) {
+    std::vector<std::uint32_t> ids;
+    for (std::uint32_t nsid : list.nsid) {
+        if (nsid == 0) {
+            break;
+        }
+        ids.push_back(nsid);
+    }
+    return ids;
+}
+
+std::vector<NamespaceIdDescriptor> parse_namespace_descriptors(
+    std::span<const std::uint8_t, kIdentifyDataSize> page) {
+    std::vector<NamespaceIdDescriptor> out;
+    std::size_t offset = 0;
+    while (offset + sizeof(NamespaceIdDescriptorHeader) <= page.size()) {
+        NamespaceIdDescriptorHeader header;
+        std::memcpy(&header, page.data() + offset, sizeof header);
+        if (header.nidt == 0) {
+            break;
+        }
+        const std::size_t body = offset + sizeof header;
+        if (body + header.nidl > page.size()) {
+            throw std::runtime_error("namespace identification descriptor runs past the page");
+        }
+        out.push_back({static_cast<NamespaceIdType>(header.nidt),
+                       std::vector<std::uint8_t>(page.begin() + static_cast<std::ptrdiff_t>(body),
+                                                 page.begin() + static_cast<std::ptrdiff_t>(body + header.nidl))});
+        offset = body + header.nidl;
+    }
+    return out;
+}
+
+std::size_t append_namespace_descriptor(std::span<std::uint8_t, kIdentifyDataSize> page,
+                                        std::size_t offset, NamespaceIdType type,
+                                        std::span<const std::uint8_t> id) {
+    const std::size_t end = offset + sizeof(NamespaceIdDescriptorHeader) + id.size();
+    if (end > page.size() || id.size() > 0xFF) {
+        return 0;
+    }
+    NamespaceIdDescriptorHeader header{static_cast<std::uint8_t>(type),
+                                       static_cast<std::uint8_t>(id.size()), 0};
+    std::memcpy(page.data() + offset, &header, sizeof header);
+    std::memcpy(page.data() + offset + sizeof header, id.data(), id.size());
+    return end;
+}
+
+}  // namespace nvmeof::wire
