@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Prints one closing line for a meson test run, counting GoogleTest cases one by
+one: 'N passed, N failed, N skipped'. Exits non-zero on any failure and on any
+skipped test outside the GPU suite (only tests that need a GPU may skip)."""
+import sys
+import xml.etree.ElementTree as ET
+
+junit = sys.argv[1]
+passed = failed = skipped = 0
+unexpected_skips = []
+for suite in ET.parse(junit).getroot().iter("testsuite"):
+    suite_name = suite.get("name", "")
+    for case in suite.iter("testcase"):
+        name = f"{suite_name}::{case.get('name')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
+        elif case.find("skipped") is not None or case.get("result") == "skipped":
+            skipped += 1
+            if "gpu" not in name.lower():
+                unexpected_skips.append(name)
+        else:
+            passed += 1
+
+for name in unexpected_skips:
+    print(f"unexpected skip: {name}")
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed or unexpected_skips or passed == 0 else 0)
