@@ -1,0 +1,61 @@
+// Where the engine connects: built from the engine options and, for job files
+// written for other NVMe-oF engines, from fio's `filename`
+// ("trtype=RDMA adrfam=IPv4 traddr=10.0.0.1 trsvcid=4420 subnqn=nqn... ns=1").
+// Pure logic, no fio headers, so it is unit-tested on its own.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace nvmeof::engine {
+
+inline constexpr std::uint16_t kDefaultPort = 4420;
+inline constexpr std::uint32_t kDefaultNsid = 1;
+
+struct TargetSpec {
+    std::string address;       // traddr
+    std::uint16_t port = kDefaultPort;
+    std::string subsystem_nqn;
+    std::uint32_t nsid = kDefaultNsid;
+    std::string host_nqn;      // empty: the library's stable default
+    std::string host_id;       // empty: the library's stable default
+    std::string source;        // host_traddr: binds RDMA-CM, so picks the HCA
+};
+
+// An option value or filename that makes no sense; what() names the option.
+class SpecError : public std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
+// The filename's key=value pairs, separated by spaces. Colons may arrive
+// escaped as "\:" (fio strips the backslash itself, but a value copied from a
+// shell or a job generator may still carry it). Unknown keys, a transport other
+// than RDMA and an address family other than IPv4 are errors.
+// Returns nullopt when `filename` is not in that form at all (no '=').
+std::optional<TargetSpec> parse_filename_spec(std::string_view filename);
+
+// Engine option values, as fio stores them (empty string: not given; fio turns
+// an unset ${VAR} into an empty string, which means "use the default").
+struct OptionValues {
+    std::string_view traddr;
+    std::string_view trsvcid;
+    std::string_view subnqn;
+    std::string_view nsid;
+    std::string_view hostnqn;
+    std::string_view hostid;
+    std::string_view host_traddr;
+};
+
+// Options win over the filename; what neither gives takes the default. Throws
+// SpecError naming the missing or malformed option (traddr and subnqn have no
+// default).
+TargetSpec resolve_target(const OptionValues& options, std::string_view filename);
+
+// "traddr=127.0.0.1 trsvcid=4420 subnqn=nqn... ns=1": the canonical filename
+// the engine gives a file, so fio's output names what was connected.
+std::string canonical_filename(const TargetSpec& spec);
+
+}  // namespace nvmeof::engine

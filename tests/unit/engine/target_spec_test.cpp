@@ -1,0 +1,77 @@
+#include <gtest/gtest.h>
+
+#include "target_spec.hpp"
+
+namespace e = nvmeof::engine;
+
+TEST(FilenameSpec, SpdkStyleFilename) {
+    const auto spec = e::parse_filename_spec(
+        "trtype=RDMA adrfam=IPv4 traddr=192.168.1.10 trsvcid=4421 subnqn=nqn.2016-06.io.spdk:cnode1 ns=2");
+    ASSERT_TRUE(spec.has_value());
+    EXPECT_EQ(spec->address, "192.168.1.10");
+    EXPECT_EQ(spec->port, 4421);
+    EXPECT_EQ(spec->subsystem_nqn, "nqn.2016-06.io.spdk:cnode1");
+    EXPECT_EQ(spec->nsid, 2u);
+}
+
+TEST(FilenameSpec, EscapedColonsAndCaseInsensitiveKeys) {
+    const auto spec = e::parse_filename_spec(R"(TRTYPE=rdma traddr=127.0.0.1 subnqn=nqn.2014-08.org.x\:y)");
+    ASSERT_TRUE(spec.has_value());
+    EXPECT_EQ(spec->subsystem_nqn, "nqn.2014-08.org.x:y");
+    EXPECT_EQ(spec->port, e::kDefaultPort);
+    EXPECT_EQ(spec->nsid, e::kDefaultNsid);
+}
+
+TEST(FilenameSpec, PlainFilenameIsNotASpec) {
+    EXPECT_FALSE(e::parse_filename_spec("nvmeof0").has_value());
+}
+
+TEST(FilenameSpec, RejectsWhatItCannotServe) {
+    EXPECT_THROW(e::parse_filename_spec("trtype=TCP traddr=1.2.3.4"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("adrfam=IPv6 traddr=::1"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 trsvcid=70000"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 ns=0"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 bogus=1"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 =x"), e::SpecError);
+}
+
+TEST(ResolveTarget, OptionsWinOverFilename) {
+    e::OptionValues options;
+    options.traddr = "127.0.0.2";
+    options.nsid = "3";
+    const e::TargetSpec spec =
+        e::resolve_target(options, "traddr=10.0.0.1 trsvcid=4425 subnqn=nqn.a:b");
+    EXPECT_EQ(spec.address, "127.0.0.2");
+    EXPECT_EQ(spec.port, 4425);
+    EXPECT_EQ(spec.nsid, 3u);
+    EXPECT_EQ(spec.subsystem_nqn, "nqn.a:b");
+}
+
+TEST(ResolveTarget, EmptyValuesMeanDefaultOrNameTheMissingOption) {
+    e::OptionValues options;
+    options.traddr = "127.0.0.1";
+    options.subnqn = "nqn.test";
+    options.trsvcid = "";  // an unset ${NVMEOF_PORT}
+    EXPECT_EQ(e::resolve_target(options, "").port, 4420);
+    options.subnqn = "";
+    try {
+        e::resolve_target(options, "");
+        FAIL();
+    } catch (const e::SpecError& error) {
+        EXPECT_NE(std::string(error.what()).find("subnqn"), std::string::npos);
+    }
+    options.subnqn = "nqn.test";
+    options.traddr = "";
+    EXPECT_THROW(e::resolve_target(options, "nvmeof0"), e::SpecError);
+    options.traddr = "127.0.0.1";
+    options.trsvcid = "44x";
+    EXPECT_THROW(e::resolve_target(options, ""), e::SpecError);
+}
+
+TEST(ResolveTarget, CanonicalFilename) {
+    e::OptionValues options;
+    options.traddr = "127.0.0.1";
+    options.subnqn = "nqn.t";
+    EXPECT_EQ(e::canonical_filename(e::resolve_target(options, "")),
+              "traddr=127.0.0.1 trsvcid=4420 subnqn=nqn.t ns=1");
+}
