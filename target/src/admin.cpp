@@ -1,0 +1,356 @@
+// CommandCore: admin commands (Identify, Set/Get Features, Get Log Page, Keep
+// Alive, Abort, Asynchronous Event Request).
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "core_internal.hpp"
+#include "nvmeof/wire/admin.hpp"
+#include "nvmeof/wire/discovery.hpp"
+#include "nvmeof/wire/identify.hpp"
+
+namespace nvmeof::target {
+
+using wire::AdminOpcode;
+using wire::DataDirection;
+using wire::FeatureId;
+using wire::GenericStatus;
+using wire::IdentifyCns;
+using wire::Sqe;
+using wire::Status;
+
+namespace {
+
+constexpr std::uint8_t kRecommendedArbitrationBurst = 6;  // RAB, as nvmet and SPDK
+constexpr std::uint8_t kSqEntrySizes = 0x66;              // SQES: 64 bytes min and max
+constexpr std::uint8_t kCqEntrySizes = 0x44;              // CQES: 16 bytes
+constexpr std::uint32_t kSglSupport = 0x00100005;         // SGLS: keyed + offset, like nvmet
+constexpr std::uint32_t kResponseCapsuleUnits = 1;        // IORCSZ: 16-byte responses
+constexpr std::uint8_t kMaxSglDataDescriptors = 1;        // MSDBD, like nvmet
+constexpr std::uint16_t kDiscoveryPortId = 1;
+constexpr std::uint64_t kDiscoveryGeneration = 1;  // the configuration never changes
+constexpr char kModel[] = "nvmeof-target";
+constexpr char kFirmware[] = "0.1.0";
+constexpr std::uint8_t kFeatureSelectMask = 0x7;
+constexpr std::uint8_t kAbortNotPerformed = 1;
+// CNS 0x06, I/O command set specific controller: Linux asks it of VS >= 1.1
+// controllers; for the NVM command set (CSI 0) nvmet answers zeroes.
+constexpr std::uint32_t kCnsIoCommandSetController = 0x06;
+constexpr unsigned kIdentifyCsiShift = 24;  // Abort DW0 bit 0: command not aborted
+
+// FNV-1a, for stable serial numbers and namespace GUIDs derived from names.
+std::uint64_t fnv1a(std::string_view text, std::uint64_t seed) {
+    std::uint64_t hash = 0xcbf29ce484222325ull ^ seed;
+    for (const char c : text) {
+        hash ^= static_cast<std::uint8_t>(c);
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
+std::array<std::uint8_t, 16> namespace_guid(const Subsystem& subsystem, std::uint32_t nsid) {
+    const std::string key = subsystem.nqn + "/" + std::to_string(nsid);
+    std::array<std::uint8_t, 16> guid{};
+    const std::uint64_t a = fnv1a(key, 0);
+    const std::uint64_t b = fnv1a(key, 0x9e3779b97f4a7c15ull);
+    std::memcpy(guid.data(), &a, sizeof a);
+    std::memcpy(guid.data() + sizeof a, &b, sizeof b);
+    return guid;
+}
+
+std::string serial_number(const Subsystem& subsystem) {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx",
+                  static_cast<unsigned long long>(fnv1a(subsystem.nqn, 0)));
+    return text;
+}
+
+bool is_discovery_command_allowed(const Sqe& sqe) {
+    switch (static_cast<AdminOpcode>(sqe.opcode)) {
+        case AdminOpcode::get_log_page:
+        case AdminOpcode::identify:
+        case AdminOpcode::keep_alive:
+        case AdminOpcode::set_features:
+        case AdminOpcode::get_features:
+        case AdminOpcode::async_event_request:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace
+
+DataPlan CommandCore::plan_admin(QueueState& queue, Controller& ctrl, const Sqe& sqe,
+                                 std::size_t in_capsule_bytes) {
+    const bool discovery = ctrl.subsystem->discovery;
+    if (discovery && !is_discovery_command_allowed(sqe)) {
+        return failed_plan(GenericStatus::invalid_opcode);
+    }
+    DataPlan plan;
+    switch (static_cast<AdminOpcode>(sqe.opcode)) {
+        case AdminOpcode::identify: {
+            const IdentifyCns cns = wire::identify_cns(sqe);
+            if (discovery && cns != IdentifyCns::controller) {
+                return failed_plan(GenericStatus::invalid_field);
+            }
+            switch (cns) {
+                case IdentifyCns::controller:
+                    break;
+                case IdentifyCns::namespace_data:
+                    if (sqe.nsid == 0 || sqe.nsid == wire::kBroadcastNsid) {
+                        return failed_plan(GenericStatus::invalid_namespace_or_format);
+                    }
+                    break;
+                case IdentifyCns::active_namespace_list:
+                    if (sqe.nsid >= wire::kBroadcastNsid - 1) {
+                        return failed_plan(GenericStatus::invalid_namespace_or_format);
+                    }
+                    break;
+                case IdentifyCns::namespace_descriptors:
+                    if (ctrl.subsystem->find_namespace(sqe.nsid) == nullptr) {
+                        return failed_plan(GenericStatus::invalid_namespace_or_format);
+                    }
+                    break;
+                default:
+                    if (static_cast<std::uint32_t>(cns) == kCnsIoCommandSetController &&
+                        (sqe.cdw11 >> kIdentifyCsiShift) == 0) {
+                        break;
+                    }
+                    return failed_plan(GenericStatus::invalid_field);
+            }
+            plan.direction = DataDirection::controller_to_host;
+            plan.length = wire::kIdentifyDataSize;
+            break;
+        }
+        case AdminOpcode::get_log_page: {
+            const wire::LogPageRequest request = wire::parse_get_log_page(sqe);
+            const auto lid = request.lid;
+            const bool supported = discovery ? lid == wire::LogPageId::discovery
+                                             : (lid == wire::LogPageId::error_information ||
+                                                lid == wire::LogPageId::smart_health ||
+                                                lid == wire::LogPageId::firmware_slot);
+            if (!supported || request.offset % wire::kDwordSize != 0 ||
+                request.length > config_.limits.max_transfer_bytes()) {
+                return failed_plan(GenericStatus::invalid_field);
+            }
+            plan.direction = DataDirection::controller_to_host;
+            plan.length = static_cast<std::uint32_t>(request.length);
+            break;
+        }
+        case AdminOpcode::set_features:
+        case AdminOpcode::get_features:
+        case AdminOpcode::keep_alive:
+        case AdminOpcode::abort:
+            break;
+        case AdminOpcode::async_event_request:
+            if (ctrl.held_async_events > kAsyncEventLimit) {
+                plan.status = Status::make(
+                    wire::StatusCodeType::command_specific,
+                    static_cast<std::uint8_t>(
+                        wire::AdminCommandStatus::asynchronous_event_request_limit_exceeded),
+                    true);
+                return plan;
+            }
+            break;
+        default:
+            return failed_plan(GenericStatus::invalid_opcode);
+    }
+    if (check_data_pointer(queue, sqe, in_capsule_bytes, plan) &&
+        static_cast<AdminOpcode>(sqe.opcode) == AdminOpcode::async_event_request) {
+        // Held until an event occurs; this target never raises one.
+        plan.hold = true;
+        ++ctrl.held_async_events;
+    }
+    return plan;
+}
+
+Completion CommandCore::execute_admin(Controller& ctrl, const Sqe& sqe,
+                                      std::span<std::uint8_t> data) {
+    switch (static_cast<AdminOpcode>(sqe.opcode)) {
+        case AdminOpcode::identify:
+            return execute_identify(ctrl, sqe, data);
+        case AdminOpcode::set_features:
+        case AdminOpcode::get_features:
+            return execute_features(ctrl, sqe);
+        case AdminOpcode::get_log_page:
+            return execute_get_log_page(ctrl, sqe, data);
+        case AdminOpcode::keep_alive:
+            ctrl.last_keep_alive = Clock::now();
+            return Completion{};
+        case AdminOpcode::abort: {
+            Completion done;
+            done.dw0 = kAbortNotPerformed;
+            return done;
+        }
+        default:
+            return Completion{Status::generic(GenericStatus::invalid_opcode, true)};
+    }
+}
+
+Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
+                                         std::span<std::uint8_t> data) {
+    std::fill(data.begin(), data.end(), std::uint8_t{0});
+    Subsystem& subsystem = *ctrl.subsystem;
+    Completion done;
+    done.data_length = wire::kIdentifyDataSize;
+    switch (wire::identify_cns(sqe)) {
+        case IdentifyCns::controller: {
+            wire::IdentifyController id{};
+            wire::copy_to_space_padded(id.sn, sizeof id.sn, serial_number(subsystem));
+            wire::copy_to_space_padded(id.mn, sizeof id.mn, kModel);
+            wire::copy_to_space_padded(id.fr, sizeof id.fr, kFirmware);
+            id.rab = kRecommendedArbitrationBurst;
+            id.mdts = config_.limits.mdts;
+            id.cntlid = ctrl.cntlid;
+            id.ver = kReportedVersion.raw;
+            id.cntrltype =
+                subsystem.discovery ? wire::kControllerTypeDiscovery : wire::kControllerTypeIo;
+            id.aerl = kAsyncEventLimit;
+            id.kas = config_.limits.kas;
+            id.sqes = kSqEntrySizes;
+            id.cqes = kCqEntrySizes;
+            id.maxcmd = config_.limits.effective_maxcmd();
+            id.nn = static_cast<std::uint32_t>(subsystem.namespaces.size());
+            id.oncs = wire::kOncsDatasetManagement | wire::kOncsWriteZeroes;
+            id.sgls = kSglSupport;
+            wire::copy_to_field(id.subnqn, sizeof id.subnqn, subsystem.nqn);
+            id.ioccsz = config_.limits.ioccsz;
+            id.iorcsz = kResponseCapsuleUnits;
+            id.icdoff = 0;
+            id.msdbd = kMaxSglDataDescriptors;
+            std::memcpy(data.data(), &id, sizeof id);
+            return done;
+        }
+        case IdentifyCns::namespace_data: {
+            const Namespace* ns = subsystem.find_namespace(sqe.nsid);
+            if (ns == nullptr) {
+                return done;  // an inactive NSID: zeroes, like nvmet
+            }
+            wire::IdentifyNamespace id{};
+            id.nsze = id.ncap = id.nuse = ns->blocks;
+            id.nlbaf = 0;
+            id.flbas = 0;
+            id.lbaf[0].lbads = static_cast<std::uint8_t>(std::countr_zero(ns->lba_size));
+            const auto guid = namespace_guid(subsystem, ns->nsid);
+            std::memcpy(id.nguid, guid.data(), guid.size());
+            std::memcpy(data.data(), &id, sizeof id);
+            return done;
+        }
+        case IdentifyCns::active_namespace_list: {
+            wire::ActiveNamespaceList list{};
+            std::size_t n = 0;
+            for (const auto& ns : subsystem.namespaces) {
+                if (ns.nsid > sqe.nsid && n < wire::kActiveNamespaceListEntries) {
+                    list.nsid[n++] = ns.nsid;
+                }
+            }
+            std::memcpy(data.data(), &list, sizeof list);
+            return done;
+        }
+        case IdentifyCns::namespace_descriptors: {
+            const auto guid = namespace_guid(subsystem, sqe.nsid);
+            wire::append_namespace_descriptor(std::span<std::uint8_t, wire::kIdentifyDataSize>(
+                                                  data.data(), wire::kIdentifyDataSize),
+                                              0, wire::NamespaceIdType::nguid, guid);
+            return done;
+        }
+        default:
+            return done;  // CNS 0x06 for NVM: all zeroes
+    }
+}
+
+Completion CommandCore::execute_features(Controller& ctrl, const Sqe& sqe) {
+    const bool set = static_cast<AdminOpcode>(sqe.opcode) == AdminOpcode::set_features;
+    const FeatureId fid = wire::feature_id(sqe);
+    const bool discovery = ctrl.subsystem->discovery;
+    const std::uint32_t io_queues_value = (config_.limits.max_io_queues - 1u) |
+                                          ((config_.limits.max_io_queues - 1u) << wire::kNcqrShift);
+    Completion done;
+    if (set) {
+        if ((sqe.cdw10 >> wire::kFeatureSaveBit) & 1u) {
+            done.status =
+                Status::make(wire::StatusCodeType::command_specific,
+                             static_cast<std::uint8_t>(
+                                 wire::AdminCommandStatus::feature_identifier_not_saveable),
+                             true);
+            return done;
+        }
+        switch (fid) {
+            case FeatureId::number_of_queues: {
+                const wire::QueueCounts asked = wire::parse_number_of_queues(sqe.cdw11);
+                // parse_number_of_queues makes them 1's based: 0xFFFF on the wire is 0x10000.
+                if (discovery || asked.submission > wire::kMaxQueuesPerController ||
+                    asked.completion > wire::kMaxQueuesPerController) {
+                    return Completion{Status::generic(GenericStatus::invalid_field, true)};
+                }
+                done.dw0 = io_queues_value;  // like nvmet: the maximum, whatever was asked
+                return done;
+            }
+            case FeatureId::keep_alive_timer:
+                ctrl.kato_ms = effective_kato_ms(ctrl, sqe.cdw11);
+                ctrl.last_keep_alive = Clock::now();
+                return done;
+            case FeatureId::async_event_configuration:
+                return done;
+            default:
+                return Completion{Status::generic(GenericStatus::invalid_field, true)};
+        }
+    }
+    const auto select = static_cast<wire::FeatureSelect>((sqe.cdw10 >> wire::kFeatureSelectShift) &
+                                                         kFeatureSelectMask);
+    if (select > wire::FeatureSelect::capabilities) {
+        return Completion{Status::generic(GenericStatus::invalid_field, true)};
+    }
+    switch (fid) {
+        case FeatureId::number_of_queues:
+            if (discovery) {
+                return Completion{Status::generic(GenericStatus::invalid_field, true)};
+            }
+            done.dw0 = io_queues_value;
+            return done;
+        case FeatureId::keep_alive_timer:
+            done.dw0 = ctrl.kato_ms;
+            return done;
+        case FeatureId::async_event_configuration:
+            return done;
+        default:
+            return Completion{Status::generic(GenericStatus::invalid_field, true)};
+    }
+}
+
+Completion CommandCore::execute_get_log_page(Controller& ctrl, const Sqe& sqe,
+                                             std::span<std::uint8_t> data) {
+    const wire::LogPageRequest request = wire::parse_get_log_page(sqe);
+    std::fill(data.begin(), data.end(), std::uint8_t{0});
+    Completion done;
+    done.data_length = static_cast<std::uint32_t>(data.size());
+    if (request.lid != wire::LogPageId::discovery) {
+        return done;  // error information, SMART, firmware slots: zeroes
+    }
+    std::vector<wire::DiscoveryRecord> records;
+    const bool ipv6 = listen_address_.find(':') != std::string::npos;
+    for (const auto& subsystem : subsystems_) {
+        if (subsystem->discovery || !subsystem->allows(ctrl.hostnqn)) {
+            continue;
+        }
+        wire::DiscoveryRecord record;
+        record.family = ipv6 ? wire::AddressFamily::ipv6 : wire::AddressFamily::ipv4;
+        record.subtype = wire::SubsystemType::nvm;
+        record.port_id = kDiscoveryPortId;
+        record.cntlid = wire::kDynamicControllerId;
+        record.admin_queue_size = wire::kAdminQueueSize;
+        record.service_id = std::to_string(listen_port_);
+        record.subsystem_nqn = subsystem->nqn;
+        record.address = listen_address_;
+        records.push_back(std::move(record));
+    }
+    const std::vector<std::uint8_t> log = wire::discovery_log(kDiscoveryGeneration, records);
+    if (request.offset < log.size()) {
+        const std::size_t n = std::min<std::size_t>(log.size() - request.offset, data.size());
+        std::memcpy(data.data(), log.data() + request.offset, n);
+    }
+    return done;
+}
+
+}  // namespace nvmeof::target

@@ -1,0 +1,394 @@
+#include "config.hpp"
+
+#include <charconv>
+#include <limits>
+
+#include "nvmeof/wire/fabrics.hpp"
+#include "nvmeof/wire/sgl.hpp"
+
+namespace nvmeof::target {
+namespace {
+
+constexpr std::uint32_t kPageSize = 4096;             // CAP.MPSMIN = 0
+constexpr std::uint8_t kMaxMdts = 12;                 // 2^12 × 4 KiB = 16 MiB, the keyed SGL limit
+constexpr std::uint32_t kMinIoccsz = 4;               // the SQE alone
+constexpr std::uint32_t kMaxIoccsz = 4 + 65536 / 16;  // 64 KiB of in-capsule data at most
+constexpr std::uint16_t kMaxQueueEntriesField = 0xFFFF;
+constexpr std::uint64_t kMaxStatusCodeType = 7;
+constexpr std::uint64_t kMaxStatusCode = 0xFF;
+constexpr std::uint64_t kMaxRejectStatus = 0xFFFF;
+constexpr std::uint64_t kMaxDelayMs = 600000;
+
+constexpr std::string_view kHelp = R"(Usage: nvmeof-target [OPTIONS]
+
+A userspace NVMe-over-Fabrics target on the RDMA transport (rdma-core verbs and RDMA-CM).
+Once listening it prints exactly one line to stdout, "listening on ADDR:PORT"; everything
+else goes to stderr.
+
+Listening:
+  --listen ADDR            address to listen on (default 127.0.0.1)
+  --port PORT              RDMA-CM port (default 4420; 0 picks a free port)
+
+Subsystems and namespaces (--subsystem starts a new subsystem; the options after it apply to it):
+  --subsystem NQN          an NVM subsystem (repeatable; at least one)
+  --namespace ram:SIZE[:LBA]
+                           RAM-backed namespace; SIZE takes K/M/G suffixes; LBA 512 or 4096
+                           (default 512)
+  --namespace file:PATH[:LBA]
+                           file or block device; its data survives a restart
+  --size SIZE              size for a file namespace whose file does not exist yet
+  --allow-host NQN         allowed host NQN (repeatable; default: any host)
+  The discovery subsystem nqn.2014-08.org.nvmexpress.discovery always exists and lists the others.
+
+Limits (to exercise negotiation):
+  --mdts N                 Identify MDTS (default 5 = 128 KiB; 0 = no limit)
+  --mqes N                 CAP.MQES, 0's based (default 127)
+  --maxcmd N               Identify MAXCMD (default MQES+1)
+  --crqsize N              force the CRQSIZE answered in the CM REP
+  --ioccsz N               I/O command capsule size in 16-byte units (default 260)
+  --max-io-queues N        I/O queues per controller (default 8)
+  --kas N                  keep-alive granularity in 100 ms units (default 10)
+
+Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
+  reject-connect=STS       reject every CM connect with NVMe/RDMA reject status STS
+  connect-status=SCT/SC    fail the Fabrics Connect with that status (DNR set)
+  fail-io=N:SCT/SC         fail the Nth I/O command (1-based, counted over all I/O queues)
+  fail-lba=FIRST-LAST:SCT/SC
+                           fail every read/write touching that LBA range
+  drop-after=N             disconnect all queues after N commands in total
+  delay-ms=N               delay every completion by N ms
+  stop-answering-after=N   after N commands, accept but never answer
+  SCT and SC are numbers (decimal or 0x hex).
+
+Observability:
+  --stats PATH             on exit write JSON statistics (commands by opcode, bytes, RDMA
+                           operations, errors, largest number of commands in flight, ...)
+  --help                   this text
+
+A bad argument prints one line "nvmeof-target: <what is wrong>" and exits 2. SIGINT and
+SIGTERM stop the target cleanly (file data flushed, statistics written) with exit status 0.
+)";
+
+std::string quoted(std::string_view text) {
+    return "\"" + std::string(text) + "\"";
+}
+
+std::uint32_t parse_lba_size(std::string_view text, std::string_view what) {
+    const std::uint64_t lba = parse_number(text, what, std::numeric_limits<std::uint32_t>::max());
+    if (lba != 512 && lba != 4096) {
+        throw UsageError(std::string(what) + ": LBA size must be 512 or 4096, got " +
+                         std::string(text));
+    }
+    return static_cast<std::uint32_t>(lba);
+}
+
+bool is_lba_text(std::string_view text) {
+    return text == "512" || text == "4096";
+}
+
+NamespaceConfig parse_namespace(std::string_view spec) {
+    const std::string what = "--namespace " + std::string(spec);
+    NamespaceConfig ns;
+    std::string_view rest;
+    if (spec.starts_with("ram:")) {
+        ns.backing = NamespaceConfig::Backing::ram;
+        rest = spec.substr(4);
+        const auto colon = rest.find(':');
+        ns.size_bytes = parse_size(rest.substr(0, colon), what);
+        if (colon != std::string_view::npos) {
+            ns.lba_size = parse_lba_size(rest.substr(colon + 1), what);
+        }
+        if (ns.size_bytes < ns.lba_size || ns.size_bytes % ns.lba_size != 0) {
+            throw UsageError(what + ": size must be a non-zero multiple of the LBA size " +
+                             std::to_string(ns.lba_size));
+        }
+    } else if (spec.starts_with("file:")) {
+        ns.backing = NamespaceConfig::Backing::file;
+        rest = spec.substr(5);
+        const auto colon = rest.rfind(':');
+        if (colon != std::string_view::npos && is_lba_text(rest.substr(colon + 1))) {
+            ns.lba_size = parse_lba_size(rest.substr(colon + 1), what);
+            rest = rest.substr(0, colon);
+        }
+        if (rest.empty()) {
+            throw UsageError(what + ": the file path is empty");
+        }
+        ns.path = std::string(rest);
+    } else {
+        throw UsageError(what + ": expected ram:SIZE[:LBA] or file:PATH[:LBA]");
+    }
+    return ns;
+}
+
+void finish_subsystem(SubsystemConfig& subsystem, std::uint64_t file_size) {
+    for (auto& ns : subsystem.namespaces) {
+        if (ns.backing == NamespaceConfig::Backing::file && ns.size_bytes == 0 && file_size != 0) {
+            if (file_size < ns.lba_size || file_size % ns.lba_size != 0) {
+                throw UsageError("--size " + std::to_string(file_size) +
+                                 " must be a non-zero multiple of the LBA size of " + ns.path);
+            }
+            ns.size_bytes = file_size;
+        }
+    }
+}
+
+std::pair<std::string_view, std::string_view> split_once(std::string_view text, char separator) {
+    const auto at = text.find(separator);
+    if (at == std::string_view::npos) {
+        return {text, {}};
+    }
+    return {text.substr(0, at), text.substr(at + 1)};
+}
+
+}  // namespace
+
+std::uint32_t Limits::max_transfer_bytes() const {
+    if (mdts == 0) {
+        return wire::kMaxKeyedSglLength;
+    }
+    const std::uint64_t bytes = std::uint64_t{kPageSize} << mdts;
+    return bytes > wire::kMaxKeyedSglLength ? wire::kMaxKeyedSglLength
+                                            : static_cast<std::uint32_t>(bytes);
+}
+
+std::string_view help_text() {
+    return kHelp;
+}
+
+std::uint64_t parse_number(std::string_view text, std::string_view what, std::uint64_t max) {
+    int base = 10;
+    std::string_view digits = text;
+    if (digits.starts_with("0x") || digits.starts_with("0X")) {
+        base = 16;
+        digits = digits.substr(2);
+    }
+    std::uint64_t value = 0;
+    const auto [end, error] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
+    if (digits.empty() || error != std::errc{} || end != digits.data() + digits.size()) {
+        throw UsageError(std::string(what) + ": " + quoted(text) + " is not a number");
+    }
+    if (value > max) {
+        throw UsageError(std::string(what) + ": " + std::string(text) + " is above the maximum " +
+                         std::to_string(max));
+    }
+    return value;
+}
+
+std::uint64_t parse_size(std::string_view text, std::string_view what) {
+    std::uint64_t multiplier = 1;
+    std::string_view digits = text;
+    if (!digits.empty()) {
+        switch (digits.back()) {
+            case 'k':
+            case 'K':
+                multiplier = std::uint64_t{1} << 10;
+                break;
+            case 'm':
+            case 'M':
+                multiplier = std::uint64_t{1} << 20;
+                break;
+            case 'g':
+            case 'G':
+                multiplier = std::uint64_t{1} << 30;
+                break;
+            case 't':
+            case 'T':
+                multiplier = std::uint64_t{1} << 40;
+                break;
+            default:
+                break;
+        }
+        if (multiplier != 1) {
+            digits.remove_suffix(1);
+        }
+    }
+    const std::uint64_t value =
+        parse_number(digits, what, std::numeric_limits<std::uint64_t>::max() / multiplier);
+    if (value == 0) {
+        throw UsageError(std::string(what) + ": size " + quoted(text) + " must not be zero");
+    }
+    return value * multiplier;
+}
+
+wire::Status parse_status(std::string_view text, std::string_view what) {
+    const auto [sct, sc] = split_once(text, '/');
+    if (sc.empty()) {
+        throw UsageError(std::string(what) + ": status " + quoted(text) + " must be SCT/SC");
+    }
+    const auto type = parse_number(sct, what, kMaxStatusCodeType);
+    const auto code = parse_number(sc, what, kMaxStatusCode);
+    return wire::Status::make(static_cast<wire::StatusCodeType>(type),
+                              static_cast<std::uint8_t>(code), true);
+}
+
+void parse_fault(std::string_view spec, FaultConfig& faults) {
+    const std::string what = "--fault " + std::string(spec);
+    const auto [name, value] = split_once(spec, '=');
+    if (value.empty()) {
+        throw UsageError(what + ": expected NAME=VALUE");
+    }
+    const auto max64 = std::numeric_limits<std::uint64_t>::max();
+    if (name == "reject-connect") {
+        faults.reject_connect =
+            static_cast<std::uint16_t>(parse_number(value, what, kMaxRejectStatus));
+    } else if (name == "connect-status") {
+        faults.connect_status = parse_status(value, what);
+    } else if (name == "fail-io") {
+        const auto [nth, status] = split_once(value, ':');
+        FailIoFault fault{parse_number(nth, what, max64), parse_status(status, what)};
+        if (fault.nth == 0) {
+            throw UsageError(what + ": N is 1-based");
+        }
+        faults.fail_io.push_back(fault);
+    } else if (name == "fail-lba") {
+        const auto [range, status] = split_once(value, ':');
+        const auto [first, last] = split_once(range, '-');
+        if (last.empty()) {
+            throw UsageError(what + ": expected FIRST-LAST:SCT/SC");
+        }
+        FailLbaFault fault{parse_number(first, what, max64), parse_number(last, what, max64),
+                           parse_status(status, what)};
+        if (fault.first > fault.last) {
+            throw UsageError(what + ": FIRST is above LAST");
+        }
+        faults.fail_lba.push_back(fault);
+    } else if (name == "drop-after") {
+        faults.drop_after = parse_number(value, what, max64);
+    } else if (name == "delay-ms") {
+        faults.delay_ms = static_cast<std::uint32_t>(parse_number(value, what, kMaxDelayMs));
+    } else if (name == "stop-answering-after") {
+        faults.stop_answering_after = parse_number(value, what, max64);
+    } else {
+        throw UsageError(what + ": unknown fault " + quoted(name));
+    }
+}
+
+ParseOutcome parse_command_line(const std::vector<std::string_view>& args, TargetConfig& config) {
+    SubsystemConfig* current = nullptr;
+    std::uint64_t file_size = 0;  // --size of the current subsystem; 0: none
+    auto close_current = [&] {
+        if (current != nullptr) {
+            finish_subsystem(*current, file_size);
+        }
+        file_size = 0;
+    };
+
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string_view option = args[i];
+        std::string_view value;
+        bool has_value = false;
+        if (option == "--help" || option == "-h") {
+            return ParseOutcome::help;
+        }
+        if (!option.starts_with("--")) {
+            throw UsageError("unexpected argument " + quoted(option) + " (see --help)");
+        }
+        if (const auto eq = option.find('='); eq != std::string_view::npos) {
+            value = option.substr(eq + 1);
+            option = option.substr(0, eq);
+            has_value = true;
+        }
+        auto take = [&]() -> std::string_view {
+            if (has_value) {
+                return value;
+            }
+            if (i + 1 >= args.size()) {
+                throw UsageError(std::string(option) + " needs a value");
+            }
+            return args[++i];
+        };
+        auto need_subsystem = [&] {
+            if (current == nullptr) {
+                throw UsageError(std::string(option) + " must follow a --subsystem");
+            }
+        };
+
+        if (option == "--listen") {
+            config.listen_address = std::string(take());
+            if (config.listen_address.empty()) {
+                throw UsageError("--listen: the address is empty");
+            }
+        } else if (option == "--port") {
+            config.port = static_cast<std::uint16_t>(parse_number(take(), "--port", 0xFFFF));
+        } else if (option == "--subsystem") {
+            const auto nqn = take();
+            try {
+                wire::validate_nqn(nqn, "--subsystem NQN");
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(e.what());
+            }
+            if (nqn == wire::kDiscoveryNqn) {
+                throw UsageError("--subsystem: the discovery subsystem always exists");
+            }
+            for (const auto& s : config.subsystems) {
+                if (s.nqn == nqn) {
+                    throw UsageError("--subsystem " + std::string(nqn) + " is given twice");
+                }
+            }
+            close_current();
+            config.subsystems.push_back(SubsystemConfig{std::string(nqn), {}, {}});
+            current = &config.subsystems.back();
+        } else if (option == "--namespace") {
+            need_subsystem();
+            current->namespaces.push_back(parse_namespace(take()));
+        } else if (option == "--size") {
+            need_subsystem();
+            file_size = parse_size(take(), "--size");
+        } else if (option == "--allow-host") {
+            need_subsystem();
+            const auto nqn = take();
+            try {
+                wire::validate_nqn(nqn, "--allow-host NQN");
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(e.what());
+            }
+            current->allowed_hosts.emplace_back(nqn);
+        } else if (option == "--mdts") {
+            config.limits.mdts =
+                static_cast<std::uint8_t>(parse_number(take(), "--mdts", kMaxMdts));
+        } else if (option == "--mqes") {
+            config.limits.mqes = static_cast<std::uint16_t>(
+                parse_number(take(), "--mqes", kMaxQueueEntriesField - 1));
+            if (config.limits.mqes == 0) {
+                throw UsageError("--mqes must be at least 1 (a queue of two entries)");
+            }
+        } else if (option == "--maxcmd") {
+            config.limits.maxcmd =
+                static_cast<std::uint16_t>(parse_number(take(), "--maxcmd", kMaxQueueEntriesField));
+        } else if (option == "--crqsize") {
+            config.limits.crqsize = static_cast<std::uint16_t>(
+                parse_number(take(), "--crqsize", kMaxQueueEntriesField));
+        } else if (option == "--ioccsz") {
+            config.limits.ioccsz =
+                static_cast<std::uint32_t>(parse_number(take(), "--ioccsz", kMaxIoccsz));
+            if (config.limits.ioccsz < kMinIoccsz) {
+                throw UsageError("--ioccsz must be at least 4 (the 64-byte command alone)");
+            }
+        } else if (option == "--max-io-queues") {
+            config.limits.max_io_queues = static_cast<std::uint16_t>(
+                parse_number(take(), "--max-io-queues", kMaxQueueEntriesField - 1));
+            if (config.limits.max_io_queues == 0) {
+                throw UsageError("--max-io-queues must be at least 1");
+            }
+        } else if (option == "--kas") {
+            config.limits.kas = static_cast<std::uint16_t>(parse_number(take(), "--kas", 0xFFFF));
+        } else if (option == "--fault") {
+            parse_fault(take(), config.faults);
+        } else if (option == "--stats") {
+            config.stats_path = std::string(take());
+            if (config.stats_path.empty()) {
+                throw UsageError("--stats: the path is empty");
+            }
+        } else {
+            throw UsageError("unknown option " + quoted(option) + " (see --help)");
+        }
+    }
+    close_current();
+    if (config.subsystems.empty()) {
+        throw UsageError("at least one --subsystem NQN is needed");
+    }
+    return ParseOutcome::run;
+}
+
+}  // namespace nvmeof::target

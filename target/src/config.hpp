@@ -1,0 +1,103 @@
+// nvmeof-target configuration: the command line of docs/target-cli.md parsed
+// into plain values. Parsing never touches the network or the disk.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nvmeof/wire/status.hpp"
+
+namespace nvmeof::target {
+
+// A bad command-line argument; what() is the one line printed after
+// "nvmeof-target: ", and the process exits with kUsageExitCode.
+class UsageError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kUsageExitCode = 2;
+inline constexpr std::uint32_t kDefaultLbaSize = 512;
+
+struct NamespaceConfig {
+    enum class Backing : std::uint8_t { ram, file };
+    Backing backing = Backing::ram;
+    std::uint64_t size_bytes = 0;  // RAM size, or the size of a file created anew (0: unknown)
+    std::string path;              // file backing only
+    std::uint32_t lba_size = kDefaultLbaSize;
+};
+
+struct SubsystemConfig {
+    std::string nqn;
+    std::vector<NamespaceConfig> namespaces;  // NSID = index + 1
+    std::vector<std::string> allowed_hosts;   // empty: any host
+};
+
+// Negotiation limits (all settable on the command line).
+struct Limits {
+    std::uint8_t mdts = 5;                 // Identify MDTS: 2^5 × 4 KiB = 128 KiB
+    std::uint16_t mqes = 127;              // CAP.MQES, 0's based
+    std::uint16_t maxcmd = 0;              // Identify MAXCMD; 0 here means MQES + 1
+    std::optional<std::uint16_t> crqsize;  // forced CM REP CRQSIZE
+    std::uint32_t ioccsz = 260;            // 16-byte units: 64-byte SQE + 4 KiB in-capsule data
+    std::uint16_t max_io_queues = 8;
+    std::uint16_t kas = 10;  // keep-alive granularity, 100 ms units
+
+    std::uint16_t effective_maxcmd() const {
+        return maxcmd != 0 ? maxcmd : static_cast<std::uint16_t>(mqes + 1u);
+    }
+    // Largest data transfer of one command in bytes (MDTS 0 = no limit: the
+    // 24-bit keyed SGL length bounds it then).
+    std::uint32_t max_transfer_bytes() const;
+};
+
+struct FailIoFault {
+    std::uint64_t nth = 0;  // 1-based over all I/O queues
+    wire::Status status;
+};
+struct FailLbaFault {
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;
+    wire::Status status;
+};
+
+struct FaultConfig {
+    std::optional<std::uint16_t> reject_connect;  // NVMe/RDMA CM reject STS
+    std::optional<wire::Status> connect_status;
+    std::vector<FailIoFault> fail_io;
+    std::vector<FailLbaFault> fail_lba;
+    std::optional<std::uint64_t> drop_after;
+    std::optional<std::uint32_t> delay_ms;
+    std::optional<std::uint64_t> stop_answering_after;
+};
+
+struct TargetConfig {
+    std::string listen_address = "127.0.0.1";
+    std::uint16_t port = 4420;
+    std::vector<SubsystemConfig> subsystems;
+    Limits limits;
+    FaultConfig faults;
+    std::string stats_path;
+};
+
+enum class ParseOutcome : std::uint8_t { run, help };
+
+// Parses argv (without argv[0]). Throws UsageError naming the bad argument.
+ParseOutcome parse_command_line(const std::vector<std::string_view>& args, TargetConfig& config);
+
+std::string_view help_text();
+
+// "4K", "64M", "1G", "4096" → bytes. Throws UsageError.
+std::uint64_t parse_size(std::string_view text, std::string_view what);
+// Decimal or 0x hex. Throws UsageError when not a number or above max.
+std::uint64_t parse_number(std::string_view text, std::string_view what, std::uint64_t max);
+// "SCT/SC" → a status with DNR set.
+wire::Status parse_status(std::string_view text, std::string_view what);
+// One --fault SPEC added to faults.
+void parse_fault(std::string_view spec, FaultConfig& faults);
+
+}  // namespace nvmeof::target

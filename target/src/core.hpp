@@ -1,0 +1,172 @@
+// The target's command-execution core, independent of verbs: subsystems,
+// namespaces, controllers, and every command handler. A transport drives it in
+// two steps per capsule:
+//   1. plan(): validate the command (flags, queue state, opcode, NSID, SGL form
+//      and length, MDTS, LBA range) and say what data must move;
+//   2. execute(): run it once the host→controller data is in the buffer, and
+//      fill the controller→host data.
+// Everything here runs on one thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "nvmeof/wire/command.hpp"
+#include "nvmeof/wire/fabrics.hpp"
+#include "nvmeof/wire/status.hpp"
+#include "stats.hpp"
+#include "storage.hpp"
+
+namespace nvmeof::target {
+
+using Clock = std::chrono::steady_clock;
+
+struct Namespace {
+    std::uint32_t nsid = 0;
+    std::uint32_t lba_size = kDefaultLbaSize;
+    std::uint64_t blocks = 0;
+    std::unique_ptr<Storage> storage;
+};
+
+struct Subsystem {
+    std::string nqn;
+    bool discovery = false;
+    std::vector<Namespace> namespaces;  // namespaces[i].nsid == i + 1
+    std::vector<std::string> allowed_hosts;
+
+    bool allows(std::string_view hostnqn) const;
+    Namespace* find_namespace(std::uint32_t nsid);
+};
+
+struct Controller {
+    std::uint16_t cntlid = 0;
+    Subsystem* subsystem = nullptr;
+    std::string hostnqn;
+    wire::HostId host_id{};
+    std::uint32_t cc = 0;
+    std::uint32_t csts = 0;
+    std::uint32_t kato_ms = 0;  // 0: keep-alive disabled
+    Clock::time_point last_keep_alive{};
+    std::vector<bool> io_queue_live;  // index = QID
+    unsigned held_async_events = 0;
+};
+
+// Per-queue state the transport owns and the core updates.
+struct QueueState {
+    std::uint16_t qid = 0;     // from the CM REQ
+    std::uint16_t cntlid = 0;  // 0 until Connect succeeds
+    bool connected = false;
+    std::uint16_t sqsize = 0;  // 0's based, from Connect
+    std::uint16_t sq_head = 0;
+    bool sq_flow_control_disabled = false;
+    std::uint32_t in_capsule_capacity = 0;  // bytes of data a capsule may carry
+
+    wire::QueueKind kind() const { return qid == 0 ? wire::QueueKind::admin : wire::QueueKind::io; }
+};
+
+enum class DataSource : std::uint8_t { none, keyed, in_capsule };
+
+// What plan() decided.
+struct DataPlan {
+    wire::Status status;  // not ok: answer at once, move no data
+    wire::DataDirection direction = wire::DataDirection::none;
+    DataSource source = DataSource::none;
+    std::uint32_t length = 0;  // bytes to move (at most the SGL length)
+    std::uint64_t remote_address = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t in_capsule_offset = 0;
+    bool minimum_length = false;  // the SGL may be longer than `length` (DSM)
+    bool hold = false;            // never answered (Asynchronous Event Request)
+    wire::Status injected;        // a fault to return from execute() instead of running
+    bool inject = false;
+};
+
+struct Completion {
+    wire::Status status;
+    std::uint32_t dw0 = 0;
+    std::uint32_t dw1 = 0;
+    std::uint32_t data_length = 0;  // controller→host bytes written to the buffer
+};
+
+class CommandCore {
+  public:
+    // Opens every namespace. Throws UsageError or std::system_error.
+    CommandCore(const TargetConfig& config, Stats& stats);
+    ~CommandCore();
+    CommandCore(const CommandCore&) = delete;
+    CommandCore& operator=(const CommandCore&) = delete;
+
+    DataPlan plan(QueueState& queue, const wire::Sqe& sqe, std::size_t in_capsule_bytes);
+    // `data` holds plan.length bytes: filled by the transport for
+    // host→controller commands, by execute() for controller→host ones.
+    Completion execute(QueueState& queue, const wire::Sqe& sqe, const DataPlan& plan,
+                       std::span<std::uint8_t> data);
+    // The response for a command: SQHD, SQID and CID filled in, errors counted.
+    wire::Cqe make_cqe(QueueState& queue, const wire::Sqe& sqe, const Completion& done);
+
+    // The queue is gone. Losing the admin queue deletes the controller; the
+    // transport then tears down that controller's I/O queues.
+    void queue_disconnected(QueueState& queue);
+    // Controllers whose keep-alive timer expired; each is marked fatal and
+    // should be torn down by the transport.
+    std::vector<std::uint16_t> expired_controllers(Clock::time_point now);
+    bool controller_exists(std::uint16_t cntlid) const { return controllers_.contains(cntlid); }
+    Controller* find_controller(std::uint16_t cntlid);
+
+    void flush_all();
+    const TargetConfig& config() const { return config_; }
+    Stats& stats() { return stats_; }
+    Subsystem* find_subsystem(std::string_view nqn);
+    // Address and port to report in the discovery log.
+    void set_listen_address(std::string address, std::uint16_t port);
+
+  private:
+    friend class CommandCoreTestAccess;
+
+    DataPlan plan_fabrics(QueueState& queue, const wire::Sqe& sqe, std::size_t in_capsule_bytes);
+    DataPlan plan_admin(QueueState& queue, Controller& ctrl, const wire::Sqe& sqe,
+                        std::size_t in_capsule_bytes);
+    DataPlan plan_io(QueueState& queue, Controller& ctrl, const wire::Sqe& sqe,
+                     std::size_t in_capsule_bytes);
+    // Checks SGL1 against plan.direction/length and fills the data source;
+    // returns false (plan.status set) when the descriptor is refused.
+    bool check_data_pointer(const QueueState& queue, const wire::Sqe& sqe,
+                            std::size_t in_capsule_bytes, DataPlan& plan) const;
+
+    Completion execute_connect(QueueState& queue, const wire::Sqe& sqe,
+                               std::span<const std::uint8_t> data);
+    Completion execute_property_get(Controller& ctrl, const wire::Sqe& sqe);
+    Completion execute_property_set(Controller& ctrl, const wire::Sqe& sqe);
+    Completion execute_admin(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);
+    Completion execute_identify(Controller& ctrl, const wire::Sqe& sqe,
+                                std::span<std::uint8_t> data);
+    Completion execute_features(Controller& ctrl, const wire::Sqe& sqe);
+    Completion execute_get_log_page(Controller& ctrl, const wire::Sqe& sqe,
+                                    std::span<std::uint8_t> data);
+    Completion execute_io(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);
+
+    std::uint16_t allocate_cntlid();
+    std::uint32_t effective_kato_ms(const Controller& ctrl, std::uint32_t requested) const;
+    void update_cc(Controller& ctrl, std::uint32_t value);
+    void log_fault(const std::string& line);
+
+    TargetConfig config_;
+    Stats& stats_;
+    std::vector<std::unique_ptr<Subsystem>> subsystems_;  // [0] is discovery
+    std::map<std::uint16_t, Controller> controllers_;
+    std::uint16_t next_cntlid_ = 1;
+    std::uint64_t io_commands_seen_ = 0;
+    std::string listen_address_ = "127.0.0.1";
+    std::uint16_t listen_port_ = 4420;
+};
+
+// The Connect Invalid Parameters status with its DW0 (IATTR/IPO).
+Completion connect_invalid_parameter(bool in_data, std::uint16_t offset);
+
+}  // namespace nvmeof::target

@@ -1,0 +1,29 @@
+// Constants and helpers shared by the CommandCore source files.
+#pragma once
+
+#include <cstdint>
+
+#include "core.hpp"
+#include "nvmeof/wire/registers.hpp"
+
+namespace nvmeof::target {
+
+inline constexpr std::uint16_t kMaxControllerId = 0xFFEF;  // valid dynamic IDs are 1..0xFFEF
+inline constexpr std::uint32_t kDiscoveryKatoMs =
+    120000;                                             // nvmet/SPDK when a discovery host sends 0
+inline constexpr std::uint32_t kKasUnitMs = 100;        // KAS granularity unit
+inline constexpr std::uint8_t kReadyTimeout500ms = 15;  // CAP.TO: 7.5 s, as nvmet
+inline constexpr std::uint8_t kConnectAttrDisableSqFlowControl = 1u << 2;  // CATTR DISSQFC
+// VS 1.3: Linux then asks CNS 0x03 but not CNS 0x08 (digest §10.16).
+inline constexpr wire::Version kReportedVersion = wire::Version::make(1, 3, 0);
+inline constexpr unsigned kAsyncEventLimit = 3;  // AERL, 0's based: four held at most
+
+inline DataPlan failed_plan(wire::GenericStatus status) {
+    DataPlan plan;
+    plan.status = wire::Status::generic(status, true);
+    return plan;
+}
+
+std::uint64_t capabilities_value(const Limits& limits);
+
+}  // namespace nvmeof::target

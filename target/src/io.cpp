@@ -1,0 +1,175 @@
+// CommandCore: NVM I/O commands (Read, Write, Flush, Write Zeroes, Dataset
+// Management) and the I/O faults.
+#include <cstdio>
+#include <cstring>
+
+#include "core_internal.hpp"
+#include "nvmeof/wire/io.hpp"
+
+namespace nvmeof::target {
+
+using wire::DataDirection;
+using wire::GenericStatus;
+using wire::IoOpcode;
+using wire::Sqe;
+using wire::Status;
+
+namespace {
+
+bool range_ok(const Namespace& ns, std::uint64_t slba, std::uint64_t blocks) {
+    return slba <= ns.blocks && blocks <= ns.blocks - slba;
+}
+
+Completion storage_status(int error) {
+    if (error == 0) {
+        return Completion{};
+    }
+    std::fprintf(stderr, "nvmeof-target: storage error: %s\n", std::strerror(error));
+    return Completion{Status::generic(GenericStatus::internal_error, true)};
+}
+
+}  // namespace
+
+DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sqe,
+                              std::size_t in_capsule_bytes) {
+    const std::uint64_t io_index = ++io_commands_seen_;
+    const auto opcode = static_cast<IoOpcode>(sqe.opcode);
+    const bool is_rw = opcode == IoOpcode::read || opcode == IoOpcode::write;
+    if (!is_rw && opcode != IoOpcode::flush && opcode != IoOpcode::write_zeroes &&
+        opcode != IoOpcode::dataset_management) {
+        return failed_plan(GenericStatus::invalid_opcode);
+    }
+    DataPlan plan;
+    Namespace* ns = ctrl.subsystem->find_namespace(sqe.nsid);
+    if (ns == nullptr && !(opcode == IoOpcode::flush && sqe.nsid == wire::kBroadcastNsid)) {
+        return failed_plan(GenericStatus::invalid_namespace_or_format);
+    }
+    std::uint64_t slba = 0;
+    std::uint64_t blocks = 0;
+    switch (opcode) {
+        case IoOpcode::read:
+        case IoOpcode::write:
+            slba = wire::command_slba(sqe);
+            blocks = wire::command_block_count(sqe);
+            plan.direction = wire::direction_of(sqe.opcode);
+            plan.length = static_cast<std::uint32_t>(
+                std::min<std::uint64_t>(blocks * ns->lba_size, wire::kMaxKeyedSglLength + 1ull));
+            break;
+        case IoOpcode::write_zeroes:
+            slba = wire::command_slba(sqe);
+            blocks = wire::command_block_count(sqe);
+            break;
+        case IoOpcode::dataset_management:
+            plan.direction = DataDirection::host_to_controller;
+            plan.length =
+                wire::dsm_range_count(sqe) * static_cast<std::uint32_t>(sizeof(wire::DsmRange));
+            plan.minimum_length = true;  // nvmet accepts a longer SGL
+            break;
+        default:
+            break;
+    }
+    if (!check_data_pointer(queue, sqe, in_capsule_bytes, plan)) {
+        return plan;
+    }
+    if (is_rw && blocks * ns->lba_size > config_.limits.max_transfer_bytes()) {
+        return failed_plan(GenericStatus::invalid_field);  // MDTS exceeded
+    }
+    if ((is_rw || opcode == IoOpcode::write_zeroes) && !range_ok(*ns, slba, blocks)) {
+        return failed_plan(GenericStatus::lba_out_of_range);
+    }
+    if (opcode == IoOpcode::write && plan.source == DataSource::in_capsule) {
+        ++stats_.in_capsule_writes;
+    }
+
+    const char* name = wire::command_name(sqe, wire::QueueKind::io).data();
+    for (const auto& fault : config_.faults.fail_io) {
+        if (fault.nth == io_index) {
+            plan.inject = true;
+            plan.injected = fault.status;
+            log_fault("fail-io: I/O command " + std::to_string(io_index) + " (" + name + ", QID " +
+                      std::to_string(queue.qid) + ", CID " + std::to_string(sqe.command_id) +
+                      ") fails with " + wire::describe(fault.status));
+            return plan;
+        }
+    }
+    if (is_rw) {
+        for (const auto& fault : config_.faults.fail_lba) {
+            if (slba <= fault.last && slba + blocks - 1 >= fault.first) {
+                plan.inject = true;
+                plan.injected = fault.status;
+                log_fault("fail-lba: " + std::string(name) + " of LBA " + std::to_string(slba) +
+                          "+" + std::to_string(blocks) + " (QID " + std::to_string(queue.qid) +
+                          ", CID " + std::to_string(sqe.command_id) + ") fails with " +
+                          wire::describe(fault.status));
+                return plan;
+            }
+        }
+    }
+    return plan;
+}
+
+Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<std::uint8_t> data) {
+    const auto opcode = static_cast<IoOpcode>(sqe.opcode);
+    Subsystem& subsystem = *ctrl.subsystem;
+    if (opcode == IoOpcode::flush && sqe.nsid == wire::kBroadcastNsid) {
+        for (auto& ns : subsystem.namespaces) {
+            if (const int error = ns.storage->flush()) {
+                return storage_status(error);
+            }
+        }
+        return Completion{};
+    }
+    Namespace* ns = subsystem.find_namespace(sqe.nsid);
+    if (ns == nullptr) {
+        return Completion{Status::generic(GenericStatus::invalid_namespace_or_format, true)};
+    }
+    const std::uint64_t offset = wire::command_slba(sqe) * ns->lba_size;
+    switch (opcode) {
+        case IoOpcode::read: {
+            Completion done = storage_status(ns->storage->read(offset, data));
+            if (done.status.ok()) {
+                done.data_length = static_cast<std::uint32_t>(data.size());
+                stats_.bytes_read += data.size();
+            }
+            return done;
+        }
+        case IoOpcode::write: {
+            Completion done = storage_status(ns->storage->write(offset, data));
+            if (done.status.ok()) {
+                stats_.bytes_written += data.size();
+            }
+            return done;
+        }
+        case IoOpcode::flush:
+            return storage_status(ns->storage->flush());
+        case IoOpcode::write_zeroes:
+            return storage_status(ns->storage->write_zeroes(
+                offset, std::uint64_t{wire::command_block_count(sqe)} * ns->lba_size));
+        case IoOpcode::dataset_management: {
+            if ((sqe.cdw11 & wire::kDsmAttributeDeallocate) == 0) {
+                return Completion{};  // hints only
+            }
+            const std::uint32_t count = wire::dsm_range_count(sqe);
+            std::vector<wire::DsmRange> ranges(count);
+            std::memcpy(ranges.data(), data.data(), count * sizeof(wire::DsmRange));
+            for (const auto& range : ranges) {
+                if (!range_ok(*ns, range.slba, range.length_blocks)) {
+                    return Completion{Status::generic(GenericStatus::lba_out_of_range, true)};
+                }
+            }
+            // Deallocated blocks read back as zeroes.
+            for (const auto& range : ranges) {
+                if (const int error = ns->storage->write_zeroes(
+                        range.slba * ns->lba_size,
+                        std::uint64_t{range.length_blocks} * ns->lba_size)) {
+                    return storage_status(error);
+                }
+            }
+            return Completion{};
+        }
+        default:
+            return Completion{Status::generic(GenericStatus::invalid_opcode, true)};
+    }
+}
+
+}  // namespace nvmeof::target

@@ -1,0 +1,123 @@
+// One NVMe queue on one RC QP: receive buffers, request slots, and the data
+// path (RDMA READ before host→controller commands, RDMA WRITE + SEND chained
+// after controller→host ones).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core.hpp"
+#include "verbs/resources.hpp"
+
+namespace nvmeof::target {
+
+// Per-device verbs objects shared by every queue on that device.
+struct Device {
+    ibv_context* context = nullptr;
+    verbs::ProtectionDomain pd;
+    verbs::CompletionChannel channel;  // every CQ reports here, so the loop can sleep
+    ibv_device_attr attr{};
+};
+
+// Gets and acknowledges every pending completion-channel event (the loop
+// polls all CQs anyway).
+void drain_completion_channel(Device& device);
+
+// Faults counted over all queues (docs/target-cli.md), shared by the server.
+struct TransportFaults {
+    std::uint64_t commands = 0;   // every capsule received
+    bool drop_requested = false;  // drop-after reached: disconnect everything
+    bool drop_done = false;
+    bool stop_logged = false;
+    bool delay_logged = false;
+};
+
+struct QueueContext {
+    CommandCore& core;
+    Stats& stats;
+    const TargetConfig& config;
+    TransportFaults& faults;
+};
+
+struct QueueSizes {
+    std::uint32_t receive_count = 0;  // command buffers posted (HSQSIZE + 1)
+    std::uint32_t receive_size = 0;   // bytes each (64 admin, IOCCSZ × 16 I/O)
+    std::uint32_t read_depth = 1;     // RDMA READs in flight at most
+};
+
+class RdmaQueue {
+  public:
+    enum class State : std::uint8_t { accepting, live, disconnecting, closed };
+
+    // Creates the CQ and QP on `id`, registers buffers and posts the receives,
+    // then owns `id`. Throws std::system_error, leaving `id` to the caller.
+    RdmaQueue(rdma_cm_id* id, Device& device, std::uint16_t qid, std::uint16_t hsqsize,
+              const QueueSizes& sizes, QueueContext context);
+    ~RdmaQueue();
+    RdmaQueue(const RdmaQueue&) = delete;
+    RdmaQueue& operator=(const RdmaQueue&) = delete;
+
+    rdma_cm_id* id() const { return id_.get(); }
+    QueueState& nvme() { return nvme_; }
+    State state() const { return state_; }
+    ibv_cq* cq() const { return cq_.get(); }
+
+    void established();
+    // rdma_disconnect once; the DISCONNECTED event then closes the queue.
+    void begin_disconnect(const char* why);
+    // The connection is gone: stop using the QP.
+    void close() { state_ = State::closed; }
+
+    // Polls the CQ and runs what completed; returns the completions handled.
+    int poll();
+    // Posts responses whose delay (delay-ms fault) has passed; returns the
+    // earliest still pending, or time_point::max().
+    Clock::time_point flush_delayed(Clock::time_point now);
+    void arm_cq();
+
+  private:
+    struct Request;
+
+    void post_receive(std::uint32_t index);
+    void handle_receive(std::uint32_t index, std::uint32_t byte_len);
+    void start_command(Request& req, const std::uint8_t* capsule, std::uint32_t byte_len,
+                       std::uint32_t receive_index);
+    void post_read(Request& req);
+    void start_queued_reads();
+    void on_read_done(Request& req);
+    void finish(Request& req, const Completion& done);
+    void post_response(Request& req);
+    void on_send_done(Request& req);
+    bool ensure_buffer(Request& req, std::size_t bytes);
+    Request* take_request();
+    void fail(const char* what);
+    std::string where() const;
+
+    QueueContext ctx_;
+    Device& device_;
+    verbs::CmId id_;
+    ibv_qp* qp_ = nullptr;  // id_'s QP, set once created
+    verbs::CompletionQueue cq_;
+    QueueState nvme_;
+    QueueSizes sizes_;
+    State state_ = State::accepting;
+
+    std::vector<std::uint8_t> receive_buffers_;
+    verbs::MemoryRegion receive_mr_;
+    std::vector<wire::Cqe> responses_;
+    verbs::MemoryRegion response_mr_;
+    std::vector<std::unique_ptr<Request>> requests_;
+    std::vector<Request*> free_requests_;
+
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> early_receives_;  // (index, bytes)
+    std::deque<std::vector<std::uint8_t>> waiting_capsules_;  // no free request slot yet
+    std::deque<Request*> queued_reads_;
+    std::uint32_t reads_in_flight_ = 0;
+    std::deque<Request*> delayed_;
+    std::uint32_t in_flight_ = 0;  // received and not yet answered
+};
+
+}  // namespace nvmeof::target

@@ -1,0 +1,63 @@
+// The RDMA-CM side of the target: listen, validate and accept (or reject)
+// connection requests, route CM events to queues, and run the single polling
+// loop over every queue.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core.hpp"
+#include "rdma_queue.hpp"
+#include "verbs/resources.hpp"
+
+namespace nvmeof::target {
+
+class RdmaServer {
+  public:
+    RdmaServer(CommandCore& core, const TargetConfig& config, Stats& stats);
+    ~RdmaServer();
+    RdmaServer(const RdmaServer&) = delete;
+    RdmaServer& operator=(const RdmaServer&) = delete;
+
+    // Binds and listens; returns the real port (also when 0 was asked).
+    // Throws std::system_error.
+    std::uint16_t listen();
+    // Serves until `stop` becomes non-zero.
+    void run(const volatile std::sig_atomic_t& stop);
+    // Disconnects every queue and waits briefly for the peers to notice.
+    void shutdown();
+
+  private:
+    // What to do once the CM event has been acknowledged (an id cannot be
+    // destroyed while one of its events is held).
+    struct AfterAck {
+        RdmaQueue* remove = nullptr;
+        rdma_cm_id* destroy = nullptr;
+    };
+
+    int drain_cm_events();
+    AfterAck on_event(const rdma_cm_event& event);
+    AfterAck on_connect_request(const rdma_cm_event& event);
+    AfterAck reject(rdma_cm_id* id, std::uint16_t status, const std::string& why);
+    Device& device_for(ibv_context* context);
+    void remove_queue(RdmaQueue* queue);
+    void disconnect_controller(std::uint16_t cntlid, const char* why);
+    void reap_stuck_queues(Clock::time_point now);
+    void sleep_until_work(Clock::time_point deadline);
+    void drain_completion_channels();
+
+    CommandCore& core_;
+    const TargetConfig& config_;
+    Stats& stats_;
+    TransportFaults faults_;
+    verbs::EventChannel channel_;
+    verbs::CmId listener_;
+    std::map<ibv_context*, std::unique_ptr<Device>> devices_;
+    std::vector<std::unique_ptr<RdmaQueue>> queues_;  // destroyed before devices and channel
+    std::map<RdmaQueue*, Clock::time_point> disconnecting_since_;
+};
+
+}  // namespace nvmeof::target

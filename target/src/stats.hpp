@@ -1,0 +1,54 @@
+// Counters written as JSON on exit (--stats), in the layout of docs/target-cli.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nvmeof/wire/command.hpp"
+
+namespace nvmeof::target {
+
+enum class CommandKind : std::uint8_t {
+    read,
+    write,
+    flush,
+    write_zeroes,
+    dataset_management,
+    identify,
+    connect,
+    property_get,
+    property_set,
+    set_features,
+    get_features,
+    get_log_page,
+    keep_alive,
+    other,
+    count_,
+};
+
+CommandKind command_kind(const wire::Sqe& sqe, wire::QueueKind queue);
+
+struct Stats {
+    std::uint64_t commands[static_cast<std::size_t>(CommandKind::count_)] = {};
+    std::uint64_t bytes_read = 0;     // sent to the host by Read
+    std::uint64_t bytes_written = 0;  // received by Write
+    std::uint64_t rdma_read_ops = 0;
+    std::uint64_t rdma_write_ops = 0;
+    std::uint64_t in_capsule_writes = 0;
+    std::uint64_t errors = 0;
+    std::uint64_t max_inflight_io = 0;
+    std::uint64_t max_inflight_admin = 0;
+    std::uint64_t controllers = 0;
+    std::uint64_t faults_injected = 0;
+
+    void count(CommandKind kind) { ++commands[static_cast<std::size_t>(kind)]; }
+    std::uint64_t count_of(CommandKind kind) const {
+        return commands[static_cast<std::size_t>(kind)];
+    }
+    std::string to_json() const;
+};
+
+// Writes stats.to_json() to path; returns false (after logging) on failure.
+bool write_stats_file(const Stats& stats, const std::string& path);
+
+}  // namespace nvmeof::target

@@ -1,0 +1,42 @@
+#!/bin/sh
+# cli_test.sh TARGET: --help works; bad arguments print one line and exit 2.
+set -u
+target=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+    echo "cli_test: $*" >&2
+    failures=$((failures + 1))
+}
+
+"$target" --help >"$work/out" 2>"$work/err"
+[ $? -eq 0 ] || fail "--help did not exit 0"
+grep -q '^Usage: nvmeof-target' "$work/out" || fail "--help lacks the usage line"
+for option in --listen --port --subsystem --namespace --size --allow-host --mdts --mqes --maxcmd \
+    --crqsize --ioccsz --max-io-queues --kas --fault --stats reject-connect connect-status \
+    fail-io fail-lba drop-after delay-ms stop-answering-after; do
+    grep -q -- "$option" "$work/out" || fail "--help does not document $option"
+done
+
+# Each case: the arguments, then a word the one-line error must contain.
+bad_run() {
+    expected=$1
+    shift
+    "$target" "$@" >"$work/out" 2>"$work/err"
+    status=$?
+    [ "$status" -eq 2 ] || fail "'$*' exited $status, not 2"
+    [ "$(wc -l <"$work/err")" -eq 1 ] || fail "'$*' printed $(wc -l <"$work/err") lines"
+    grep -q "^nvmeof-target: .*$expected" "$work/err" || fail "'$*' said: $(cat "$work/err")"
+    [ ! -s "$work/out" ] || fail "'$*' wrote to stdout"
+}
+bad_run "--subsystem"
+bad_run "--bogus" --bogus
+bad_run "--port" --port 99999 --subsystem nqn.a
+bad_run "LBA" --subsystem nqn.a --namespace ram:1M:1000
+bad_run "reject-connect" --subsystem nqn.a --fault reject-connect=x
+bad_run "does not exist" --subsystem nqn.a --namespace "file:$work/missing.img"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "cli_test: OK"

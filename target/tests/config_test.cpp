@@ -1,0 +1,148 @@
+// Command-line parsing (docs/target-cli.md).
+#include "config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace nvmeof::target {
+namespace {
+
+TargetConfig parse(std::vector<std::string_view> args) {
+    TargetConfig config;
+    EXPECT_EQ(parse_command_line(args, config), ParseOutcome::run);
+    return config;
+}
+
+std::string error_of(std::vector<std::string_view> args) {
+    TargetConfig config;
+    try {
+        parse_command_line(args, config);
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(Config, DefaultsAndSubsystems) {
+    const TargetConfig c =
+        parse({"--subsystem", "nqn.2024-01.io.a", "--namespace", "ram:64M", "--namespace",
+               "ram:1G:4096", "--allow-host", "nqn.h1", "--subsystem", "nqn.2024-01.io.b", "--size",
+               "8M", "--namespace", "file:/tmp/x:y.img:4096"});
+    EXPECT_EQ(c.listen_address, "127.0.0.1");
+    EXPECT_EQ(c.port, 4420);
+    ASSERT_EQ(c.subsystems.size(), 2u);
+    ASSERT_EQ(c.subsystems[0].namespaces.size(), 2u);
+    EXPECT_EQ(c.subsystems[0].namespaces[0].size_bytes, 64u << 20);
+    EXPECT_EQ(c.subsystems[0].namespaces[0].lba_size, 512u);
+    EXPECT_EQ(c.subsystems[0].namespaces[1].size_bytes, 1u << 30);
+    EXPECT_EQ(c.subsystems[0].namespaces[1].lba_size, 4096u);
+    EXPECT_EQ(c.subsystems[0].allowed_hosts, std::vector<std::string>{"nqn.h1"});
+    const NamespaceConfig& file = c.subsystems[1].namespaces[0];
+    EXPECT_EQ(file.backing, NamespaceConfig::Backing::file);
+    EXPECT_EQ(file.path, "/tmp/x:y.img");
+    EXPECT_EQ(file.lba_size, 4096u);
+    EXPECT_EQ(file.size_bytes, 8u << 20);
+    EXPECT_EQ(c.limits.mdts, 5);
+    EXPECT_EQ(c.limits.mqes, 127);
+    EXPECT_EQ(c.limits.effective_maxcmd(), 128);
+    EXPECT_EQ(c.limits.ioccsz, 260u);
+    EXPECT_EQ(c.limits.max_io_queues, 8);
+    EXPECT_EQ(c.limits.kas, 10);
+    EXPECT_EQ(c.limits.max_transfer_bytes(), 128u * 1024);
+}
+
+TEST(Config, LimitsListenAndStats) {
+    const TargetConfig c =
+        parse({"--listen",    "0.0.0.0",         "--port=0", "--mdts",    "3",    "--mqes",
+               "15",          "--maxcmd",        "8",        "--crqsize", "12",   "--ioccsz",
+               "4",           "--max-io-queues", "2",        "--kas",     "0x14", "--stats",
+               "/tmp/s.json", "--subsystem",     "nqn.a"});
+    EXPECT_EQ(c.listen_address, "0.0.0.0");
+    EXPECT_EQ(c.port, 0);
+    EXPECT_EQ(c.limits.mdts, 3);
+    EXPECT_EQ(c.limits.mqes, 15);
+    EXPECT_EQ(c.limits.effective_maxcmd(), 8);
+    EXPECT_EQ(c.limits.crqsize, 12);
+    EXPECT_EQ(c.limits.ioccsz, 4u);
+    EXPECT_EQ(c.limits.max_io_queues, 2);
+    EXPECT_EQ(c.limits.kas, 20);
+    EXPECT_EQ(c.stats_path, "/tmp/s.json");
+}
+
+TEST(Config, Faults) {
+    const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "reject-connect=6", "--fault",
+                                  "connect-status=1/0x81", "--fault", "fail-io=3:2/0x81", "--fault",
+                                  "fail-lba=10-20:0/0x80", "--fault", "drop-after=50", "--fault",
+                                  "delay-ms=5", "--fault=stop-answering-after=7"});
+    const FaultConfig& f = c.faults;
+    EXPECT_EQ(f.reject_connect, 6);
+    ASSERT_TRUE(f.connect_status);
+    EXPECT_EQ(f.connect_status->cqe_field(), 0x8000 | (1 << 9) | (0x81 << 1));
+    ASSERT_EQ(f.fail_io.size(), 1u);
+    EXPECT_EQ(f.fail_io[0].nth, 3u);
+    EXPECT_EQ(f.fail_io[0].status.type(), wire::StatusCodeType::media);
+    ASSERT_EQ(f.fail_lba.size(), 1u);
+    EXPECT_EQ(f.fail_lba[0].first, 10u);
+    EXPECT_EQ(f.fail_lba[0].last, 20u);
+    EXPECT_EQ(f.drop_after, 50u);
+    EXPECT_EQ(f.delay_ms, 5u);
+    EXPECT_EQ(f.stop_answering_after, 7u);
+}
+
+TEST(Config, Help) {
+    TargetConfig config;
+    EXPECT_EQ(parse_command_line({"--subsystem", "nqn.a", "--help"}, config), ParseOutcome::help);
+    EXPECT_NE(help_text().find("--fault"), std::string_view::npos);
+    EXPECT_NE(help_text().find("stop-answering-after"), std::string_view::npos);
+}
+
+TEST(Config, Errors) {
+    EXPECT_NE(error_of({}).find("--subsystem"), std::string::npos);
+    EXPECT_NE(error_of({"--bogus"}).find("--bogus"), std::string::npos);
+    EXPECT_NE(error_of({"stray"}).find("stray"), std::string::npos);
+    EXPECT_NE(error_of({"--port"}).find("--port needs a value"), std::string::npos);
+    EXPECT_NE(error_of({"--port", "70000", "--subsystem", "nqn.a"}).find("--port"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--port", "x1", "--subsystem", "nqn.a"}).find("not a number"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--namespace", "ram:1M"}).find("must follow a --subsystem"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--namespace", "ram:1M:1024"}).find("512 or 4096"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--namespace", "disk:/x"}).find("ram:SIZE"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--namespace", "ram:1000"}).find("multiple"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--namespace", "ram:0"}).find("zero"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.2014-08.org.nvmexpress.discovery"}).find("discovery"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--subsystem", "nqn.a"}).find("twice"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", std::string(300, 'x')}).find("223"), std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "explode=1"}).find("explode"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "fail-io=0:0/1"}).find("1-based"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "fail-io=1:8/1"}).find("maximum"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "fail-lba=5-1:0/1"}).find("FIRST"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "connect-status=1"}).find("SCT/SC"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--mdts", "13"}).find("--mdts"), std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--ioccsz", "3"}).find("--ioccsz"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--max-io-queues", "0"}).find("at least"),
+              std::string::npos);
+}
+
+TEST(Config, Sizes) {
+    EXPECT_EQ(parse_size("4096", "x"), 4096u);
+    EXPECT_EQ(parse_size("4k", "x"), 4096u);
+    EXPECT_EQ(parse_size("2G", "x"), 2ull << 30);
+    EXPECT_THROW(parse_size("G", "x"), UsageError);
+    EXPECT_THROW(parse_size("1Q", "x"), UsageError);
+}
+
+}  // namespace
+}  // namespace nvmeof::target
