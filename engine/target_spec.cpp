@@ -134,12 +134,14 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
         apply_nsid(spec, options.nsid, "nsid");
     }
     if (spec.address.empty()) {
-        throw SpecError("no target address: set the engine option traddr=ADDR (empty when the "
-                        "job file's ${VAR} is unset) or filename=\"traddr=ADDR ...\"");
+        throw SpecError("no target address: traddr is empty (the shipped job files take it from "
+                        "${NVMEOF_TRADDR}, which is unset?); set traddr=ADDR or "
+                        "filename=\"traddr=ADDR ...\"");
     }
     if (spec.subsystem_nqn.empty()) {
-        throw SpecError("no subsystem NQN: set the engine option subnqn=NQN (empty when the job "
-                        "file's ${VAR} is unset) or filename=\"... subnqn=NQN\"");
+        throw SpecError("no subsystem NQN: subnqn is empty (the shipped job files take it from "
+                        "${NVMEOF_SUBNQN}, which is unset?); set subnqn=NQN or "
+                        "filename=\"... subnqn=NQN\"");
     }
     return spec;
 }

@@ -2,8 +2,10 @@
 """Prints one closing line for a meson test run, counting GoogleTest cases one by
 one: 'N passed, N failed, N skipped'. Exits non-zero on any failure and on any
 skipped test outside the GPU suite (only tests that need a GPU may skip)."""
+import json
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 junit = sys.argv[1]
 passed = failed = skipped = 0
@@ -20,6 +22,19 @@ for suite in ET.parse(junit).getroot().iter("testsuite"):
                 unexpected_skips.append(name)
         else:
             passed += 1
+
+# A test killed by its timeout or crashing before GoogleTest wrote its report
+# leaves no failed case in the JUnit file: take meson's own verdict too.
+bad_runs = []
+log = Path(junit).with_name("testlog.json")
+if log.exists():
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL"):
+            bad_runs.append(f"{entry.get('name')}: {entry.get('result')}")
+for run in bad_runs:
+    print(f"failed run: {run}")
+failed += len(bad_runs)
 
 for name in unexpected_skips:
     print(f"unexpected skip: {name}")

@@ -1,0 +1,260 @@
+// Controller facade, memory registration, namespaces and blocking transfers.
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "host/controller_impl.hpp"
+#include "host/negotiation.hpp"
+#include "nvmeof/wire.hpp"
+
+namespace nvmeof {
+namespace detail {
+
+void ControllerImpl::require_open(const char* what) const {
+    if (state_ != ControllerState::live) {
+        throw TransportError(TransportErrc::closed, ESHUTDOWN,
+                             std::string(what) + ": the controller is closed");
+    }
+}
+
+RdmaQueue& ControllerImpl::io(std::size_t index) {
+    require_open("io()");
+    if (index >= io_.size()) {
+        throw InvalidArgument("I/O queue index " + std::to_string(index) + " is out of range (" +
+                              std::to_string(io_.size()) + " queues)");
+    }
+    return *io_[index];
+}
+
+NamespaceInfo ControllerImpl::identify_namespace(std::uint32_t nsid) {
+    require_open("namespace_at");
+    if (nsid == 0 || nsid == wire::kBroadcastNsid) {
+        throw InvalidArgument("namespace ID " + std::to_string(nsid) + " is not a valid NSID");
+    }
+    const std::string step = "Identify Namespace " + std::to_string(nsid);
+    execute_ok(*admin_,
+               wire::identify_command(wire::IdentifyCns::namespace_data, nsid,
+                                      wire::keyed_data_block(scratch(kScratchIdentifyOffset,
+                                                                     wire::kIdentifyDataSize))),
+               step);
+    wire::IdentifyNamespace id{};
+    std::memcpy(&id, scratch_.get() + kScratchIdentifyOffset, sizeof id);
+    if (id.nsze == 0) {
+        throw Error("namespace " + std::to_string(nsid) + " is not active on " + options_.subsystem_nqn);
+    }
+    wire::NamespaceGeometry geometry;
+    try {
+        geometry = wire::namespace_geometry(id);
+    } catch (const std::exception& e) {
+        throw Error("namespace " + std::to_string(nsid) + ": " + e.what());
+    }
+    if (geometry.metadata_size != 0 || geometry.protection_information) {
+        throw Error("namespace " + std::to_string(nsid) + " is formatted with " +
+                    std::to_string(geometry.metadata_size) +
+                    " metadata bytes per block or protection information, which this host does "
+                    "not support");
+    }
+    return {nsid, geometry.lba_size, geometry.size_blocks, geometry.capacity_blocks};
+}
+
+MemoryRegion ControllerImpl::register_region(void* address, std::size_t length, void* owned) {
+    auto record = std::make_shared<MemoryRecord>();
+    record->owned = owned;  // freed by the record, also if registration throws
+    record->address = static_cast<std::byte*>(address);
+    record->length = length;
+    require_open("register_memory");
+    if (address == nullptr || length == 0) {
+        throw InvalidArgument("cannot register an empty memory range");
+    }
+    try {
+        record->mr = verbs::register_memory(
+            pd_.get(), address, length,
+            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+    } catch (const std::system_error& e) {
+        throw Error(std::string("memory registration failed: ") + e.what());
+    }
+    record->lkey = record->mr->lkey;
+    record->rkey = record->mr->rkey;
+    record->owner = this;
+    std::erase_if(memory_, [](const std::weak_ptr<MemoryRecord>& w) { return w.expired(); });
+    memory_.push_back(record);
+    return MemoryRegion(std::move(record));
+}
+
+void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
+    require_open("I/O");
+    const std::string what = "namespace " + std::to_string(ns.nsid);
+    if (t.op != Op::flush &&
+        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
+        throw InvalidArgument(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
+                              std::to_string(t.blocks) + ") is outside the namespace (" +
+                              std::to_string(ns.size_lbas) + " blocks)");
+    }
+    if (t.op == Op::read || t.op == Op::write) {
+        if (t.memory == nullptr || !t.memory->valid() || t.memory->record()->owner != this) {
+            throw InvalidArgument(what + ": the memory region is not registered with this controller "
+                                         "(closed, reset or moved from)");
+        }
+        const std::uint64_t size = t.memory->size();
+        if (t.blocks > size / ns.lba_size || t.offset > size ||
+            t.blocks * ns.lba_size > size - t.offset) {
+            throw InvalidArgument(what + ": " + std::to_string(t.blocks) + " blocks of " +
+                                  std::to_string(ns.lba_size) + " bytes at buffer offset " +
+                                  std::to_string(t.offset) + " do not fit the " +
+                                  std::to_string(size) + "-byte memory region");
+        }
+    }
+    RdmaQueue& queue = *io_.front();
+    const NamespaceRef ref{ns.nsid, ns.lba_size, ns.size_lbas};
+    // Batches of at most one queue's worth of pieces, each posted together.
+    const std::uint64_t per_piece = (t.op == Op::read || t.op == Op::write)
+                                        ? max_blocks_per_command(limits_.max_transfer_bytes, ns.lba_size)
+                                        : std::uint64_t{wire::kMaxBlocksPerCommand};
+    const std::uint64_t batch_blocks = per_piece * queue.capacity();
+    Transfer piece = t;
+    std::uint64_t done = 0;
+    do {
+        piece.slba = t.slba + done;
+        piece.offset = t.offset + done * ns.lba_size;
+        piece.blocks = t.op == Op::flush ? 0 : std::min(batch_blocks, t.blocks - done);
+        std::uint32_t index = 0;
+        for (;;) {
+            const SubmitResult result = queue.submit_transfer(ref, piece, true, &index);
+            if (result == SubmitResult::queued) {
+                break;
+            }
+            if (result != SubmitResult::busy) {
+                raise_for_status(queue.last_error());
+            }
+            queue.progress();  // other transfers in flight: wait for room
+            std::this_thread::yield();
+        }
+        while (!queue.transfer_finished(index)) {
+            queue.progress();
+            if (!queue.transfer_finished(index)) {
+                std::this_thread::yield();
+            }
+        }
+        raise_for_status(queue.take_transfer(index));
+        done += piece.blocks;
+    } while (done < t.blocks);
+}
+
+}  // namespace detail
+
+// --- Controller -----------------------------------------------------------
+
+Controller::Controller(std::unique_ptr<detail::ControllerImpl> impl) : impl_(std::move(impl)) {}
+Controller::Controller(Controller&&) noexcept = default;
+Controller& Controller::operator=(Controller&&) noexcept = default;
+Controller::~Controller() = default;
+
+Controller Controller::connect(const Options& options) {
+    auto impl = std::make_unique<detail::ControllerImpl>(options);
+    impl->connect();  // on a throw, ~ControllerImpl closes what was opened
+    return Controller(std::move(impl));
+}
+
+void Controller::close() noexcept {
+    if (impl_) {
+        impl_->close();
+    }
+}
+
+bool Controller::is_open() const noexcept { return impl_ && impl_->open(); }
+
+const Limits& Controller::limits() const {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    return impl_->limits();
+}
+
+Namespace Controller::namespace_at(std::uint32_t nsid) {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    return Namespace(impl_.get(), impl_->identify_namespace(nsid));
+}
+
+MemoryRegion Controller::allocate(std::size_t bytes) {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t rounded = (bytes + page - 1) / page * page;
+    if (bytes == 0) {
+        throw InvalidArgument("cannot allocate 0 bytes");
+    }
+    void* memory = std::aligned_alloc(page, rounded);
+    if (memory == nullptr) {
+        throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+    }
+    std::memset(memory, 0, rounded);
+    return impl_->register_region(memory, bytes, memory);
+}
+
+MemoryRegion Controller::register_memory(void* address, std::size_t length) {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    return impl_->register_region(address, length, nullptr);
+}
+
+IoQueue Controller::io(std::size_t index) {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    return IoQueue(&impl_->io(index));
+}
+
+std::size_t Controller::io_queue_count() const noexcept { return impl_ ? impl_->io_count() : 0; }
+
+IoQueue Controller::admin() {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    impl_->require_open("admin()");
+    return IoQueue(&impl_->admin());
+}
+
+// --- Namespace ------------------------------------------------------------
+
+namespace {
+std::uint64_t default_blocks(const MemoryRegion& buffer, std::uint64_t offset, std::uint32_t lba,
+                             std::optional<std::uint64_t> blocks) {
+    if (blocks) {
+        return *blocks;
+    }
+    const std::uint64_t n = offset < buffer.size() ? (buffer.size() - offset) / lba : 0;
+    if (n == 0) {
+        throw InvalidArgument("the buffer holds no whole block after offset " + std::to_string(offset));
+    }
+    return n;
+}
+}  // namespace
+
+void Namespace::read(const MemoryRegion& buffer, std::uint64_t slba, std::optional<std::uint64_t> blocks,
+                     std::uint64_t buffer_offset) {
+    controller_->run_transfer(info_, {Op::read, slba, default_blocks(buffer, buffer_offset, info_.lba_size, blocks),
+                                      &buffer, buffer_offset, 0});
+}
+
+void Namespace::write(const MemoryRegion& buffer, std::uint64_t slba, std::optional<std::uint64_t> blocks,
+                      std::uint64_t buffer_offset) {
+    controller_->run_transfer(info_, {Op::write, slba, default_blocks(buffer, buffer_offset, info_.lba_size, blocks),
+                                      &buffer, buffer_offset, 0});
+}
+
+void Namespace::flush() { controller_->run_transfer(info_, {Op::flush, 0, 0, nullptr, 0, 0}); }
+
+void Namespace::write_zeroes(std::uint64_t slba, std::uint64_t blocks) {
+    controller_->run_transfer(info_, {Op::write_zeroes, slba, blocks, nullptr, 0, 0});
+}
+
+void Namespace::deallocate(std::uint64_t slba, std::uint64_t blocks) {
+    controller_->run_transfer(info_, {Op::deallocate, slba, blocks, nullptr, 0, 0});
+}
+
+}  // namespace nvmeof

@@ -1,0 +1,80 @@
+// ControllerImpl: the state behind nvmeof::Controller (internal).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/memory_record.hpp"
+#include "nvmeof/controller.hpp"
+#include "nvmeof/wire/registers.hpp"
+#include "transport/rdma_queue.hpp"
+#include "verbs/resources.hpp"
+
+namespace nvmeof::detail {
+
+// Connect-time scratch memory: Identify data and the Connect data, registered
+// once per controller.
+inline constexpr std::size_t kScratchIdentifyOffset = 0;
+inline constexpr std::size_t kScratchConnectOffset = wire::kIdentifyDataSize;
+inline constexpr std::size_t kScratchSize = kScratchConnectOffset + wire::kConnectDataSize;
+static_assert(kScratchConnectOffset + wire::kConnectDataSize <= kScratchSize);
+
+enum class ControllerState : std::uint8_t { connecting, live, closing, closed };
+
+class ControllerImpl {
+public:
+    explicit ControllerImpl(const Options& options);
+    ~ControllerImpl();
+    ControllerImpl(const ControllerImpl&) = delete;
+    ControllerImpl& operator=(const ControllerImpl&) = delete;
+
+    // The whole bring-up (§9.1); throws ConnectError.
+    void connect();
+    void close() noexcept;
+    bool open() const noexcept { return state_ == ControllerState::live; }
+    void require_open(const char* what) const;
+
+    NamespaceInfo identify_namespace(std::uint32_t nsid);
+    MemoryRegion register_region(void* address, std::size_t length, void* owned);
+    // Blocking transfer on I/O queue 0, split and batched; throws on failure.
+    void run_transfer(const NamespaceInfo& ns, const Transfer& transfer);
+
+    const Limits& limits() const { return limits_; }
+    RdmaQueue& io(std::size_t index);
+    std::size_t io_count() const { return io_.size(); }
+    RdmaQueue& admin() { return *admin_; }
+
+private:
+    Response execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
+    Response execute_ok(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
+    std::uint64_t property_get(wire::Property property, const std::string& step);
+    void property_set(wire::Property property, std::uint64_t value, const std::string& step);
+    std::uint16_t fabrics_connect(RdmaQueue& queue, std::uint16_t qid, std::uint16_t size,
+                                  std::uint16_t cntlid);
+    void enable();
+    void identify_controller();
+    void create_io_queues();
+    void shutdown() noexcept;
+    wire::RemoteBuffer scratch(std::size_t offset, std::size_t length) const;
+    void validate_options() const;
+
+    Options options_;
+    HostIdentity identity_;
+    PeerAddress peer_;
+    Limits limits_;
+    ControllerState state_ = ControllerState::connecting;
+    bool enabled_ = false;
+    wire::Capabilities cap_;
+    ibv_device_attr device_{};
+
+    // Declaration order = creation order; close() tears down explicitly.
+    verbs::ProtectionDomain pd_;
+    std::unique_ptr<std::byte[]> scratch_;
+    verbs::MemoryRegion scratch_mr_;
+    std::unique_ptr<RdmaQueue> admin_;
+    std::vector<std::unique_ptr<RdmaQueue>> io_;
+    std::vector<std::weak_ptr<MemoryRecord>> memory_;
+};
+
+}  // namespace nvmeof::detail

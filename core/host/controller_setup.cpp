@@ -1,0 +1,348 @@
+// Controller bring-up and teardown (§9.1, §9.2 of the wire digest).
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "host/controller_impl.hpp"
+#include "host/negotiation.hpp"
+#include "nvmeof/wire.hpp"
+#include "transport/log.hpp"
+
+namespace nvmeof::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kPropertyPollInterval{1};
+constexpr std::chrono::milliseconds kMinReadyWait{500};
+constexpr std::chrono::milliseconds kShutdownWait{5000};  // Linux shutdown_timeout
+
+std::string qid_text(std::uint16_t qid) { return "qid " + std::to_string(qid); }
+
+}  // namespace
+
+ControllerImpl::ControllerImpl(const Options& options) : options_(options) {}
+
+ControllerImpl::~ControllerImpl() { close(); }
+
+void ControllerImpl::validate_options() const {
+    auto bad = [](const std::string& what) {
+        throw ConnectError(ConnectFailure::invalid_options, "options", what);
+    };
+    if (options_.keep_alive_ms != 0) {
+        bad("keep_alive_ms " + std::to_string(options_.keep_alive_ms) +
+            " is not supported yet: only 0 (keep-alive disabled) is implemented");
+    }
+    if (options_.queue_depth < kMinQueueSize) {
+        bad("queue_depth must be at least 2 (one slot is always kept free)");
+    }
+    if (options_.io_queues == 0 || options_.io_queues >= wire::kMaxQueuesPerController) {
+        bad("io_queues must be between 1 and 65534");
+    }
+    if (options_.timeout.count() <= 0) {
+        bad("timeout must be positive");
+    }
+    try {
+        wire::validate_nqn(options_.subsystem_nqn, "subsystem NQN");
+    } catch (const std::invalid_argument& e) {
+        bad(e.what());
+    }
+}
+
+wire::RemoteBuffer ControllerImpl::scratch(std::size_t offset, std::size_t length) const {
+    return {reinterpret_cast<std::uint64_t>(scratch_.get() + offset), length, scratch_mr_->rkey};
+}
+
+void ControllerImpl::connect() {
+    validate_options();
+    identity_ = resolve_host_identity(options_);
+    peer_ = resolve_peer(options_.target, options_.port, options_.source);
+    log_debug("connecting to %s as %s (host ID %s, %s)", peer_.target_text.c_str(),
+              identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
+
+    admin_ = std::make_unique<RdmaQueue>(
+        QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin, options_.timeout}, peer_);
+    if (ibv_query_device(admin_->device(), &device_) != 0) {
+        throw ConnectError(ConnectFailure::device_error, "ibv_query_device", std::strerror(errno));
+    }
+    try {
+        pd_ = verbs::alloc_pd(admin_->device());
+        scratch_ = std::make_unique<std::byte[]>(kScratchSize);
+        scratch_mr_ = verbs::register_memory(pd_.get(), scratch_.get(), kScratchSize,
+                                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+                                                 IBV_ACCESS_REMOTE_WRITE);
+    } catch (const std::system_error& e) {
+        ConnectError::Details d;
+        d.sys_errno = e.code().value();
+        throw ConnectError(ConnectFailure::device_error, "allocating connect resources", e.what(), d);
+    }
+    // The admin queue is 32 entries (nvmet refuses more); the device must hold it.
+    const QueueSizeDecision admin_size = negotiate_queue_size(
+        {wire::kAdminQueueSize, wire::kAdminQueueSize, 0,
+         static_cast<std::uint32_t>(device_.max_qp_wr), static_cast<std::uint32_t>(device_.max_cqe)});
+    if (admin_size.size != wire::kAdminQueueSize) {
+        throw ConnectError(ConnectFailure::negotiation, "admin queue",
+                           "the RDMA device cannot hold a 32-entry admin queue (" +
+                               std::string(admin_size.limit) + ")");
+    }
+    admin_->set_owner(this);
+    admin_->connect(pd_.get(), device_, 0);
+    limits_.cntlid = fabrics_connect(*admin_, 0, wire::kAdminQueueSize, wire::kDynamicControllerId);
+    admin_->mark_live();
+    enable();
+    identify_controller();
+    create_io_queues();
+
+    limits_.admin_queue_size = wire::kAdminQueueSize;
+    limits_.source_address = admin_->local_address();
+    limits_.device_name = ibv_get_device_name(admin_->device()->device);
+    limits_.target_address = peer_.target_text;
+    limits_.subsystem_nqn = options_.subsystem_nqn;
+    limits_.host_nqn = identity_.nqn;
+    limits_.host_id = identity_.id_text;
+    limits_.host_identity_origin = identity_.origin;
+    state_ = ControllerState::live;
+    log_debug("controller %u live: %u I/O queues of %u entries, MDTS %llu bytes",
+              unsigned{limits_.cntlid}, limits_.io_queues, unsigned{limits_.queue_size},
+              static_cast<unsigned long long>(limits_.mdts_bytes));
+}
+
+Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step) {
+    try {
+        Request request(&queue, queue.submit_command(command));
+        while (!request.done()) {
+            queue.progress();
+            if (!request.done()) {
+                std::this_thread::yield();
+            }
+        }
+        Response response = request.response();
+        if (response.status.transport != TransportErrc::none) {
+            raise_for_status(response.status);
+        }
+        return response;
+    } catch (const TransportError& e) {
+        if (state_ != ControllerState::connecting) {
+            throw;
+        }
+        ConnectError::Details d;
+        d.sys_errno = e.sys_errno();
+        throw ConnectError(e.code() == TransportErrc::timeout ? ConnectFailure::timeout
+                                                              : ConnectFailure::device_error,
+                           step, e.what(), d);
+    }
+}
+
+Response ControllerImpl::execute_ok(RdmaQueue& queue, const wire::Sqe& command, const std::string& step) {
+    Response response = execute(queue, command, step);
+    if (!response.status.ok() && state_ == ControllerState::connecting) {
+        ConnectError::Details d;
+        d.status = response.status.nvme;
+        d.result = response.cqe.dw0;
+        throw ConnectError(ConnectFailure::command_failed, step, describe(response.status), d);
+    }
+    response.raise_for_status();
+    return response;
+}
+
+std::uint64_t ControllerImpl::property_get(wire::Property property, const std::string& step) {
+    return execute_ok(*admin_, wire::property_get_command(property), step).cqe.result64();
+}
+
+void ControllerImpl::property_set(wire::Property property, std::uint64_t value, const std::string& step) {
+    execute_ok(*admin_, wire::property_set_command(property, value), step);
+}
+
+std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qid, std::uint16_t size,
+                                              std::uint16_t cntlid) {
+    const std::string step = "Fabrics Connect (" + qid_text(qid) + ")";
+    const wire::ConnectData data =
+        wire::connect_data(identity_.id, options_.subsystem_nqn, identity_.nqn, cntlid);
+    std::memcpy(scratch_.get() + kScratchConnectOffset, &data, sizeof data);
+    // Keyed on every queue: nvmet's admin receive buffers cannot take it in-capsule.
+    const wire::Sqe command = wire::connect_command(
+        qid, size, options_.keep_alive_ms,
+        wire::keyed_data_block(scratch(kScratchConnectOffset, wire::kConnectDataSize)));
+    const Response response = execute(queue, command, step);
+    if (!response.status.ok()) {
+        const wire::Status status = response.status.nvme;
+        std::string message = wire::describe(status, {wire::kFabricsOpcode, wire::QueueKind::admin});
+        if (status.is(wire::FabricsStatus::connect_invalid_parameters)) {
+            message += ": invalid " + wire::connect_parameter_name(
+                                          wire::parse_connect_invalid_parameter(response.cqe.dw0));
+        } else if (status.is(wire::FabricsStatus::connect_invalid_host)) {
+            message += ": host " + identity_.nqn + " is not allowed";
+        } else if (status.is(wire::GenericStatus::keep_alive_timeout_invalid)) {
+            message += ": the target refuses KATO 0, and keep-alive is not implemented yet";
+        }
+        ConnectError::Details d;
+        d.status = status;
+        d.result = response.cqe.dw0;
+        throw ConnectError(ConnectFailure::connect_status, step, message, d);
+    }
+    const wire::ConnectResult result = wire::parse_connect_result(response.cqe.dw0);
+    if (result.authentication_required) {
+        throw ConnectError(ConnectFailure::unsupported_controller, step,
+                           "the target requires in-band authentication (DH-HMAC-CHAP), not implemented");
+    }
+    return result.cntlid;
+}
+
+void ControllerImpl::enable() {
+    cap_ = wire::Capabilities{property_get(wire::Property::cap, "Property Get CAP")};
+    if (cap_.min_page_size() > 4096) {
+        throw ConnectError(ConnectFailure::unsupported_controller, "Property Get CAP",
+                           "minimum memory page size " + std::to_string(cap_.min_page_size()) +
+                               " is above 4096");
+    }
+    const auto css = cap_.supports_nvm_command_set() || !cap_.supports_io_command_sets()
+                         ? wire::CommandSetSelected::nvm
+                         : wire::CommandSetSelected::io_command_sets;
+    wire::ControllerConfig::Fields fields;
+    fields.command_set = css;
+    property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC");
+    fields.enable = true;
+    property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC.EN");
+    enabled_ = true;
+    const auto wait = std::max(std::chrono::milliseconds(cap_.timeout_ms()), kMinReadyWait);
+    const auto deadline = Clock::now() + wait;
+    for (;;) {
+        const wire::ControllerStatus csts{static_cast<std::uint32_t>(
+            property_get(wire::Property::csts, "Property Get CSTS"))};
+        if (csts.fatal()) {
+            throw ConnectError(ConnectFailure::controller_fatal, "waiting for CSTS.RDY",
+                               "the controller reports CSTS.CFS (fatal status) after CC.EN = 1");
+        }
+        if (csts.ready()) {
+            return;
+        }
+        if (Clock::now() >= deadline) {
+            ConnectError::Details d;
+            d.sys_errno = ETIMEDOUT;
+            throw ConnectError(ConnectFailure::timeout, "waiting for CSTS.RDY",
+                               "CSTS.RDY stayed 0 for " + std::to_string(wait.count()) +
+                                   " ms (CAP.TO)", d);
+        }
+        std::this_thread::sleep_for(kPropertyPollInterval);
+    }
+}
+
+void ControllerImpl::identify_controller() {
+    const std::string step = "Identify Controller";
+    execute_ok(*admin_,
+               wire::identify_command(wire::IdentifyCns::controller, 0,
+                                      wire::keyed_data_block(scratch(kScratchIdentifyOffset,
+                                                                     wire::kIdentifyDataSize))),
+               step);
+    wire::IdentifyController id{};
+    std::memcpy(&id, scratch_.get() + kScratchIdentifyOffset, sizeof id);
+    auto unsupported = [&](const std::string& why) {
+        throw ConnectError(ConnectFailure::unsupported_controller, step, why);
+    };
+    if ((id.sgls & wire::kSglsKeyedDataBlock) == 0) {
+        unsupported("the controller does not support keyed SGL data blocks (SGLS bit 2)");
+    }
+    if (id.icdoff != 0) {
+        unsupported("ICDOFF " + std::to_string(id.icdoff) + " is not 0");
+    }
+    if (id.cntlid != limits_.cntlid) {
+        unsupported("Identify CNTLID " + std::to_string(id.cntlid) + " differs from the Connect CNTLID " +
+                    std::to_string(limits_.cntlid));
+    }
+    limits_.mdts_bytes = mdts_bytes(id.mdts, cap_.min_page_size());
+    limits_.max_transfer_bytes = max_transfer_bytes(limits_.mdts_bytes);
+    limits_.ioccsz = id.ioccsz;
+    limits_.maxcmd = id.maxcmd;
+    limits_.mqes_entries = cap_.max_queue_entries();
+    limits_.namespaces = id.nn;
+    limits_.model = std::string(id.model());
+    limits_.serial = std::string(id.serial());
+    limits_.firmware = std::string(id.firmware());
+}
+
+void ControllerImpl::create_io_queues() {
+    const Response response = execute_ok(
+        *admin_, wire::set_number_of_queues_command({options_.io_queues, options_.io_queues}),
+        "Set Features Number of Queues");
+    const std::uint32_t count =
+        negotiate_io_queue_count(options_.io_queues, wire::parse_number_of_queues(response.cqe.dw0));
+    const QueueSizeDecision size = negotiate_queue_size(
+        {options_.queue_depth, limits_.mqes_entries, limits_.maxcmd,
+         static_cast<std::uint32_t>(device_.max_qp_wr), static_cast<std::uint32_t>(device_.max_cqe)});
+    limits_.queue_size = size.size;
+    limits_.usable_slots = static_cast<std::uint16_t>(size.size - 1);
+    limits_.queue_size_limit = std::string(size.limit);
+    limits_.io_queues = count;
+    for (std::uint32_t i = 1; i <= count; ++i) {
+        const auto qid = static_cast<std::uint16_t>(i);
+        auto queue = std::make_unique<RdmaQueue>(
+            QueueConfig{qid, size.size, limits_.cntlid, wire::QueueKind::io, options_.timeout}, peer_);
+        if (queue->device() != admin_->device()) {
+            throw ConnectError(ConnectFailure::device_error, "I/O queue address resolution",
+                               qid_text(qid) + " resolved to another RDMA device than the admin queue");
+        }
+        queue->set_owner(this);
+        queue->connect(pd_.get(), device_, limits_.max_transfer_bytes);
+        io_.push_back(std::move(queue));
+        fabrics_connect(*io_.back(), qid, size.size, limits_.cntlid);
+        io_.back()->mark_live();
+    }
+}
+
+void ControllerImpl::shutdown() noexcept {
+    if (!enabled_ || !admin_ || admin_->failed()) {
+        return;
+    }
+    enabled_ = false;
+    try {
+        wire::ControllerConfig::Fields fields;
+        fields.enable = true;
+        fields.shutdown = wire::ShutdownNotification::normal;
+        property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC.SHN");
+        const auto deadline = Clock::now() + std::min(options_.timeout, kShutdownWait);
+        while (Clock::now() < deadline) {
+            const wire::ControllerStatus csts{static_cast<std::uint32_t>(
+                property_get(wire::Property::csts, "Property Get CSTS"))};
+            if (csts.shutdown_status() == wire::ShutdownStatus::complete) {
+                return;
+            }
+            std::this_thread::sleep_for(kPropertyPollInterval);
+        }
+        log_error("controller %u: shutdown did not complete in time", unsigned{limits_.cntlid});
+    } catch (const std::exception& e) {
+        log_error("controller %u: shutdown failed: %s", unsigned{limits_.cntlid}, e.what());
+    }
+}
+
+void ControllerImpl::close() noexcept {
+    if (state_ == ControllerState::closed) {
+        return;
+    }
+    state_ = ControllerState::closing;
+    for (auto& queue : io_) {
+        queue->disconnect();
+    }
+    shutdown();
+    if (admin_) {
+        admin_->disconnect();
+    }
+    for (auto& queue : io_) {
+        queue->release_verbs();
+    }
+    if (admin_) {
+        admin_->release_verbs();
+    }
+    for (auto& weak : memory_) {
+        if (auto record = weak.lock()) {
+            record->close();
+        }
+    }
+    memory_.clear();
+    scratch_mr_.reset();
+    pd_.reset();
+    // The queue objects (now closed: their CM ids only) stay until the controller
+    // is destroyed, so Request and IoQueue handles held past close() see a closed
+    // queue instead of freed memory.
+    state_ = ControllerState::closed;
+}
+
+}  // namespace nvmeof::detail

@@ -1,0 +1,40 @@
+// What a MemoryRegion handle points to (internal).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+#include "verbs/resources.hpp"
+
+namespace nvmeof::detail {
+
+struct MemoryRecord {
+    std::byte* address = nullptr;
+    std::size_t length = 0;
+    std::uint32_t lkey = 0;
+    std::uint32_t rkey = 0;
+    const void* owner = nullptr;  // the ControllerImpl whose PD registered it
+    verbs::MemoryRegion mr;
+    void* owned = nullptr;        // memory from Controller::allocate, freed with the record
+
+    MemoryRecord() = default;
+    MemoryRecord(const MemoryRecord&) = delete;
+    MemoryRecord& operator=(const MemoryRecord&) = delete;
+    ~MemoryRecord() { close(); }
+
+    bool alive() const noexcept { return static_cast<bool>(mr); }
+    // Deregisters (the PD must still exist) and frees owned memory. Idempotent.
+    void close() noexcept {
+        mr.reset();
+        owner = nullptr;
+        if (owned != nullptr) {
+            std::free(owned);
+            owned = nullptr;
+            address = nullptr;
+            length = 0;
+        }
+    }
+};
+
+}  // namespace nvmeof::detail

@@ -1,0 +1,71 @@
+#include "host/negotiation.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "nvmeof/errors.hpp"
+
+namespace nvmeof::detail {
+
+QueueSizeDecision negotiate_queue_size(const QueueSizeInputs& in) {
+    std::uint32_t size = std::min(in.requested, kMaxQueueSize);
+    std::string_view limit = "requested";
+    auto clamp = [&](std::uint32_t bound, std::string_view name) {
+        if (bound < size) {
+            size = bound;
+            limit = name;
+        }
+    };
+    clamp(in.mqes_entries, "CAP.MQES");
+    if (in.maxcmd != 0) {
+        clamp(in.maxcmd, "MAXCMD");
+    }
+    // The QP needs recv_wr_count(size) = size + 1 receive WRs, and the shared CQ
+    // cq_entry_count(size) = 2 * size + 1 entries.
+    if (in.device_max_qp_wr != 0) {
+        clamp(in.device_max_qp_wr - 1, "device max_qp_wr");
+    }
+    if (in.device_max_cqe != 0) {
+        clamp((in.device_max_cqe - 1) / 2, "device max_cqe");
+    }
+    if (size < kMinQueueSize) {
+        throw ConnectError(ConnectFailure::negotiation, "queue-size negotiation",
+                           "queue size " + std::to_string(size) + " (bound by " +
+                               std::string(limit) + ") is below the minimum of " +
+                               std::to_string(kMinQueueSize) + " entries");
+    }
+    return {static_cast<std::uint16_t>(size), limit};
+}
+
+std::uint32_t negotiate_io_queue_count(std::uint32_t requested, wire::QueueCounts granted) {
+    const std::uint32_t count = std::min(requested, granted.pairs());
+    if (count == 0) {
+        throw ConnectError(ConnectFailure::negotiation, "Set Features Number of Queues",
+                           "the target grants no I/O queues");
+    }
+    return count;
+}
+
+std::uint64_t mdts_bytes(std::uint8_t mdts, std::uint64_t min_page_size) {
+    if (mdts == 0) {
+        return 0;
+    }
+    if (mdts >= 40) {  // beyond anything a keyed SGL can carry anyway
+        return std::uint64_t{1} << 52;
+    }
+    return (std::uint64_t{1} << mdts) * min_page_size;
+}
+
+std::uint64_t max_transfer_bytes(std::uint64_t mdts) {
+    const std::uint64_t keyed = wire::kMaxKeyedSglLength;
+    return mdts == 0 ? keyed : std::min(mdts, keyed);
+}
+
+std::uint64_t max_blocks_per_command(std::uint64_t max_transfer, std::uint32_t lba_size) {
+    if (lba_size == 0) {
+        return 0;
+    }
+    return std::min<std::uint64_t>(max_transfer / lba_size, wire::kMaxBlocksPerCommand);
+}
+
+}  // namespace nvmeof::detail

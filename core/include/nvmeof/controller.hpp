@@ -1,0 +1,83 @@
+// An NVMe-oF/RDMA controller association: admin queue, I/O queues, memory.
+//
+//   auto ctrl = nvmeof::Controller::connect({.target = ip, .subsystem_nqn = nqn});
+//   auto ns = ctrl.namespace_at(1);
+//   auto block = ctrl.allocate(4096);
+//   ns.read(block, 0, 1);
+//
+// No static state: a process may connect, close and fork, then connect again.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nvmeof/errors.hpp"
+#include "nvmeof/memory.hpp"
+#include "nvmeof/namespace.hpp"
+#include "nvmeof/options.hpp"
+#include "nvmeof/queue.hpp"
+
+namespace nvmeof {
+
+// What was negotiated, for sizing and for a start-up line.
+struct Limits {
+    std::uint16_t queue_size = 0;        // I/O queue entries (SQSIZE + 1)
+    std::uint16_t usable_slots = 0;      // queue_size − 1: commands in flight per queue
+    std::uint16_t admin_queue_size = 0;
+    std::uint32_t io_queues = 0;
+    std::uint64_t mdts_bytes = 0;        // 0 = the controller sets no limit
+    std::uint64_t max_transfer_bytes = 0;  // per command: MDTS, capped by the 24-bit keyed SGL
+    std::uint32_t ioccsz = 0;            // I/O capsule size, 16-byte units
+    std::uint16_t cntlid = 0;
+    std::uint16_t maxcmd = 0;
+    std::uint32_t mqes_entries = 0;      // CAP.MQES + 1
+    std::uint32_t namespaces = 0;        // Identify NN
+    std::string queue_size_limit;        // what bound queue_size ("requested", "CAP.MQES", ...)
+    std::string source_address;          // local address the connection used
+    std::string device_name;             // RDMA device
+    std::string target_address;          // "addr:port"
+    std::string subsystem_nqn;
+    std::string host_nqn;
+    std::string host_id;
+    std::string host_identity_origin;
+    std::string model, serial, firmware;
+};
+
+class Controller {
+public:
+    // Throws ConnectError (cause() and step() say what failed) or InvalidArgument.
+    static Controller connect(const Options& options);
+
+    Controller(Controller&&) noexcept;
+    Controller& operator=(Controller&&) noexcept;
+    Controller(const Controller&) = delete;
+    Controller& operator=(const Controller&) = delete;
+    // Closes if still open; never throws and never waits past the timeout.
+    ~Controller();
+
+    // I/O queues, shutdown (CC.SHN, CSTS.SHST), admin queue. Idempotent.
+    void close() noexcept;
+    bool is_open() const noexcept;
+
+    const Limits& limits() const;
+    // Identify Namespace. Throws Error for a format with metadata or protection
+    // information, wire::NvmeError for a refused NSID, InvalidArgument for 0.
+    Namespace namespace_at(std::uint32_t nsid);
+
+    // Page-aligned, zero-filled, registered host memory.
+    MemoryRegion allocate(std::size_t bytes);
+    // Registers existing memory (the caller keeps it alive longer than the handle).
+    MemoryRegion register_memory(void* address, std::size_t length);
+
+    IoQueue io(std::size_t index = 0);
+    std::size_t io_queue_count() const noexcept;
+    IoQueue admin();
+
+private:
+    explicit Controller(std::unique_ptr<detail::ControllerImpl> impl);
+    std::unique_ptr<detail::ControllerImpl> impl_;
+};
+
+}  // namespace nvmeof

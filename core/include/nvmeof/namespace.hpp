@@ -1,0 +1,52 @@
+// A namespace of a connected controller: geometry and blocking I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "nvmeof/memory.hpp"
+
+namespace nvmeof {
+
+namespace detail {
+class ControllerImpl;
+}
+
+struct NamespaceInfo {
+    std::uint32_t nsid = 0;
+    std::uint32_t lba_size = 0;
+    std::uint64_t size_lbas = 0;      // NSZE
+    std::uint64_t capacity_lbas = 0;  // NCAP
+    std::uint64_t size_bytes() const { return size_lbas * lba_size; }
+};
+
+// A cheap value; valid while its Controller is open. The blocking calls
+// validate the LBA range against the namespace and the buffer against the
+// memory region (InvalidArgument), split transfers above MDTS and 65,536 blocks
+// into commands posted together on I/O queue 0, and throw the first error of any
+// piece (wire::NvmeError or TransportError). `blocks` defaults to what fits in
+// the buffer from buffer_offset.
+class Namespace {
+public:
+    Namespace(detail::ControllerImpl* controller, NamespaceInfo info)
+        : controller_(controller), info_(info) {}
+
+    std::uint32_t nsid() const { return info_.nsid; }
+    std::uint32_t lba_size() const { return info_.lba_size; }
+    std::uint64_t size_lbas() const { return info_.size_lbas; }
+    const NamespaceInfo& info() const { return info_; }
+
+    void read(const MemoryRegion& buffer, std::uint64_t slba,
+              std::optional<std::uint64_t> blocks = std::nullopt, std::uint64_t buffer_offset = 0);
+    void write(const MemoryRegion& buffer, std::uint64_t slba,
+               std::optional<std::uint64_t> blocks = std::nullopt, std::uint64_t buffer_offset = 0);
+    void flush();
+    void write_zeroes(std::uint64_t slba, std::uint64_t blocks);
+    void deallocate(std::uint64_t slba, std::uint64_t blocks);
+
+private:
+    detail::ControllerImpl* controller_;
+    NamespaceInfo info_;
+};
+
+}  // namespace nvmeof

@@ -1,0 +1,64 @@
+// Connection options (designated-initialiser friendly) and the host identity.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "nvmeof/wire/fabrics.hpp"
+
+namespace nvmeof {
+
+using namespace std::chrono_literals;
+
+inline constexpr std::uint16_t kDefaultQueueDepth = 128;
+inline constexpr std::chrono::milliseconds kDefaultTimeout = 30s;
+
+// Fields are in the order designated initialisers must follow:
+//   nvmeof::Controller::connect({.target = "10.0.0.2", .subsystem_nqn = nqn, .io_queues = 2});
+struct Options {
+    std::string target{};                // IPv4/IPv6 address of the target
+    std::string subsystem_nqn{};
+    std::uint16_t port = wire::kDefaultPort;
+    std::string source{};                // optional local address: binds RDMA-CM, picks the HCA
+    std::string host_nqn{};              // default: /etc/nvme/hostnqn, else derived from host_id
+    std::string host_id{};               // UUID text; default: /etc/nvme/hostid, else /etc/machine-id
+    std::uint16_t queue_depth = kDefaultQueueDepth;  // I/O queue size asked for; negotiated down
+    std::uint32_t io_queues = 1;
+    std::chrono::milliseconds timeout = kDefaultTimeout;  // per step and per request
+    std::uint32_t keep_alive_ms = 0;   // only 0 (disabled) is supported so far
+    bool random_host_id = false;       // a fresh random host ID instead of the stable default
+};
+
+// Where the default host identity comes from (tests point these at fake files).
+struct HostIdentityPaths {
+    std::string hostnqn_file = "/etc/nvme/hostnqn";
+    std::string hostid_file = "/etc/nvme/hostid";
+    std::string machine_id_file = "/etc/machine-id";
+};
+
+struct HostIdentity {
+    wire::HostId id{};
+    std::string id_text;  // 8-4-4-4-12 lower-case UUID
+    std::string nqn;
+    std::string origin;   // "options", "/etc/nvme/hostid", "machine-id", "random", ...
+};
+
+// Resolves host ID and NQN: explicit options win; then /etc/nvme/hostid and
+// /etc/nvme/hostnqn; then the UUID inside a host NQN of the uuid form; then a
+// UUID derived from /etc/machine-id (stable across runs); random only when
+// options.random_host_id is set or nothing else exists. Throws InvalidArgument
+// for a malformed host_id or host_nqn.
+HostIdentity resolve_host_identity(const Options& options, const HostIdentityPaths& paths = {});
+
+// "nqn.2014-08.org.nvmexpress:uuid:<id>".
+std::string host_nqn_from_id(const wire::HostId& id);
+std::string format_uuid(const wire::HostId& id);
+// Accepts 8-4-4-4-12 hex, either case; false otherwise.
+bool parse_uuid(std::string_view text, wire::HostId& out);
+// A name-based UUID (version 8 layout) from a machine ID, so the raw machine ID is
+// never sent on the wire.
+wire::HostId host_id_from_machine_id(std::string_view machine_id);
+
+}  // namespace nvmeof

@@ -1,0 +1,122 @@
+// An NVMe I/O (or admin) queue over one RDMA queue pair.
+//
+// Two ways to use it, on the same request pool:
+// - non-blocking transfers for an event loop (the fio engine): submit() returns
+//   queued / busy / invalid / failed and never throws, allocates or makes a
+//   system call; poll(span) hands back finished transfers by user_data.
+// - low-level commands, like the Python API: submit(sqe, owner) returns a
+//   Request; poll() makes progress; request.response().raise_for_status().
+//
+// Not thread-safe: one thread drives a controller and its queues.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "nvmeof/errors.hpp"
+#include "nvmeof/memory.hpp"
+#include "nvmeof/wire/command.hpp"
+
+namespace nvmeof {
+
+class Namespace;
+
+namespace detail {
+class RdmaQueue;
+}
+
+enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate };
+
+// One logical transfer. Above the controller's maximum transfer size (MDTS) or
+// 65,536 blocks it is split into several commands, posted together; it
+// completes once, when every piece has, with the first error of any piece.
+struct Transfer {
+    Op op = Op::read;
+    std::uint64_t slba = 0;
+    std::uint64_t blocks = 0;                 // ignored for flush
+    const MemoryRegion* memory = nullptr;     // read/write only
+    std::uint64_t offset = 0;                 // byte offset into memory
+    std::uint64_t user_data = 0;              // handed back in Completion
+};
+
+enum class SubmitResult : std::uint8_t {
+    queued,   // every piece was posted
+    busy,     // not enough free slots for all pieces; nothing was posted
+    invalid,  // refused (range, buffer, memory handle, too many pieces); see last_error()
+    failed,   // the queue has failed or is closed; see last_error()
+};
+
+// When a transfer's send work requests are posted: at once, or with the next
+// commit() (fio's queue/commit split: one post for a whole batch).
+enum class Post : std::uint8_t { now, deferred };
+
+struct Completion {
+    std::uint64_t user_data = 0;
+    CompletionStatus status;
+};
+
+class Response {
+public:
+    wire::Cqe cqe{};
+    wire::Sqe command{};
+    CompletionStatus status;
+    // Throws wire::NvmeError (status of the command) or TransportError.
+    void raise_for_status() const;
+};
+
+// A low-level command in flight. Move-only; its command slot is recycled when the
+// request is done and the handle is gone.
+class Request {
+public:
+    Request() = default;
+    Request(detail::RdmaQueue* queue, std::uint16_t slot) : queue_(queue), slot_(slot) {}
+    Request(Request&& other) noexcept;
+    Request& operator=(Request&& other) noexcept;
+    Request(const Request&) = delete;
+    Request& operator=(const Request&) = delete;
+    ~Request();
+
+    bool done() const noexcept;
+    const Response& response() const;  // throws Error unless done()
+    std::uint16_t command_id() const noexcept { return slot_; }
+
+private:
+    void release() noexcept;
+    detail::RdmaQueue* queue_ = nullptr;
+    std::uint16_t slot_ = 0;
+};
+
+// A thin handle to a queue owned by its Controller (valid while it is open).
+class IoQueue {
+public:
+    explicit IoQueue(detail::RdmaQueue* queue) : queue_(queue) {}
+
+    SubmitResult submit(const Namespace& ns, const Transfer& transfer, Post post = Post::now) noexcept;
+    // Posts every deferred transfer in one chain (no-op when none).
+    void commit() noexcept;
+    std::size_t deferred() const noexcept;  // commands waiting for commit()
+    // Finished transfers, at most out.size(); never blocks. Also enforces the
+    // request deadlines: a request the target never answers fails (with the
+    // whole queue, after its QP was moved to error and drained).
+    std::size_t poll(std::span<Completion> out) noexcept;
+    // Why the last submit() returned invalid or failed.
+    const CompletionStatus& last_error() const noexcept;
+
+    // Low level. Throws TransportError when no slot is free or the queue failed.
+    Request submit(const wire::Sqe& command, const MemoryRegion* data_owner = nullptr);
+    void poll() noexcept;
+
+    std::uint16_t qid() const noexcept;
+    std::size_t capacity() const noexcept;    // usable slots (queue size − 1)
+    std::size_t free_slots() const noexcept;
+    std::size_t in_flight() const noexcept;
+    bool failed() const noexcept;
+    // How many command slots a transfer needs (0 if it can never fit).
+    std::size_t pieces(const Namespace& ns, const Transfer& transfer) const noexcept;
+
+private:
+    detail::RdmaQueue* queue_;
+};
+
+}  // namespace nvmeof

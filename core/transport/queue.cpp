@@ -1,0 +1,78 @@
+// The public IoQueue / Request / Response facade over RdmaQueue.
+#include "nvmeof/namespace.hpp"
+#include "nvmeof/queue.hpp"
+#include "transport/rdma_queue.hpp"
+
+namespace nvmeof {
+namespace {
+detail::NamespaceRef ref_of(const Namespace& ns) { return {ns.nsid(), ns.lba_size(), ns.size_lbas()}; }
+}  // namespace
+
+void Response::raise_for_status() const {
+    if (status.transport != TransportErrc::none) {
+        nvmeof::raise_for_status(status);
+    }
+    wire::raise_for_status(cqe, command, status.queue);
+}
+
+Request::Request(Request&& other) noexcept
+    : queue_(std::exchange(other.queue_, nullptr)), slot_(other.slot_) {}
+
+Request& Request::operator=(Request&& other) noexcept {
+    if (this != &other) {
+        release();
+        queue_ = std::exchange(other.queue_, nullptr);
+        slot_ = other.slot_;
+    }
+    return *this;
+}
+
+Request::~Request() { release(); }
+
+void Request::release() noexcept {
+    if (queue_ != nullptr) {
+        queue_->release_request(slot_);
+        queue_ = nullptr;
+    }
+}
+
+bool Request::done() const noexcept { return queue_ != nullptr && queue_->slot_done(slot_); }
+
+const Response& Request::response() const {
+    if (!done()) {
+        throw Error("request " + std::to_string(slot_) + " is not done yet");
+    }
+    return queue_->slot_response(slot_);
+}
+
+SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
+    return queue_->submit_transfer(ref_of(ns), transfer, false, nullptr, post);
+}
+
+void IoQueue::commit() noexcept { queue_->commit(); }
+std::size_t IoQueue::deferred() const noexcept { return queue_->deferred(); }
+
+std::size_t IoQueue::poll(std::span<Completion> out) noexcept { return queue_->reap(out); }
+
+const CompletionStatus& IoQueue::last_error() const noexcept { return queue_->last_error(); }
+
+Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner) {
+    if (data_owner != nullptr && !data_owner->valid()) {
+        throw InvalidArgument("the data owner memory region is not registered");
+    }
+    return Request(queue_, queue_->submit_command(command));
+}
+
+void IoQueue::poll() noexcept { queue_->progress(); }
+
+std::uint16_t IoQueue::qid() const noexcept { return queue_->qid(); }
+std::size_t IoQueue::capacity() const noexcept { return queue_->capacity(); }
+std::size_t IoQueue::free_slots() const noexcept { return queue_->free_slots(); }
+std::size_t IoQueue::in_flight() const noexcept { return queue_->in_flight(); }
+bool IoQueue::failed() const noexcept { return queue_->failed(); }
+
+std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {
+    return queue_->pieces(ref_of(ns), transfer);
+}
+
+}  // namespace nvmeof

@@ -1,0 +1,199 @@
+// RdmaQueue: one NVMe queue over one RC queue pair (internal; verbs types here).
+//
+// Setup (rdma_queue_setup.cpp): address → device → CQ/QP/rings → route →
+// rdma_connect with the NVMe/RDMA private data. Datapath
+// (rdma_queue_datapath.cpp): a fixed pool of request slots, each with its SQE
+// buffer, SGE and SEND WR prefilled; a ring of 16-byte response buffers with
+// RECV WRs prefilled. A slot is done only after its SEND completion and its
+// response; only then is its command ID reused. Any failure (timeout, WC error,
+// bad command ID, close) moves the QP to error and drains it before any
+// request is failed back.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nvmeof/errors.hpp"
+#include "nvmeof/queue.hpp"
+#include "nvmeof/wire/command.hpp"
+#include "nvmeof/wire/io.hpp"
+#include "transport/cid_pool.hpp"
+#include "verbs/resources.hpp"
+
+namespace nvmeof::detail {
+
+struct MemoryRecord;
+
+struct PeerAddress {
+    sockaddr_storage target{};
+    sockaddr_storage source{};
+    bool has_source = false;
+    std::string target_text;  // "addr:port"
+};
+// Resolves numeric or named addresses; throws ConnectError.
+PeerAddress resolve_peer(const std::string& target, std::uint16_t port, const std::string& source);
+std::string address_text(const sockaddr* address);
+
+struct QueueConfig {
+    std::uint16_t qid = 0;
+    std::uint16_t size = 0;    // entries; size − 1 usable slots
+    std::uint16_t cntlid = 0;  // for the CM REQ of I/O queues
+    wire::QueueKind kind = wire::QueueKind::admin;
+    std::chrono::milliseconds timeout{};
+};
+
+enum class QueueState : std::uint8_t { resolving, resolved, connected, live, failed, closed };
+const char* queue_state_name(QueueState state);
+
+// Everything about one transfer that the datapath needs from the namespace.
+struct NamespaceRef {
+    std::uint32_t nsid = 0;
+    std::uint32_t lba_size = 0;
+    std::uint64_t size_lbas = 0;
+};
+
+class RdmaQueue final {
+public:
+    // --- setup (rdma_queue_setup.cpp) ---
+    // Creates the CM id and resolves the address, so device() is known.
+    RdmaQueue(const QueueConfig& config, const PeerAddress& peer);
+    ~RdmaQueue();
+    RdmaQueue(const RdmaQueue&) = delete;
+    RdmaQueue& operator=(const RdmaQueue&) = delete;
+
+    ibv_context* device() const { return id_->verbs; }
+    // Creates CQ, QP and rings in `pd`, resolves the route and connects.
+    void connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes);
+    // Orderly close: rdma_disconnect, QP to error, drain, fail what is left.
+    void disconnect() noexcept;
+    // Destroys QP, CQ and ring MRs (before the PD goes), keeps the CM id.
+    void release_verbs() noexcept;
+    std::string local_address() const;
+    std::uint16_t crqsize() const { return crqsize_; }
+    void mark_live() { state_ = QueueState::live; }
+    // Memory registered by this controller (MemoryRecord::owner) is the only memory
+    // transfers may use.
+    void set_owner(const void* owner) { owner_ = owner; }
+
+    // --- datapath (rdma_queue_datapath.cpp) ---
+    SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
+                                 std::uint32_t* transfer_index, Post post = Post::now) noexcept;
+    void commit() noexcept;
+    std::size_t deferred() const noexcept { return deferred_count_; }
+    std::size_t reap(std::span<Completion> out) noexcept;
+    void progress() noexcept;
+    std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
+    // Internal transfers (blocking callers): finished yet? Then take its status.
+    bool transfer_finished(std::uint32_t index) const noexcept;
+    CompletionStatus take_transfer(std::uint32_t index) noexcept;
+
+    // Low level; throws TransportError.
+    std::uint16_t submit_command(const wire::Sqe& command);
+    bool slot_done(std::uint16_t slot) const noexcept;
+    const Response& slot_response(std::uint16_t slot) const noexcept;
+    void release_request(std::uint16_t slot) noexcept;
+
+    // Fails every outstanding request with `code` after QP → error and drain.
+    void fail(TransportErrc code, int sys_errno, const char* why) noexcept;
+
+    const CompletionStatus& last_error() const noexcept { return last_error_; }
+    std::uint16_t qid() const noexcept { return config_.qid; }
+    std::size_t capacity() const noexcept { return slots_.size(); }
+    std::size_t free_slots() const noexcept { return cids_.available(); }
+    std::size_t in_flight() const noexcept { return cids_.outstanding(); }
+    bool failed() const noexcept { return state_ == QueueState::failed || state_ == QueueState::closed; }
+    QueueState state() const noexcept { return state_; }
+
+    static constexpr std::uint32_t kNoTransfer = 0xFFFFFFFF;
+    static constexpr std::uint64_t kRecvTag = std::uint64_t{1} << 63;  // wr_id of RECVs
+    static constexpr int kPollBatch = 16;
+    static constexpr std::uint32_t kDeadlineCheckInterval = 1024;  // busy polls between checks
+    static constexpr std::chrono::milliseconds kMaxDrainWait{5000};
+
+private:
+    enum SlotFlag : std::uint8_t {
+        kInFlight = 1 << 0,
+        kSendDone = 1 << 1,
+        kResponseDone = 1 << 2,
+        kLowLevel = 1 << 3,
+        kHeld = 1 << 4,       // low-level request done, handle still alive
+        kAbandoned = 1 << 5,  // low-level handle gone before completion
+    };
+    struct Slot {
+        ibv_send_wr wr{};
+        ibv_sge sge{};
+        std::chrono::steady_clock::time_point deadline{};
+        std::uint32_t transfer = kNoTransfer;
+        std::uint8_t flags = 0;
+        Response response;  // cqe and status; command only for low-level requests
+    };
+    struct TransferRecord {
+        std::uint64_t user_data = 0;
+        std::uint32_t pieces_left = 0;
+        bool internal = false;
+        bool finished = false;
+        CompletionStatus status;
+    };
+
+    // setup helpers
+    void create_resources(ibv_pd* pd, const ibv_device_attr& device);
+    void post_all_receives();
+    void connect_cm(const ibv_device_attr& device);
+    verbs::CmEvent expect_event(const char* step);
+
+    // datapath helpers
+    void handle_completion(const ibv_wc& wc) noexcept;
+    void handle_response(std::uint32_t index, std::uint32_t byte_len) noexcept;
+    void finish_slot(std::uint16_t cid) noexcept;
+    void complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept;
+    void finish_transfer(std::uint32_t index) noexcept;
+    void check_deadlines() noexcept;
+    void drain() noexcept;
+    SubmitResult refuse(SubmitResult result, TransportErrc code, int sys_errno, Op op) noexcept;
+    bool post_receive(std::uint32_t index) noexcept;
+    void post_chain(ibv_send_wr* head, std::uint32_t count) noexcept;
+
+    QueueConfig config_;
+    const void* owner_ = nullptr;
+    QueueState state_ = QueueState::resolving;
+    verbs::EventChannel channel_;
+    verbs::CompletionQueue cq_;  // declared before id_: the QP (owned by id_) goes first
+    verbs::CmId id_;
+    ibv_qp* qp_ = nullptr;  // id_.qp() once created; the datapath posts here
+    std::unique_ptr<wire::Sqe[]> commands_;
+    std::unique_ptr<wire::Cqe[]> responses_;
+    verbs::MemoryRegion commands_mr_;
+    verbs::MemoryRegion responses_mr_;
+    std::unique_ptr<wire::DsmRange[]> dsm_ranges_;  // one per slot, for deallocate
+    verbs::MemoryRegion dsm_mr_;
+
+    std::vector<Slot> slots_;
+    std::vector<ibv_recv_wr> recv_wrs_;
+    std::vector<ibv_sge> recv_sges_;
+    CidPool cids_;
+    std::vector<TransferRecord> transfers_;
+    CidPool transfer_ids_;
+    std::vector<std::uint32_t> finished_;  // ring of finished external transfers
+    std::size_t finished_head_ = 0;
+    std::size_t finished_count_ = 0;
+
+    ibv_send_wr* deferred_head_ = nullptr;  // built, not yet posted (Post::deferred)
+    ibv_send_wr* deferred_tail_ = nullptr;
+    std::uint32_t deferred_count_ = 0;
+    std::uint32_t busy_polls_since_deadline_check_ = 0;
+    std::uint32_t sends_posted_ = 0;
+    std::uint32_t receives_posted_ = 0;
+    std::uint64_t max_transfer_bytes_ = 0;
+    std::chrono::steady_clock::time_point earliest_deadline_ = std::chrono::steady_clock::time_point::max();
+    std::uint16_t crqsize_ = 0;
+    CompletionStatus last_error_;
+    TransportErrc failure_ = TransportErrc::none;
+    int failure_errno_ = 0;
+};
+
+}  // namespace nvmeof::detail

@@ -1,0 +1,364 @@
+// RdmaQueue setup and teardown: CM address/route/connect, verbs resources.
+#include <arpa/inet.h>
+#include <netdb.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "host/negotiation.hpp"
+#include "nvmeof/wire/rdma_cm.hpp"
+#include "transport/log.hpp"
+#include "transport/rdma_queue.hpp"
+
+namespace nvmeof::detail {
+namespace {
+
+constexpr int kIbRejectInvalidServiceId = 8;  // IB CM: nothing listens on that service ID
+constexpr std::chrono::milliseconds kCmOperationTimeout{3000};  // resolve addr/route, as Linux
+constexpr std::chrono::milliseconds kDisconnectWait{1000};
+constexpr std::uint8_t kRetryCount = 7;
+constexpr std::uint8_t kRnrRetryInfinite = 7;
+constexpr int kMaxResponderResources = 255;  // rdma_conn_param fields are 8 bits
+
+int cm_timeout_ms(std::chrono::milliseconds timeout) {
+    return static_cast<int>(std::min(timeout, kCmOperationTimeout).count());
+}
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+ConnectError::Details with_errno(int error) {
+    ConnectError::Details d;
+    d.sys_errno = error;
+    return d;
+}
+
+}  // namespace
+
+const char* queue_state_name(QueueState state) {
+    switch (state) {
+        case QueueState::resolving: return "resolving";
+        case QueueState::resolved: return "resolved";
+        case QueueState::connected: return "connected";
+        case QueueState::live: return "live";
+        case QueueState::failed: return "failed";
+        case QueueState::closed: return "closed";
+    }
+    return "?";
+}
+
+std::string address_text(const sockaddr* address) {
+    char host[INET6_ADDRSTRLEN] = {};
+    std::uint16_t port = 0;
+    if (address->sa_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(address);
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+        return std::string(host) + ":" + std::to_string(port);
+    }
+    if (address->sa_family == AF_INET6) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(address);
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+        return "[" + std::string(host) + "]:" + std::to_string(port);
+    }
+    return "?";
+}
+
+static bool lookup(const std::string& host, std::uint16_t port, sockaddr_storage& out, int& error) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* result = nullptr;
+    const std::string service = std::to_string(port);
+    error = getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
+    if (error != 0 || result == nullptr) {
+        return false;
+    }
+    std::memcpy(&out, result->ai_addr, result->ai_addrlen);
+    freeaddrinfo(result);
+    return true;
+}
+
+PeerAddress resolve_peer(const std::string& target, std::uint16_t port, const std::string& source) {
+    PeerAddress peer;
+    int error = 0;
+    if (target.empty()) {
+        throw ConnectError(ConnectFailure::invalid_options, "options", "no target address given");
+    }
+    if (!lookup(target, port, peer.target, error)) {
+        throw ConnectError(ConnectFailure::address_unreachable, "resolving the target address",
+                           "'" + target + "': " + gai_strerror(error));
+    }
+    if (!source.empty()) {
+        if (!lookup(source, 0, peer.source, error)) {
+            throw ConnectError(ConnectFailure::bad_source_address, "resolving the source address",
+                               "'" + source + "': " + gai_strerror(error));
+        }
+        peer.has_source = true;
+    }
+    peer.target_text = address_text(reinterpret_cast<const sockaddr*>(&peer.target));
+    return peer;
+}
+
+RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
+    : config_(config), channel_(verbs::EventChannel::create()) {
+    try {
+        id_ = verbs::CmId::create(channel_, this);
+    } catch (const std::system_error& e) {
+        throw ConnectError(ConnectFailure::device_error, "rdma_create_id", e.what(),
+                           with_errno(e.code().value()));
+    }
+    auto* source = const_cast<sockaddr*>(reinterpret_cast<const sockaddr*>(&peer.source));
+    auto* target = const_cast<sockaddr*>(reinterpret_cast<const sockaddr*>(&peer.target));
+    if (peer.has_source && rdma_bind_addr(id_.get(), source) != 0) {
+        const int error = errno;
+        throw ConnectError(ConnectFailure::bad_source_address, "binding the source address",
+                           address_text(source) + " is not a local RDMA address: " + errno_text(error),
+                           with_errno(error));
+    }
+    if (rdma_resolve_addr(id_.get(), nullptr, target, cm_timeout_ms(config_.timeout)) != 0) {
+        const int error = errno;
+        throw ConnectError(peer.has_source ? ConnectFailure::bad_source_address
+                                           : ConnectFailure::address_unreachable,
+                           "address resolution", peer.target_text + ": " + errno_text(error),
+                           with_errno(error));
+    }
+    const verbs::CmEvent event = expect_event("address resolution");
+    if (event->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
+        ConnectError::Details d;
+        d.cm_status = event->status;
+        throw ConnectError(ConnectFailure::address_unreachable, "address resolution",
+                           peer.target_text + ": " + verbs::cm_event_name(event->event) +
+                               " (status " + std::to_string(event->status) + ")",
+                           d);
+    }
+    if (id_->verbs == nullptr) {
+        throw ConnectError(ConnectFailure::device_error, "address resolution",
+                           "no RDMA device serves the route to " + peer.target_text);
+    }
+    state_ = QueueState::resolved;
+    log_debug("qid %u: address resolved (%s)", unsigned{config_.qid}, queue_state_name(state_));
+}
+
+RdmaQueue::~RdmaQueue() {
+    disconnect();
+    release_verbs();
+}
+
+verbs::CmEvent RdmaQueue::expect_event(const char* step) {
+    try {
+        return channel_.expect(config_.timeout, step);
+    } catch (const std::system_error& e) {
+        if (e.code().value() == ETIMEDOUT) {
+            throw ConnectError(ConnectFailure::timeout, step,
+                               "qid " + std::to_string(config_.qid) + ": " + e.what(),
+                               with_errno(ETIMEDOUT));
+        }
+        throw ConnectError(ConnectFailure::device_error, step, e.what(),
+                           with_errno(e.code().value()));
+    }
+}
+
+void RdmaQueue::create_resources(ibv_pd* pd, const ibv_device_attr& device) {
+    (void)device;
+    const std::uint32_t size = config_.size;
+    const std::uint32_t slots = size - 1;
+    try {
+        cq_ = verbs::create_cq(id_->verbs, static_cast<int>(cq_entry_count(size)));
+        ibv_qp_init_attr attr{};
+        attr.send_cq = cq_.get();
+        attr.recv_cq = cq_.get();
+        attr.qp_type = IBV_QPT_RC;
+        attr.cap.max_send_wr = send_wr_count(size);
+        attr.cap.max_recv_wr = recv_wr_count(size);
+        attr.cap.max_send_sge = 1;
+        attr.cap.max_recv_sge = 1;
+        id_.create_qp(pd, attr);
+        qp_ = id_.qp();
+
+        commands_ = std::make_unique<wire::Sqe[]>(slots);
+        responses_ = std::make_unique<wire::Cqe[]>(size);
+        dsm_ranges_ = std::make_unique<wire::DsmRange[]>(slots);
+        commands_mr_ = verbs::register_memory(pd, commands_.get(), slots * sizeof(wire::Sqe),
+                                              IBV_ACCESS_LOCAL_WRITE);
+        responses_mr_ = verbs::register_memory(pd, responses_.get(), size * sizeof(wire::Cqe),
+                                               IBV_ACCESS_LOCAL_WRITE);
+        dsm_mr_ = verbs::register_memory(pd, dsm_ranges_.get(), slots * sizeof(wire::DsmRange),
+                                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    } catch (const std::system_error& e) {
+        throw ConnectError(ConnectFailure::device_error, "creating queue resources",
+                           "qid " + std::to_string(config_.qid) + ": " + e.what(),
+                           with_errno(e.code().value()));
+    }
+
+    slots_ = std::vector<Slot>(slots);
+    for (std::uint32_t i = 0; i < slots; ++i) {
+        Slot& s = slots_[i];
+        s.sge.addr = reinterpret_cast<std::uint64_t>(&commands_[i]);
+        s.sge.length = sizeof(wire::Sqe);
+        s.sge.lkey = commands_mr_->lkey;
+        s.wr.wr_id = i;
+        s.wr.sg_list = &s.sge;
+        s.wr.num_sge = 1;
+        s.wr.opcode = IBV_WR_SEND;
+        s.wr.send_flags = IBV_SEND_SIGNALED;
+    }
+    recv_wrs_ = std::vector<ibv_recv_wr>(size);
+    recv_sges_ = std::vector<ibv_sge>(size);
+    for (std::uint32_t i = 0; i < size; ++i) {
+        recv_sges_[i].addr = reinterpret_cast<std::uint64_t>(&responses_[i]);
+        recv_sges_[i].length = sizeof(wire::Cqe);
+        recv_sges_[i].lkey = responses_mr_->lkey;
+        recv_wrs_[i].wr_id = kRecvTag | i;
+        recv_wrs_[i].sg_list = &recv_sges_[i];
+        recv_wrs_[i].num_sge = 1;
+    }
+    cids_ = CidPool(static_cast<std::uint16_t>(slots));
+    transfer_ids_ = CidPool(static_cast<std::uint16_t>(slots));
+    transfers_ = std::vector<TransferRecord>(slots);
+    finished_ = std::vector<std::uint32_t>(slots);
+}
+
+void RdmaQueue::post_all_receives() {
+    for (std::uint32_t i = 0; i < recv_wrs_.size(); ++i) {
+        if (!post_receive(i)) {
+            const int error = errno;
+            throw ConnectError(ConnectFailure::device_error, "posting receive buffers",
+                               "ibv_post_recv: " + errno_text(error), with_errno(error));
+        }
+    }
+}
+
+void RdmaQueue::connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes) {
+    max_transfer_bytes_ = max_transfer_bytes;
+    create_resources(pd, device);
+    if (rdma_resolve_route(id_.get(), cm_timeout_ms(config_.timeout)) != 0) {
+        const int error = errno;
+        throw ConnectError(ConnectFailure::address_unreachable, "route resolution",
+                           "rdma_resolve_route: " + errno_text(error), with_errno(error));
+    }
+    {
+        const verbs::CmEvent event = expect_event("route resolution");
+        if (event->event != RDMA_CM_EVENT_ROUTE_RESOLVED) {
+            ConnectError::Details d;
+            d.cm_status = event->status;
+            throw ConnectError(ConnectFailure::address_unreachable, "route resolution",
+                               verbs::cm_event_name(event->event), d);
+        }
+    }
+    // Receives go up before the REQ, so no response can ever find none posted.
+    post_all_receives();
+    connect_cm(device);
+}
+
+void RdmaQueue::connect_cm(const ibv_device_attr& device) {
+    const wire::RdmaCmRequest request = wire::rdma_cm_request(config_.qid, config_.size, config_.cntlid);
+    rdma_conn_param param{};
+    param.private_data = &request;
+    param.private_data_len = sizeof request;
+    // The target RDMA-READs host memory (writes, Connect data): it needs responder
+    // resources; the host itself never reads remotely (traps 4 and §1.7).
+    param.responder_resources =
+        static_cast<std::uint8_t>(std::clamp(device.max_qp_rd_atom, 1, kMaxResponderResources));
+    param.initiator_depth = 0;
+    param.flow_control = 1;
+    param.retry_count = kRetryCount;
+    param.rnr_retry_count = kRnrRetryInfinite;
+    if (rdma_connect(id_.get(), &param) != 0) {
+        const int error = errno;
+        throw ConnectError(ConnectFailure::device_error, "RDMA-CM connect",
+                           "rdma_connect: " + errno_text(error), with_errno(error));
+    }
+    const verbs::CmEvent event = expect_event("RDMA-CM connect");
+    const std::string queue = "qid " + std::to_string(config_.qid);
+    ConnectError::Details d;
+    d.cm_status = event->status;
+    switch (event->event) {
+        case RDMA_CM_EVENT_ESTABLISHED: {
+            const auto reply = wire::parse_rdma_cm_reply(event->param.conn.private_data,
+                                                         event->param.conn.private_data_len);
+            crqsize_ = reply ? reply->crqsize : config_.size;
+            if (crqsize_ < config_.size) {
+                throw ConnectError(ConnectFailure::negotiation, "RDMA-CM connect",
+                                   queue + ": the target's CRQSIZE " + std::to_string(crqsize_) +
+                                       " is smaller than the queue size " +
+                                       std::to_string(config_.size) + " asked for");
+            }
+            state_ = QueueState::connected;
+            log_debug("qid %u: connected, CRQSIZE %u", unsigned{config_.qid}, unsigned{crqsize_});
+            return;
+        }
+        case RDMA_CM_EVENT_REJECTED: {
+            if (event->status == kIbRejectInvalidServiceId) {
+                throw ConnectError(ConnectFailure::no_listener, "RDMA-CM connect",
+                                   queue + ": nothing listens on the target port (REJECTED, status 8)", d);
+            }
+            const auto reject = wire::parse_rdma_cm_reject(event->param.conn.private_data,
+                                                           event->param.conn.private_data_len);
+            if (reject) {
+                d.reject_status = reject->status;
+                throw ConnectError(ConnectFailure::rejected, "RDMA-CM connect",
+                                   queue + ": NVMe/RDMA reject status " +
+                                       std::to_string(reject->status) + " (" +
+                                       std::string(wire::reject_status_name(reject->status)) + ")",
+                                   d);
+            }
+            throw ConnectError(ConnectFailure::rejected, "RDMA-CM connect",
+                               queue + ": REJECTED with CM status " + std::to_string(event->status) +
+                                   " and no NVMe/RDMA reject data",
+                               d);
+        }
+        case RDMA_CM_EVENT_UNREACHABLE:
+            throw ConnectError(ConnectFailure::address_unreachable, "RDMA-CM connect",
+                               queue + ": the target is unreachable (UNREACHABLE)", d);
+        default:
+            throw ConnectError(ConnectFailure::device_error, "RDMA-CM connect",
+                               queue + ": " + verbs::cm_event_name(event->event) + " (status " +
+                                   std::to_string(event->status) + ")",
+                               d);
+    }
+}
+
+std::string RdmaQueue::local_address() const {
+    return address_text(rdma_get_local_addr(id_.get()));
+}
+
+void RdmaQueue::disconnect() noexcept {
+    if (state_ == QueueState::closed || !id_) {
+        return;
+    }
+    const bool was_connected = state_ == QueueState::connected || state_ == QueueState::live;
+    if (was_connected && rdma_disconnect(id_.get()) == 0) {
+        // Best effort: wait briefly for DISCONNECTED so the target sees an orderly close.
+        try {
+            const auto deadline = std::chrono::steady_clock::now() + std::min(config_.timeout, kDisconnectWait);
+            for (;;) {
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now());
+                if (left.count() <= 0) break;
+                auto event = channel_.wait(left);
+                if (!event || (*event)->event == RDMA_CM_EVENT_DISCONNECTED ||
+                    (*event)->event == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+                    break;
+                }
+            }
+        } catch (...) {
+        }
+    }
+    fail(TransportErrc::closed, ESHUTDOWN, "queue closed");
+    state_ = QueueState::closed;
+    log_debug("qid %u: %s", unsigned{config_.qid}, queue_state_name(state_));
+}
+
+void RdmaQueue::release_verbs() noexcept {
+    id_.destroy_qp();
+    qp_ = nullptr;
+    commands_mr_.reset();
+    responses_mr_.reset();
+    dsm_mr_.reset();
+    cq_.reset();
+}
+
+}  // namespace nvmeof::detail

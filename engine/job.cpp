@@ -1,0 +1,256 @@
+#include "job.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace nvmeof::engine {
+namespace {
+
+// Empty polls of every queue before the job gives its core away once. Only
+// idle waits pay for it; it keeps a job that spins in getevents from starving
+// a software RDMA device or target sharing the CPU.
+constexpr unsigned kIdlePollsBeforeYield = 256;
+
+template <typename T>
+void clamp_to(T& value, unsigned int limit) {
+    if (value > limit) {
+        value = static_cast<T>(limit);
+    }
+}
+
+}  // namespace
+
+OptionValues option_values(const EngineOptions& o) {
+    auto view = [](const char* s) { return s != nullptr ? std::string_view(s) : std::string_view(); };
+    return OptionValues{view(o.traddr), view(o.trsvcid), view(o.subnqn),    view(o.nsid),
+                        view(o.hostnqn), view(o.hostid), view(o.host_traddr)};
+}
+
+Options controller_options(const TargetSpec& spec, const EngineOptions& options,
+                           std::uint16_t queue_depth) {
+    Options o;
+    o.target = spec.address;
+    o.subsystem_nqn = spec.subsystem_nqn;
+    o.port = spec.port;
+    o.source = spec.source;
+    o.host_nqn = spec.host_nqn;
+    o.host_id = spec.host_id;
+    o.queue_depth = queue_depth;
+    o.io_queues = std::max(1u, options.nr_io_queues);
+    o.timeout = std::chrono::milliseconds(options.connect_timeout_ms);
+    return o;
+}
+
+namespace {
+
+// Slots per queue so that iodepth transfers of `pieces` commands each fit,
+// plus the one slot NVMe keeps free.
+std::uint16_t wanted_queue_depth(const thread_data* td, const EngineOptions& options) {
+    const std::uint64_t queues = std::max(1u, options.nr_io_queues);
+    const std::uint64_t pieces = std::max(1u, options.pieces_per_io_u);
+    const std::uint64_t per_queue = (td->o.iodepth * pieces + queues - 1) / queues + 1;
+    return static_cast<std::uint16_t>(std::min<std::uint64_t>(per_queue, 0xFFFF));
+}
+
+}  // namespace
+
+Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
+    : td_(td),
+      controller_(Controller::connect(
+          controller_options(spec, options, wanted_queue_depth(td, options)))),
+      namespace_(controller_.namespace_at(spec.nsid)) {
+    for (std::size_t i = 0; i < controller_.io_queue_count(); ++i) {
+        queues_.push_back(controller_.io(i));
+    }
+    const Limits& limits = controller_.limits();
+    const std::uint64_t max_blocks = td_max_bs(td) / namespace_.lba_size();
+    Transfer largest{.op = Op::write, .slba = 0, .blocks = max_blocks};
+    const std::size_t pieces = queues_.front().pieces(namespace_, largest);
+    if (pieces == 0) {
+        throw InvalidArgument("a " + std::to_string(td_max_bs(td)) +
+                              "-byte I/O needs more commands than the target's queue of " +
+                              std::to_string(limits.usable_slots) + " usable slots holds");
+    }
+    std::size_t fit = 0;
+    for (const IoQueue& q : queues_) {
+        fit += q.capacity() / pieces;
+    }
+    if (td->o.iodepth > fit) {
+        log_info("nvmeof: %s: iodepth %u clamped to %zu: the target granted %u I/O queue(s) of %u "
+                 "usable slots and each I/O needs %zu command(s)\n",
+                 td->o.name, td->o.iodepth, fit, limits.io_queues, limits.usable_slots, pieces);
+        const auto depth = static_cast<unsigned int>(fit);
+        td->o.iodepth = depth;
+        clamp_to(td->o.iodepth_low, depth);
+        clamp_to(td->o.iodepth_batch, depth);
+        clamp_to(td->o.iodepth_batch_complete_min, depth);
+        clamp_to(td->o.iodepth_batch_complete_max, depth);
+    }
+    const std::size_t depth = std::max(1u, td->o.iodepth);
+    scratch_.resize(depth);
+    events_.resize(depth);
+    surplus_.reserve(depth);
+
+    log_info("nvmeof: %s: target %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u I/O "
+             "queue(s) of %u entries (%u usable); MDTS %llu bytes; source %s, device %s\n",
+             td->o.name, limits.target_address.c_str(), limits.subsystem_nqn.c_str(),
+             namespace_.nsid(), static_cast<unsigned long long>(namespace_.size_lbas()),
+             namespace_.lba_size(),
+             static_cast<unsigned long long>(namespace_.info().size_bytes() >> 20),
+             limits.io_queues, limits.queue_size, limits.usable_slots,
+             static_cast<unsigned long long>(limits.max_transfer_bytes),
+             limits.source_address.c_str(), limits.device_name.c_str());
+}
+
+void* Job::allocate_buffers(std::size_t bytes) {
+    arena_ = controller_.allocate(bytes);
+    return arena_.data();
+}
+
+void Job::close() noexcept {
+    arena_.reset();
+    controller_.close();
+}
+
+std::size_t Job::in_flight() const {
+    std::size_t n = 0;
+    for (const IoQueue& q : queues_) {
+        n += q.in_flight();
+    }
+    return n;
+}
+
+void Job::complete_with_error(io_u* unit, int error, const std::string& why) {
+    unit->error = error;
+    unit->resid = unit->xfer_buflen;
+    log_err("nvmeof: %s: %s of %llu bytes at offset %llu failed: %s\n", td_->o.name,
+            io_ddir_name(unit->ddir), static_cast<unsigned long long>(unit->xfer_buflen),
+            static_cast<unsigned long long>(unit->offset), why.c_str());
+}
+
+bool Job::build_transfer(io_u* unit, Transfer& transfer) {
+    const std::uint32_t lba = namespace_.lba_size();
+    switch (unit->ddir) {
+        case DDIR_READ: transfer.op = Op::read; break;
+        case DDIR_WRITE: transfer.op = Op::write; break;
+        case DDIR_TRIM: transfer.op = Op::deallocate; break;
+        case DDIR_SYNC:
+        case DDIR_DATASYNC: transfer.op = Op::flush; break;
+        default:
+            complete_with_error(unit, EINVAL, "unsupported I/O direction");
+            return false;
+    }
+    transfer.user_data = reinterpret_cast<std::uintptr_t>(unit);
+    if (transfer.op == Op::flush) {
+        return true;
+    }
+    if (unit->offset % lba != 0 || unit->xfer_buflen % lba != 0) {
+        complete_with_error(unit, EINVAL,
+                            "not aligned to the namespace's " + std::to_string(lba) +
+                                "-byte blocks");
+        return false;
+    }
+    transfer.slba = unit->offset / lba;
+    transfer.blocks = unit->xfer_buflen / lba;
+    if (transfer.op == Op::read || transfer.op == Op::write) {
+        transfer.memory = &arena_;
+        transfer.offset = static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) -
+                                                      arena_.data());
+    }
+    return true;
+}
+
+fio_q_status Job::queue(io_u* unit) {
+    fio_ro_check(td_, unit);
+    Transfer transfer;
+    if (!build_transfer(unit, transfer)) {
+        return FIO_Q_COMPLETED;
+    }
+    for (std::size_t tried = 0; tried < queues_.size(); ++tried) {
+        const std::size_t index = (next_queue_ + tried) % queues_.size();
+        IoQueue& q = queues_[index];
+        // Deferred: commit() posts the batch, one doorbell for iodepth_batch I/Os.
+        switch (q.submit(namespace_, transfer, Post::deferred)) {
+            case SubmitResult::queued:
+                next_queue_ = (index + 1) % queues_.size();
+                ++queued_since_commit_;
+                return FIO_Q_QUEUED;
+            case SubmitResult::busy: continue;
+            case SubmitResult::invalid:
+            case SubmitResult::failed:
+                complete_with_error(unit, q.last_error().error_number(), describe(q.last_error()));
+                return FIO_Q_COMPLETED;
+        }
+    }
+    return FIO_Q_BUSY;
+}
+
+int Job::commit() {
+    for (IoQueue& q : queues_) {
+        q.commit();
+    }
+    if (queued_since_commit_ != 0) {
+        io_u_mark_submit(td_, queued_since_commit_);
+        queued_since_commit_ = 0;
+    }
+    return 0;
+}
+
+void Job::reap(const Completion& completion, unsigned int max) {
+    auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
+    if (completion.status.ok()) {
+        unit->error = 0;
+        unit->resid = 0;
+    } else {
+        complete_with_error(unit, completion.status.error_number(), describe(completion.status));
+    }
+    if (nr_events_ < max) {
+        events_[nr_events_++] = unit;
+    } else {
+        surplus_.push_back(unit);  // capacity reserved for iodepth: never allocates
+    }
+}
+
+int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
+    nr_events_ = 0;
+    max = std::min<unsigned int>(max, static_cast<unsigned int>(events_.size()));
+    while (surplus_head_ < surplus_.size() && nr_events_ < max) {
+        events_[nr_events_++] = surplus_[surplus_head_++];
+    }
+    // Drop the handed-out prefix (no allocation), so the reserved capacity of
+    // iodepth always holds every completion still waiting.
+    surplus_.erase(surplus_.begin(), surplus_.begin() + static_cast<std::ptrdiff_t>(surplus_head_));
+    surplus_head_ = 0;
+    // fio commits before a blocking wait but not before a non-blocking pass;
+    // anything still deferred would otherwise never leave.
+    commit();
+    const bool one_pass = t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0;
+    unsigned idle_polls = 0;
+    while (nr_events_ < max) {
+        std::size_t found = 0;
+        for (IoQueue& q : queues_) {
+            const std::size_t n = q.poll(scratch_);
+            for (std::size_t i = 0; i < n; ++i) {
+                reap(scratch_[i], max);
+            }
+            found += n;
+        }
+        if (nr_events_ >= min || one_pass) {
+            break;
+        }
+        // Nothing in flight can complete: return what there is rather than spin.
+        if (found == 0 && in_flight() == 0) {
+            break;
+        }
+        if (found == 0 && ++idle_polls >= kIdlePollsBeforeYield) {
+            idle_polls = 0;
+            sched_yield();
+        }
+    }
+    return static_cast<int>(nr_events_);
+}
+
+}  // namespace nvmeof::engine

@@ -1,0 +1,77 @@
+// One fio job's connection: controller, namespace, the registered buffer arena
+// and the completion bookkeeping. Created in the job (never before fio forks),
+// torn down in iomem_free, before fio frees the buffers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvmeof/nvmeof.hpp"
+#include "target_spec.hpp"
+// After the C++ headers: see fio_headers.hpp.
+#include "fio_headers.hpp"
+
+namespace nvmeof::engine {
+
+// Engine options as fio stores them (td->eo). fio overwrites the first
+// pointer-sized field with the td pointer while parsing, hence `pad`, and no
+// option may have offset 0. The trailing fields are not options: setup() fills
+// them in the parent and the forked job inherits them.
+struct EngineOptions {
+    void* pad;
+    char* traddr;
+    char* trsvcid;
+    char* subnqn;
+    char* nsid;
+    char* hostnqn;
+    char* hostid;
+    char* host_traddr;
+    unsigned int nr_io_queues;
+    unsigned int connect_timeout_ms;
+    unsigned int io_timeout_ms;
+    // Learned by setup():
+    unsigned int pieces_per_io_u;
+};
+
+OptionValues option_values(const EngineOptions& options);
+Options controller_options(const TargetSpec& spec, const EngineOptions& options,
+                           std::uint16_t queue_depth);
+
+class Job {
+public:
+    Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options);
+
+    // Allocates the registered buffer arena fio slices into io_u buffers.
+    void* allocate_buffers(std::size_t bytes);
+    // Closes the controller: every queue drained, memory deregistered.
+    void close() noexcept;
+
+    fio_q_status queue(io_u* unit);
+    // Posts everything queued since the last commit in one chain per queue.
+    int commit();
+    int getevents(unsigned int min, unsigned int max, const timespec* t);
+    io_u* event(int index) { return events_[static_cast<std::size_t>(index)]; }
+
+private:
+    bool build_transfer(io_u* unit, Transfer& transfer);
+    void complete_with_error(io_u* unit, int error, const std::string& why);
+    void reap(const Completion& completion, unsigned int max);
+    std::size_t in_flight() const;
+
+    thread_data* td_;
+    Controller controller_;
+    Namespace namespace_;
+    MemoryRegion arena_;
+    std::vector<IoQueue> queues_;
+    std::size_t next_queue_ = 0;
+    unsigned int queued_since_commit_ = 0;
+    std::vector<Completion> scratch_;  // poll() output, sized once
+    std::vector<io_u*> events_;        // handed to fio by event()
+    std::size_t nr_events_ = 0;
+    std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
+    std::size_t surplus_head_ = 0;
+};
+
+}  // namespace nvmeof::engine

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""fio end-to-end tests through libfio_nvmeof.so against nvmeof-target over
+softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
+import sys
+import time
+
+import harness as h
+from harness import check
+
+
+def test_job(job):
+    """A shipped job file runs clean, and the target saw exactly the I/O fio reports."""
+    wd = h.workdir()
+    with h.target(wd) as t:
+        proc, result = h.run_fio(h.shortened_job(job, wd), t)
+        stderr = t.stop()
+    check(proc.returncode == 0 and result is not None,
+          f"fio failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}\n{stderr[-2000:]}")
+    check(not h.job_errors(result), f"job errors: {h.job_errors(result)}")
+    sums = h.totals(result)
+    stats = t.stats()
+    check(sums["read"]["bytes"] + sums["write"]["bytes"] > 0, "fio moved no data")
+    check(stats["bytes"]["write"] == sums["write"]["bytes"],
+          f"target received {stats['bytes']['write']} written bytes, fio reports {sums['write']['bytes']}")
+    check(stats["bytes"]["read"] == sums["read"]["bytes"],
+          f"target sent {stats['bytes']['read']} read bytes, fio reports {sums['read']['bytes']}")
+    # Each I/O is at least one command; above MDTS it is several.
+    check(stats["commands"]["write"] >= sums["write"]["ios"], "fewer write commands than fio writes")
+    check(stats["commands"]["read"] >= sums["read"]["ios"], "fewer read commands than fio reads")
+    print(f"{job}: fio read {sums['read']['bytes']} B / write {sums['write']['bytes']} B; "
+          f"target commands {stats['commands']}")
+
+
+def test_verify_modes(mode):
+    """Write then verify in process or thread mode, numjobs > 1, blocks above MDTS."""
+    wd = h.workdir()
+    job = wd + "/verify.fio"
+    threads = "thread=1\n" if mode == "thread" else ""
+    open(job, "w").write(f"""[global]
+ioengine=external:${{NVMEOF_ENGINE}}
+traddr=${{NVMEOF_TRADDR}}
+trsvcid=${{NVMEOF_TRSVCID}}
+subnqn=${{NVMEOF_SUBNQN}}
+{threads}rw=write
+bsrange=4k-512k
+iodepth=8
+numjobs=3
+size=8m
+offset_increment=8m
+verify=crc32c
+verify_fatal=1
+[verify-{mode}]
+""")
+    with h.target(wd, extra=["--mdts", "5"]) as t:  # 128 KiB: 512 KiB I/Os split in 4
+        proc, result = h.run_fio(job, t)
+        t.stop()
+    check(proc.returncode == 0 and result is not None, f"fio failed:\n{proc.stderr[-3000:]}")
+    check(not h.job_errors(result), f"job errors: {h.job_errors(result)}")
+    sums = h.totals(result)
+    check(sums["read"]["bytes"] == sums["write"]["bytes"] == 3 * 8 * 1024 * 1024,
+          f"verify did not read back everything written: {sums}")
+    check(t.stats()["max_inflight"]["io"] >= 2, "no split pieces were in flight together")
+
+
+def test_restart_verify():
+    """Blocks written before a file-backed target restarts all read back verified."""
+    wd = h.workdir()
+    backing = wd + "/namespace.img"
+    spec = f"file:{backing}"
+    job = wd + "/restart.fio"
+    open(job, "w").write("""[global]
+ioengine=external:${NVMEOF_ENGINE}
+traddr=${NVMEOF_TRADDR}
+trsvcid=${NVMEOF_TRSVCID}
+subnqn=${NVMEOF_SUBNQN}
+rw=randwrite
+bs=4k
+iodepth=16
+size=16m
+verify=crc32c
+verify_fatal=1
+[restart]
+""")
+    with h.target(wd, namespace=spec, extra=["--size", "64M"]) as t:
+        proc, result = h.run_fio(job, t, args=["--do_verify=0"])
+        t.stop()
+    check(proc.returncode == 0 and not h.job_errors(result), f"write phase failed:\n{proc.stderr[-3000:]}")
+    with h.target(wd, namespace=spec) as t:
+        proc, result = h.run_fio(job, t, args=["--verify_only"])
+        t.stop()
+    check(proc.returncode == 0 and result is not None and not h.job_errors(result),
+          f"verify after restart failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    check(h.totals(result)["read"]["bytes"] == 16 * 1024 * 1024, "verify-only read less than was written")
+
+
+def expect_clean_failure(proc, needle):
+    text = proc.stderr  # fio's JSON on stdout echoes the options; errors go to stderr
+    check(proc.returncode != 0, f"fio exited 0; expected a failure mentioning {needle!r}")
+    check(needle.lower() in text.lower(), f"no clear message {needle!r} in:\n{text[-3000:]}")
+    for line in text.splitlines():
+        if needle.lower() in line.lower():
+            print(f"fio said: {line.strip()}")
+            break
+
+
+def test_bad_option():
+    wd = h.workdir()
+    with h.target(wd) as t:
+        proc, _ = h.run_fio(h.shortened_job("randread-4k.fio", wd), t, extra_env={"NVMEOF_TRSVCID": "44x20"})
+        t.stop()
+    expect_clean_failure(proc, "trsvcid=44x20")
+
+
+def test_wrong_nqn():
+    wd = h.workdir()
+    with h.target(wd) as t:
+        proc, _ = h.run_fio(h.shortened_job("randread-4k.fio", wd), t,
+                            extra_env={"NVMEOF_SUBNQN": "nqn.2026-12.io.nvmeof:nope"})
+        t.stop()
+    expect_clean_failure(proc, "SUBNQN")
+
+
+def test_nothing_listening():
+    wd = h.workdir()
+    with h.target(wd) as t:  # find a free port, then stop the target
+        port = t.port
+    dead = type("T", (), {"address": "127.0.0.1", "port": port})()
+    start = time.monotonic()
+    proc, _ = h.run_fio(h.shortened_job("randread-4k.fio", wd), dead)
+    expect_clean_failure(proc, "listen")
+    check(time.monotonic() - start < 60, "nothing listening took too long to report")
+
+
+def test_target_drops_connection():
+    """The target drops every queue mid-run: the job ends with I/O errors, not a hang."""
+    wd = h.workdir()
+    with h.target(wd, extra=["--fault", "drop-after=2000"]) as t:
+        start = time.monotonic()
+        proc, result = h.run_fio(h.shortened_job("randread-4k.fio", wd, runtime=20), t,
+                                 extra_env={}, timeout=120)
+        t.stop()
+    check(proc.returncode != 0, "fio reported success although the target dropped the connection")
+    check(time.monotonic() - start < 60, "fio took too long to notice the dropped connection")
+    text = proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "nvmeof" in line and "failed" in line]
+    check(errors, f"no engine error message in:\n{proc.stderr[-3000:]}")
+    print(f"fio said ({len(errors)} error lines): {errors[0].strip()}")
+
+
+def test_version_mismatch():
+    """An engine built for another fio is refused at load with a clear message."""
+    import os
+    import shutil
+    wd = h.workdir()
+    fake = wd + "/libfio_nvmeof.so"
+    data = open(h.ENGINE, "rb").read()
+    marker = b"fio-3.33"
+    check(marker in data, "engine does not carry its expected fio version string")
+    open(fake, "wb").write(data.replace(marker, b"fio-9.99"))
+    os.chmod(fake, 0o755)
+    proc, _ = h.run_fio(h.shortened_job("randread-4k.fio", wd), None, extra_env={"NVMEOF_ENGINE": fake})
+    expect_clean_failure(proc, "built for fio-9.99")
+    shutil.rmtree(wd, ignore_errors=True)
+
+
+def test_trim_and_fsync():
+    """Trims become Dataset Management deallocate, fsync becomes Flush, and
+    trimmed blocks read back as zeroes."""
+    wd = h.workdir()
+    job = wd + "/trim.fio"
+    open(job, "w").write("""[global]
+ioengine=external:${NVMEOF_ENGINE}
+traddr=${NVMEOF_TRADDR}
+trsvcid=${NVMEOF_TRSVCID}
+subnqn=${NVMEOF_SUBNQN}
+bs=64k
+size=4m
+iodepth=4
+[write]
+rw=write
+fsync=4
+[trim]
+stonewall
+rw=trim
+[read-zeroes]
+stonewall
+rw=read
+verify=pattern
+verify_pattern=0x00
+do_verify=1
+verify_only=1
+""")
+    with h.target(wd) as t:
+        proc, result = h.run_fio(job, t)
+        t.stop()
+    check(proc.returncode == 0 and result is not None and not h.job_errors(result),
+          f"fio failed:\n{proc.stderr[-3000:]}")
+    stats = t.stats()
+    sums = h.totals(result)
+    check(sums["trim"]["ios"] == 64, f"expected 64 trims, fio reports {sums['trim']}")
+    check(stats["commands"]["dataset_management"] == 64,
+          f"target saw {stats['commands']['dataset_management']} deallocates, fio issued 64")
+    check(stats["commands"]["flush"] >= 16, f"target saw {stats['commands']['flush']} flushes for 64 writes with fsync=4")
+    print(f"trims {stats['commands']['dataset_management']}, flushes {stats['commands']['flush']}")
+
+
+TESTS = {
+    "trim-fsync": test_trim_and_fsync,
+    "job": test_job,
+    "verify": test_verify_modes,
+    "restart": test_restart_verify,
+    "bad-option": test_bad_option,
+    "wrong-nqn": test_wrong_nqn,
+    "nothing-listening": test_nothing_listening,
+    "target-drops": test_target_drops_connection,
+    "version-mismatch": test_version_mismatch,
+}
+
+if __name__ == "__main__":
+    name, *args = sys.argv[1:]
+    try:
+        TESTS[name](*args)
+    except h.Failure as failure:
+        print(f"FAIL {name} {' '.join(args)}: {failure}")
+        sys.exit(1)
+    print(f"PASS {name} {' '.join(args)}")

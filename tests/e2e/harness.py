@@ -1,0 +1,118 @@
+"""Shared plumbing for the fio end-to-end tests: start nvmeof-target on a free
+port (under softverbs), run fio with the engine, read fio's JSON and the
+target's stats. Every wait is bounded; every process is reaped."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+FIO = os.environ.get("NVMEOF_FIO", "fio")
+ENGINE = os.environ["NVMEOF_ENGINE"]
+TARGET = os.environ["NVMEOF_TARGET_BIN"]
+SOFTVERBS_RUN = os.environ["NVMEOF_SOFTVERBS_RUN"]
+JOBS = Path(os.environ["NVMEOF_JOBS_DIR"])
+NQN = "nqn.2026-12.io.nvmeof:e2e"
+READY = re.compile(r"listening on (\S+):(\d+)")
+
+
+class Failure(AssertionError):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+class Target:
+    def __init__(self, proc, address, port, stats_path):
+        self.proc, self.address, self.port, self.stats_path = proc, address, port, stats_path
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise Failure("nvmeof-target did not stop within 15 s of SIGTERM")
+        stderr = self.proc.stderr.read() if self.proc.stderr else ""
+        return stderr
+
+    def stats(self):
+        return json.loads(Path(self.stats_path).read_text())
+
+
+@contextmanager
+def target(workdir, namespace="ram:128M", extra=(), port=0):
+    stats = os.path.join(workdir, f"target-stats-{time.monotonic_ns()}.json")
+    cmd = [SOFTVERBS_RUN, TARGET, "--listen", "127.0.0.1", "--port", str(port),
+           "--subsystem", NQN, "--namespace", namespace, "--stats", stats, *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    line = ""
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line or proc.poll() is not None:
+            break
+    match = READY.search(line or "")
+    if not match:
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        raise Failure(f"nvmeof-target did not start: {line!r} {err}")
+    t = Target(proc, match.group(1), int(match.group(2)), stats)
+    try:
+        yield t
+    finally:
+        t.stop()
+
+
+def shortened_job(job, workdir, runtime=2):
+    """The shipped job file with only its runtime shortened."""
+    text = (JOBS / job).read_text()
+    text = re.sub(r"(?m)^runtime=\d+$", f"runtime={runtime}", text)
+    path = Path(workdir) / job
+    path.write_text(text)
+    return path
+
+
+def run_fio(job_path, t, extra_env=None, args=(), timeout=180):
+    env = dict(os.environ)
+    env.update({"NVMEOF_ENGINE": ENGINE, "NVMEOF_TRADDR": t.address if t else "127.0.0.1",
+                "NVMEOF_TRSVCID": str(t.port) if t else "", "NVMEOF_SUBNQN": NQN,
+                "NVMEOF_NSID": ""})
+    env.update(extra_env or {})
+    cmd = [SOFTVERBS_RUN, FIO, "--output-format=json", *args, str(job_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    result = None
+    start = proc.stdout.find("{")
+    if start >= 0:
+        try:
+            result = json.loads(proc.stdout[start:])
+        except json.JSONDecodeError:
+            result = None
+    return proc, result
+
+
+def totals(result):
+    """Sum of io_bytes and total_ios per direction over every job of a fio run."""
+    out = {d: {"bytes": 0, "ios": 0} for d in ("read", "write", "trim")}
+    for job in result["jobs"]:
+        for d in out:
+            out[d]["bytes"] += job[d]["io_bytes"]
+            out[d]["ios"] += job[d]["total_ios"]
+    return out
+
+
+def job_errors(result):
+    return [(j["jobname"], j["error"]) for j in result["jobs"] if j["error"] != 0]
+
+
+def workdir():
+    return tempfile.mkdtemp(prefix="nvmeof-e2e-")

@@ -1,0 +1,289 @@
+// Connect paths: negotiation matrix, wrong NQN, nothing listening, bad source,
+// and every target fault giving its documented error without hanging.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nvmeof/nvmeof.hpp"
+#include "nvmeof/wire/io.hpp"
+#include "target_process.hpp"
+
+using namespace nvmeof;
+using nvmeof::test::TargetProcess;
+using namespace std::chrono_literals;
+
+#define REQUIRE_CONFIGURABLE()                                                          \
+    if (!TargetProcess::can_configure()) GTEST_SKIP() << "needs our nvmeof-target (limits/faults)"
+
+namespace {
+
+template <typename F>
+ConnectError expect_connect_error(F&& f) {
+    try {
+        f();
+    } catch (const ConnectError& e) {
+        return e;
+    }
+    ADD_FAILURE() << "expected ConnectError";
+    return ConnectError(ConnectFailure::invalid_options, "-", "-");
+}
+
+// A TCP port nothing listens on (bound, then closed).
+std::uint16_t free_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+struct NegotiationCase {
+    std::vector<std::string> target_args;
+    std::uint16_t requested;
+    std::uint16_t expected;
+    std::string limit;
+};
+
+class Negotiation : public ::testing::TestWithParam<NegotiationCase> {};
+
+TEST_P(Negotiation, QueueSizeIsTheTightestLimit) {
+    REQUIRE_CONFIGURABLE();
+    const NegotiationCase& c = GetParam();
+    TargetProcess target(c.target_args);
+    Options o = target.options();
+    o.queue_depth = c.requested;
+    auto ctrl = Controller::connect(o);
+    EXPECT_EQ(ctrl.limits().queue_size, c.expected);
+    EXPECT_EQ(ctrl.limits().usable_slots, c.expected - 1);
+    EXPECT_EQ(ctrl.limits().queue_size_limit, c.limit);
+    EXPECT_EQ(ctrl.io().capacity(), c.expected - 1u);
+    // The negotiated depth really works: fill every slot.
+    auto ns = ctrl.namespace_at(1);
+    auto io = ctrl.io();
+    for (std::uint64_t i = 0; i + 1 < c.expected; ++i) {
+        ASSERT_EQ(io.submit(ns, {Op::flush, 0, 0, nullptr, 0, i}), SubmitResult::queued);
+    }
+    EXPECT_EQ(io.submit(ns, {Op::flush, 0, 0, nullptr, 0, 99}), SubmitResult::busy);
+    Completion done[64];
+    std::size_t n = 0;
+    while (n + 1 < c.expected) n += io.poll(done);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, Negotiation,
+    ::testing::Values(NegotiationCase{{}, 16, 16, "requested"},
+                      NegotiationCase{{"--mqes", "7"}, 128, 8, "CAP.MQES"},
+                      NegotiationCase{{"--mqes", "63", "--maxcmd", "12"}, 128, 12, "MAXCMD"},
+                      NegotiationCase{{"--mqes", "255"}, 200, 200, "requested"}));
+
+TEST(Connect, CrqsizeSmallerThanAskedIsRefused) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--crqsize", "8"});
+    Options o = target.options();
+    o.queue_depth = 16;
+    // The admin queue (32 entries) already gets CRQSIZE 8.
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_EQ(e.cause(), ConnectFailure::negotiation) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CRQSIZE 8"), std::string::npos) << e.what();
+}
+
+TEST(Connect, WrongSubsystemNqn) {
+    TargetProcess target;
+    Options o = target.options();
+    o.subsystem_nqn = "nqn.2026-01.io.nvmeof:no-such-subsystem";
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_EQ(e.cause(), ConnectFailure::connect_status) << e.what();
+    EXPECT_TRUE(e.status().is(wire::FabricsStatus::connect_invalid_parameters)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("SUBNQN"), std::string::npos) << e.what();
+}
+
+TEST(Connect, NothingListening) {
+    Options o;
+    o.target = "127.0.0.1";
+    o.subsystem_nqn = nvmeof::test::kTestNqn;
+    o.port = free_port();
+    o.timeout = 5s;
+    const auto start = std::chrono::steady_clock::now();
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_EQ(e.cause(), ConnectFailure::no_listener) << e.what();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(Connect, UnreachableAddress) {
+    Options o;
+    o.target = "192.0.2.1";  // TEST-NET-1: no route, no device
+    o.subsystem_nqn = nvmeof::test::kTestNqn;
+    o.timeout = 3s;
+    const auto start = std::chrono::steady_clock::now();
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_TRUE(e.cause() == ConnectFailure::address_unreachable || e.cause() == ConnectFailure::timeout)
+        << e.what();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+}
+
+TEST(Connect, BadSourceAddress) {
+    TargetProcess target;
+    Options o = target.options(5s);
+    o.source = "192.0.2.1";  // TEST-NET-1: never local
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_EQ(e.cause(), ConnectFailure::bad_source_address) << e.what();
+}
+
+TEST(Connect, GoodSourceAddressIsReported) {
+    TargetProcess target;
+    Options o = target.options();
+    o.source = "127.0.0.1";
+    auto ctrl = Controller::connect(o);
+    EXPECT_NE(ctrl.limits().source_address.find("127.0.0.1"), std::string::npos)
+        << ctrl.limits().source_address;
+}
+
+TEST(Connect, KeepAliveOtherThanZeroIsRefusedClearly) {
+    Options o;
+    o.target = "127.0.0.1";
+    o.subsystem_nqn = nvmeof::test::kTestNqn;
+    o.keep_alive_ms = 5000;
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_EQ(e.cause(), ConnectFailure::invalid_options);
+    EXPECT_NE(std::string(e.what()).find("keep_alive_ms"), std::string::npos);
+}
+
+TEST(Faults, CmRejectNamesTheRejectStatus) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "reject-connect=6"});
+    const ConnectError e = expect_connect_error([&] { Controller::connect(target.options()); });
+    EXPECT_EQ(e.cause(), ConnectFailure::rejected) << e.what();
+    EXPECT_EQ(e.reject_status(), 6);
+    EXPECT_NE(std::string(e.what()).find("No Resources"), std::string::npos) << e.what();
+}
+
+TEST(Faults, ConnectStatusInvalidHost) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "connect-status=1/0x84"});
+    const ConnectError e = expect_connect_error([&] { Controller::connect(target.options()); });
+    EXPECT_EQ(e.cause(), ConnectFailure::connect_status) << e.what();
+    EXPECT_TRUE(e.status().is(wire::FabricsStatus::connect_invalid_host)) << e.what();
+    EXPECT_EQ(e.step(), "Fabrics Connect (qid 0)");
+}
+
+TEST(Faults, KatoRejectedSaysSo) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "connect-status=0/0x1a"});
+    const ConnectError e = expect_connect_error([&] { Controller::connect(target.options()); });
+    EXPECT_NE(std::string(e.what()).find("KATO 0"), std::string::npos) << e.what();
+}
+
+TEST(Faults, NoAnswerDuringConnectNamesTheStep) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "stop-answering-after=1"});  // answers only the Connect
+    const auto start = std::chrono::steady_clock::now();
+    const ConnectError e = expect_connect_error([&] { Controller::connect(target.options(1s)); });
+    EXPECT_EQ(e.cause(), ConnectFailure::timeout) << e.what();
+    EXPECT_EQ(e.step(), "Property Get CAP") << e.what();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
+}
+
+TEST(Faults, NvmeErrorStatusOfOneIo) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "fail-io=2:2/0x81"});
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    ns.write(buf, 0, 1);
+    try {
+        ns.read(buf, 0, 1);
+        FAIL() << "expected NvmeError";
+    } catch (const wire::NvmeError& e) {
+        EXPECT_EQ(e.status().type(), wire::StatusCodeType::media);
+        EXPECT_EQ(e.status().code(), 0x81);
+        EXPECT_EQ(e.command(), "Read");
+        EXPECT_NE(std::string(e.what()).find("Unrecovered Read Error"), std::string::npos) << e.what();
+    }
+    ns.read(buf, 0, 1);  // the queue is still fine
+}
+
+TEST(Faults, DroppedConnectionMidIoFailsWithTransportError) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "drop-after=12", "--mdts", "1"});
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(256 * 1024);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        for (int i = 0; i < 10; ++i) ns.write(buf, 0);
+        FAIL() << "expected TransportError";
+    } catch (const TransportError& e) {
+        EXPECT_TRUE(e.code() == TransportErrc::disconnected || e.code() == TransportErrc::queue_error)
+            << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+    EXPECT_TRUE(ctrl.io().failed());
+    // Later submissions are refused, not hung.
+    auto io = ctrl.io();
+    EXPECT_EQ(io.submit(ns, {Op::flush, 0, 0, nullptr, 0, 1}), SubmitResult::failed);
+    ctrl.close();  // must not hang either
+}
+
+TEST(Faults, NoAnswerTimesOut) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "stop-answering-after=12"});
+    auto ctrl = Controller::connect(target.options(2s));
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    auto io = ctrl.io();
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t queued = 0;
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        queued += io.submit(ns, {Op::read, i, 1, &buf, 0, i}) == SubmitResult::queued;
+    }
+    std::size_t failed = 0, finished = 0;
+    Completion done[8];
+    while (finished < queued && std::chrono::steady_clock::now() - start < 10s) {
+        const std::size_t n = io.poll(done);
+        for (std::size_t i = 0; i < n; ++i) {
+            failed += done[i].status.transport == TransportErrc::timeout;
+        }
+        finished += n;
+    }
+    EXPECT_EQ(finished, queued);
+    EXPECT_GE(failed, 1u);
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 2s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
+    EXPECT_TRUE(io.failed());
+    const auto closing = std::chrono::steady_clock::now();
+    ctrl.close();
+    EXPECT_LT(std::chrono::steady_clock::now() - closing, 8s);
+}
+
+TEST(Lifecycle, ConnectCloseConnectAgainAndFork) {
+    TargetProcess target;
+    {
+        auto first = Controller::connect(target.options());
+        EXPECT_GT(first.namespace_at(1).size_lbas(), 0u);
+    }  // destroyed without close()
+    const pid_t child = fork();
+    if (child == 0) {
+        int rc = 1;
+        try {
+            auto again = Controller::connect(target.options());
+            auto ns = again.namespace_at(1);
+            auto buf = again.allocate(ns.lba_size());
+            ns.read(buf, 0, 1);
+            rc = 0;
+        } catch (...) {
+        }
+        _exit(rc);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}

@@ -1,0 +1,52 @@
+// Finds the peer for integration tests: an external target named by
+// NVMEOF_TEST_TARGET=addr:port and NVMEOF_TEST_NQN, or an nvmeof-target
+// (NVMEOF_TARGET_BIN) started on a free port, with extra arguments for limits
+// and faults, and its --stats JSON read back after it stops.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvmeof/controller.hpp"
+
+namespace nvmeof::test {
+
+inline constexpr char kTestNqn[] = "nqn.2026-01.io.nvmeof:test";
+
+class TargetProcess {
+public:
+    // Starts a target (or picks up the external one). `extra` are more
+    // command-line arguments (e.g. {"--mdts", "1"}).
+    explicit TargetProcess(std::vector<std::string> extra = {}, std::string ns = "ram:64M");
+    ~TargetProcess();
+    TargetProcess(const TargetProcess&) = delete;
+    TargetProcess& operator=(const TargetProcess&) = delete;
+
+    static bool external();
+    // True when faults/limits can be injected (our own target).
+    static bool can_configure() { return !external(); }
+
+    const std::string& address() const { return address_; }
+    std::uint16_t port() const { return port_; }
+    const std::string& nqn() const { return nqn_; }
+    Options options(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+
+    // Stops the target (SIGTERM) and returns its stats JSON ("" when external).
+    std::string stop();
+    // A number from the stats JSON: key path like "max_inflight.io".
+    static std::optional<std::uint64_t> stat(const std::string& json, const std::string& path);
+
+private:
+    pid_t pid_ = -1;
+    std::string address_;
+    std::uint16_t port_ = 0;
+    std::string nqn_;
+    std::string stats_path_;
+};
+
+}  // namespace nvmeof::test
