@@ -41,6 +41,7 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.queue_depth = queue_depth;
     o.io_queues = std::max(1u, options.nr_io_queues);
     o.timeout = std::chrono::milliseconds(options.connect_timeout_ms);
+    o.io_timeout = std::chrono::milliseconds(options.io_timeout_ms);
     return o;
 }
 

@@ -41,6 +41,9 @@ void ControllerImpl::validate_options() const {
     if (options_.timeout.count() <= 0) {
         bad("timeout must be positive");
     }
+    if (options_.io_timeout.count() < 0) {
+        bad("io_timeout must not be negative");
+    }
     try {
         wire::validate_nqn(options_.subsystem_nqn, "subsystem NQN");
     } catch (const std::invalid_argument& e) {
@@ -60,7 +63,9 @@ void ControllerImpl::connect() {
               identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
 
     admin_ = std::make_unique<RdmaQueue>(
-        QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin, options_.timeout}, peer_);
+        QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin, options_.timeout,
+                    options_.timeout},
+        peer_);
     if (ibv_query_device(admin_->device(), &device_) != 0) {
         throw ConnectError(ConnectFailure::device_error, "ibv_query_device", std::strerror(errno));
     }
@@ -275,7 +280,9 @@ void ControllerImpl::create_io_queues() {
     for (std::uint32_t i = 1; i <= count; ++i) {
         const auto qid = static_cast<std::uint16_t>(i);
         auto queue = std::make_unique<RdmaQueue>(
-            QueueConfig{qid, size.size, limits_.cntlid, wire::QueueKind::io, options_.timeout}, peer_);
+            QueueConfig{qid, size.size, limits_.cntlid, wire::QueueKind::io, options_.timeout,
+                        options_.io_timeout.count() > 0 ? options_.io_timeout : options_.timeout},
+            peer_);
         if (queue->device() != admin_->device()) {
             throw ConnectError(ConnectFailure::device_error, "I/O queue address resolution",
                                qid_text(qid) + " resolved to another RDMA device than the admin queue");
@@ -293,6 +300,9 @@ void ControllerImpl::shutdown() noexcept {
         return;
     }
     enabled_ = false;
+    // A target that stopped answering must not hold close() for the whole
+    // request timeout: the shutdown commands share the shutdown wait.
+    admin_->set_request_timeout(std::min(options_.timeout, kShutdownWait));
     try {
         wire::ControllerConfig::Fields fields;
         fields.enable = true;

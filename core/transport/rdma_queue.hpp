@@ -44,7 +44,8 @@ struct QueueConfig {
     std::uint16_t size = 0;    // entries; size − 1 usable slots
     std::uint16_t cntlid = 0;  // for the CM REQ of I/O queues
     wire::QueueKind kind = wire::QueueKind::admin;
-    std::chrono::milliseconds timeout{};
+    std::chrono::milliseconds timeout{};          // each connect step
+    std::chrono::milliseconds request_timeout{};  // each request once live
 };
 
 enum class QueueState : std::uint8_t { resolving, resolved, connected, live, failed, closed };
@@ -76,6 +77,8 @@ public:
     std::string local_address() const;
     std::uint16_t crqsize() const { return crqsize_; }
     void mark_live() { state_ = QueueState::live; }
+    // Deadline for requests submitted from now on (shutdown bounds its own).
+    void set_request_timeout(std::chrono::milliseconds timeout) { config_.request_timeout = timeout; }
     // Memory registered by this controller (MemoryRecord::owner) is the only memory
     // transfers may use.
     void set_owner(const void* owner) { owner_ = owner; }

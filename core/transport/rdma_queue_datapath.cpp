@@ -114,7 +114,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     const std::uint64_t per_piece =
         has_data(t.op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
                        : std::uint64_t{wire::kMaxBlocksPerCommand};
-    const auto deadline = Clock::now() + config_.timeout;
+    const auto deadline = Clock::now() + config_.request_timeout;
     const std::uint8_t opcode = static_cast<std::uint8_t>(opcode_of(t.op));
     Slot* previous = nullptr;
     Slot* first = nullptr;
@@ -230,7 +230,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
     slot.response.command = commands_[cid];
     slot.flags = kInFlight | kLowLevel;
     slot.transfer = kNoTransfer;
-    slot.deadline = Clock::now() + config_.timeout;
+    slot.deadline = Clock::now() + config_.request_timeout;
     slot.wr.next = nullptr;
     earliest_deadline_ = std::min(earliest_deadline_, slot.deadline);
     commit();
@@ -432,7 +432,7 @@ void RdmaQueue::check_deadlines() noexcept {
         if (slot.deadline <= now) {
             log_error("qid %u: command ID %zu (%s) got no answer within %lld ms", unsigned{config_.qid}, i,
                       std::string(wire::command_name(commands_[i], config_.kind)).c_str(),
-                      static_cast<long long>(config_.timeout.count()));
+                      static_cast<long long>(config_.request_timeout.count()));
             fail(TransportErrc::timeout, ETIMEDOUT, "request timed out");
             return;
         }

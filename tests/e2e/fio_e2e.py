@@ -147,6 +147,36 @@ def test_target_drops_connection():
     print(f"fio said ({len(errors)} error lines): {errors[0].strip()}")
 
 
+def test_io_timeout():
+    """A target that stops answering: every outstanding I/O fails with ETIMEDOUT
+    after io_timeout_ms, and the job ends instead of hanging."""
+    wd = h.workdir()
+    job = wd + "/timeout.fio"
+    open(job, "w").write("""[global]
+ioengine=external:${NVMEOF_ENGINE}
+traddr=${NVMEOF_TRADDR}
+trsvcid=${NVMEOF_TRSVCID}
+subnqn=${NVMEOF_SUBNQN}
+io_timeout_ms=1500
+rw=randread
+bs=4k
+iodepth=8
+time_based=1
+runtime=30
+[timeout]
+""")
+    with h.target(wd, extra=["--fault", "stop-answering-after=200"]) as t:
+        start = time.monotonic()
+        proc, _ = h.run_fio(job, t, timeout=120)
+        elapsed = time.monotonic() - start
+        t.stop()
+    check(proc.returncode != 0, "fio reported success although the target stopped answering")
+    check(elapsed < 25, f"the job took {elapsed:.1f} s to end; io_timeout_ms=1500 should end it in seconds")
+    timeouts = [line for line in proc.stderr.splitlines() if "timed out" in line.lower() or "timeout" in line.lower()]
+    check(timeouts, f"no timeout named in:\n{proc.stderr[-3000:]}")
+    print(f"ended after {elapsed:.1f} s; fio said: {timeouts[0].strip()}")
+
+
 def test_version_mismatch():
     """An engine built for another fio is refused at load with a clear message."""
     import os
@@ -214,6 +244,7 @@ TESTS = {
     "nothing-listening": test_nothing_listening,
     "target-drops": test_target_drops_connection,
     "version-mismatch": test_version_mismatch,
+    "io-timeout": test_io_timeout,
 }
 
 if __name__ == "__main__":

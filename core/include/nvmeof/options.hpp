@@ -29,6 +29,8 @@ struct Options {
     std::chrono::milliseconds timeout = kDefaultTimeout;  // per step and per request
     std::uint32_t keep_alive_ms = 0;   // only 0 (disabled) is supported so far
     bool random_host_id = false;       // a fresh random host ID instead of the stable default
+    // Deadline of each I/O-queue request; 0 means the same as `timeout`.
+    std::chrono::milliseconds io_timeout{0};
 };
 
 // Where the default host identity comes from (tests point these at fake files).
