@@ -36,12 +36,8 @@ def test_verify_modes(mode):
     wd = h.workdir()
     job = wd + "/verify.fio"
     threads = "thread=1\n" if mode == "thread" else ""
-    open(job, "w").write(f"""[global]
-ioengine=external:${{NVMEOF_ENGINE}}
-traddr=${{NVMEOF_TRADDR}}
-trsvcid=${{NVMEOF_TRSVCID}}
-subnqn=${{NVMEOF_SUBNQN}}
-{threads}rw=write
+    h.write_job(job, f"""[global]
+{{TARGET}}{threads}rw=write
 bsrange=4k-512k
 iodepth=8
 numjobs=3
@@ -68,12 +64,8 @@ def test_restart_verify():
     backing = wd + "/namespace.img"
     spec = f"file:{backing}"
     job = wd + "/restart.fio"
-    open(job, "w").write("""[global]
-ioengine=external:${NVMEOF_ENGINE}
-traddr=${NVMEOF_TRADDR}
-trsvcid=${NVMEOF_TRSVCID}
-subnqn=${NVMEOF_SUBNQN}
-rw=randwrite
+    h.write_job(job, """[global]
+{TARGET}rw=randwrite
 bs=4k
 iodepth=16
 size=16m
@@ -152,12 +144,8 @@ def test_io_timeout():
     after io_timeout_ms, and the job ends instead of hanging."""
     wd = h.workdir()
     job = wd + "/timeout.fio"
-    open(job, "w").write("""[global]
-ioengine=external:${NVMEOF_ENGINE}
-traddr=${NVMEOF_TRADDR}
-trsvcid=${NVMEOF_TRSVCID}
-subnqn=${NVMEOF_SUBNQN}
-io_timeout_ms=1500
+    h.write_job(job, """[global]
+{TARGET}io_timeout_ms=1500
 rw=randread
 bs=4k
 iodepth=8
@@ -198,12 +186,8 @@ def test_trim_and_fsync():
     trimmed blocks read back as zeroes."""
     wd = h.workdir()
     job = wd + "/trim.fio"
-    open(job, "w").write("""[global]
-ioengine=external:${NVMEOF_ENGINE}
-traddr=${NVMEOF_TRADDR}
-trsvcid=${NVMEOF_TRSVCID}
-subnqn=${NVMEOF_SUBNQN}
-bs=64k
+    h.write_job(job, """[global]
+{TARGET}bs=64k
 size=4m
 iodepth=4
 [write]

@@ -100,6 +100,19 @@ def run_fio(job_path, t, extra_env=None, args=(), timeout=180):
     return proc, result
 
 
+TARGET_LINES = """ioengine=external:${NVMEOF_ENGINE}
+traddr=${NVMEOF_TRADDR}
+trsvcid=${NVMEOF_TRSVCID}
+subnqn=${NVMEOF_SUBNQN}
+"""
+
+
+def write_job(path, text):
+    """A job file whose {TARGET} stands for the engine and target lines every
+    test job shares (taken from the environment, as the shipped job files do)."""
+    Path(path).write_text(text.replace("{TARGET}", TARGET_LINES))
+
+
 def totals(result):
     """Sum of io_bytes and total_ios per direction over every job of a fio run."""
     out = {d: {"bytes": 0, "ios": 0} for d in ("read", "write", "trim")}
