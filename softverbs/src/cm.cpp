@@ -1,0 +1,300 @@
+// RDMA-CM ids: creation, addresses, listening, QPs and teardown.
+#include <arpa/inet.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cm_api.h"
+#include "core.h"
+
+namespace sv {
+namespace {
+
+int fail(int err) {
+  errno = err;
+  return -1;
+}
+
+sockaddr_in make_sin(in_addr_t ip, int port) {
+  sockaddr_in s{};
+  s.sin_family = AF_INET;
+  s.sin_addr.s_addr = ip;
+  s.sin_port = htons(static_cast<uint16_t>(port));
+  return s;
+}
+
+// A non-blocking, close-on-exec TCP socket bound to ip:port (port 0: ephemeral).
+Fd bound_socket(in_addr_t ip, int port, int* err) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in s = make_sin(ip, port);
+  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&s), sizeof s) != 0) {
+    *err = errno;
+    return Fd();
+  }
+  return fd;
+}
+
+int local_tcp_port(int fd) {
+  sockaddr_in s{};
+  socklen_t len = sizeof s;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&s), &len);
+  return ntohs(s.sin_port);
+}
+
+int bind_locked(Id* id, const sockaddr* addr) {
+  Core& c = core();
+  if (!addr || addr->sa_family != AF_INET) return fail(EAFNOSUPPORT);
+  if (!id->bound.empty()) return fail(EINVAL);
+  const auto* sin = reinterpret_cast<const sockaddr_in*>(addr);
+  std::vector<Device*> devs;
+  if (sin->sin_addr.s_addr == htonl(INADDR_ANY)) {
+    for (auto& d : c.devices) devs.push_back(d.get());  // one socket per device, never 0.0.0.0
+  } else {
+    Device* d = is_allowed_addr(addr) ? device_by_ip(sin->sin_addr.s_addr) : nullptr;
+    if (!d) return fail(EADDRNOTAVAIL);
+    devs.push_back(d);
+  }
+  int port = ntohs(sin->sin_port);
+  int tcp = port ? tcp_port(port) : 0;
+  for (Device* d : devs) {
+    int err = 0;
+    Fd fd = bound_socket(d->ip, tcp, &err);
+    if (!fd.valid()) {
+      id->bound.clear();
+      return fail(err);
+    }
+    if (tcp == 0) tcp = local_tcp_port(fd.get());
+    id->bound.emplace_back(d, std::move(fd));
+  }
+  id->id.route.addr.src_sin = make_sin(sin->sin_addr.s_addr, rdma_port_of(tcp));
+  if (devs.size() == 1 && sin->sin_addr.s_addr != htonl(INADDR_ANY)) {
+    id->dev = devs[0];
+    id->id.verbs = &open_context(devs[0])->v.context;
+  }
+  id->id.port_num = kPortNum;
+  id->state = IdState::kBound;
+  return 0;
+}
+
+}  // namespace
+
+int tcp_port(int rdma_port) { return rdma_port + core().cfg.port_offset; }
+int rdma_port_of(int tcp) { return tcp >= core().cfg.port_offset ? tcp - core().cfg.port_offset : tcp; }
+
+std::string addr_str(const sockaddr_in& a) {
+  char ip[INET_ADDRSTRLEN] = "";
+  inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(rdma_port_of(ntohs(a.sin_port)));
+}
+
+Id* new_id(EventChannel* ch, void* context, rdma_port_space ps) {
+  Core& c = core();
+  auto* id = new Id;
+  std::memset(&id->id, 0, sizeof id->id);
+  id->serial = c.next_id_serial++;
+  id->chan = ch;
+  id->id.channel = &ch->ch;
+  id->id.context = context;
+  id->id.ps = ps;
+  id->id.qp_type = IBV_QPT_RC;
+  c.ids[id->serial] = id;
+  return id;
+}
+
+}  // namespace sv
+
+using namespace sv;
+
+extern "C" {
+
+int sv_rdma_create_id(rdma_event_channel* ch, rdma_cm_id** out, void* context, rdma_port_space ps) {
+  if (!ch || !out) return fail(EINVAL);
+  if (ps != RDMA_PS_TCP) return fail(EPROTONOSUPPORT);  // RC only
+  std::lock_guard lk(core().mu);
+  *out = &new_id(reinterpret_cast<EventChannel*>(ch), context, ps)->id;
+  return 0;
+}
+
+int sv_rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
+  std::lock_guard lk(core().mu);
+  return bind_locked(to_id(cid), addr);
+}
+
+int sv_rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* dst, int) {
+  Core& c = core();
+  std::lock_guard lk(c.mu);
+  Id* id = to_id(cid);
+  if (!dst) return fail(EINVAL);
+  bool src_any = !src || (src->sa_family == AF_INET &&
+                          reinterpret_cast<sockaddr_in*>(src)->sin_addr.s_addr == htonl(INADDR_ANY));
+  // The loopback-only policy: anything else never resolves.
+  if (!is_allowed_addr(dst) || (!src_any && !is_allowed_addr(src))) {
+    post_cm_event(id, RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL, nullptr, 0);
+    return 0;
+  }
+  if (!src_any && id->bound.empty() && bind_locked(id, src) != 0) {
+    post_cm_event(id, RDMA_CM_EVENT_ADDR_ERROR, -errno, nullptr, 0);
+    return 0;
+  }
+  const auto* d = reinterpret_cast<const sockaddr_in*>(dst);
+  Device* dev = id->dev;
+  if (!dev) dev = device_by_ip(d->sin_addr.s_addr);
+  if (!dev) dev = c.devices.front().get();
+  // A wildcard-bound id keeps only the socket of the device it will use.
+  std::erase_if(id->bound, [dev](const auto& b) { return b.first != dev; });
+  id->dev = dev;
+  id->id.verbs = &open_context(dev)->v.context;
+  id->id.port_num = kPortNum;
+  int port = id->bound.empty() ? 0 : ntohs(id->id.route.addr.src_sin.sin_port);
+  id->id.route.addr.src_sin = make_sin(dev->ip, port);
+  std::memcpy(&id->id.route.addr.dst_sin, d, sizeof *d);
+  id->state = IdState::kAddrResolved;
+  post_cm_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, nullptr, 0);
+  return 0;
+}
+
+int sv_rdma_resolve_route(rdma_cm_id* cid, int) {
+  std::lock_guard lk(core().mu);
+  Id* id = to_id(cid);
+  if (id->state != IdState::kAddrResolved) return fail(EINVAL);
+  id->state = IdState::kRouteResolved;
+  post_cm_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, nullptr, 0);
+  return 0;
+}
+
+int sv_rdma_listen(rdma_cm_id* cid, int backlog) {
+  Core& c = core();
+  std::lock_guard lk(c.mu);
+  Id* id = to_id(cid);
+  if (id->state != IdState::kBound) return fail(EINVAL);
+  for (auto& [dev, fd] : id->bound) {
+    if (::listen(fd.get(), backlog > 0 ? backlog : kListenBacklog) != 0) return -1;
+    id->listeners.push_back(c.engine.add_listener(std::move(fd), id, dev));
+  }
+  id->bound.clear();
+  id->state = IdState::kListening;
+  return 0;
+}
+
+__be16 sv_rdma_get_src_port(rdma_cm_id* cid) { return cid->route.addr.src_sin.sin_port; }
+__be16 sv_rdma_get_dst_port(rdma_cm_id* cid) { return cid->route.addr.dst_sin.sin_port; }
+
+ibv_context** sv_rdma_get_devices(int* n) {
+  Core& c = core();
+  std::lock_guard lk(c.mu);
+  auto** list = static_cast<ibv_context**>(std::calloc(c.devices.size() + 1, sizeof(ibv_context*)));
+  if (!list) return nullptr;
+  for (std::size_t i = 0; i < c.devices.size(); ++i) list[i] = &open_context(c.devices[i].get())->v.context;
+  if (n) *n = static_cast<int>(c.devices.size());
+  return list;
+}
+
+void sv_rdma_free_devices(ibv_context** list) { std::free(list); }
+
+// Options (TOS, REUSEADDR, AFONLY, ACK timeout) have no effect on loopback TCP.
+int sv_rdma_set_option(rdma_cm_id*, int, int, void*, size_t) { return 0; }
+
+int sv_rdma_create_qp(rdma_cm_id* cid, ibv_pd* pd, ibv_qp_init_attr* attr) {
+  Id* id = to_id(cid);
+  if (!cid->verbs || !attr) return fail(EINVAL);
+  if (!pd) {
+    Context* ctx = to_ctx(cid->verbs);
+    if (!ctx->default_pd) ctx->default_pd = ibv_alloc_pd(cid->verbs);
+    pd = ctx->default_pd;
+    if (!pd) return -1;
+  }
+  if (pd->context != cid->verbs) return fail(EINVAL);
+  std::vector<ibv_cq*> made;
+  int depth = static_cast<int>(std::max(attr->cap.max_send_wr + attr->cap.max_recv_wr, 1u));
+  for (ibv_cq** cq : {&attr->send_cq, &attr->recv_cq}) {
+    if (*cq) continue;
+    *cq = ibv_create_cq(cid->verbs, depth, nullptr, nullptr, 0);
+    if (!*cq) return -1;
+    made.push_back(*cq);
+  }
+  ibv_qp* qp = ibv_create_qp(pd, attr);
+  if (!qp) {
+    for (ibv_cq* cq : made) ibv_destroy_cq(cq);
+    return -1;
+  }
+  std::lock_guard lk(core().mu);
+  qp->state = IBV_QPS_INIT;
+  cid->qp = qp;
+  cid->pd = pd;
+  cid->send_cq = attr->send_cq;
+  cid->recv_cq = attr->recv_cq;
+  id->own_cqs = std::move(made);
+  return 0;
+}
+
+void sv_rdma_destroy_qp(rdma_cm_id* cid) {
+  Id* id = to_id(cid);
+  if (!cid->qp) return;
+  ibv_destroy_qp(cid->qp);
+  std::vector<ibv_cq*> own;
+  {
+    std::lock_guard lk(core().mu);
+    cid->qp = nullptr;
+    own.swap(id->own_cqs);
+  }
+  for (ibv_cq* cq : own) ibv_destroy_cq(cq);
+}
+
+int sv_rdma_destroy_id(rdma_cm_id* cid) {
+  Core& c = core();
+  std::unique_lock lk(c.mu);
+  Id* id = to_id(cid);
+  // librdmacm blocks until every event of the id was acked; we bound the wait.
+  if (!c.acked_cv.wait_for(lk, std::chrono::milliseconds(kDestroyIdWaitMs), [id] { return id->unacked <= 0; }))
+    std::fprintf(stderr, "softverbs: rdma_destroy_id(%p): %d events never acked; destroying anyway\n",
+                 static_cast<void*>(cid), id->unacked);
+  for (uint64_t l : id->listeners) c.engine.remove_listener(l);
+  for (Conn* x : c.engine.all_conns()) {
+    if (x->listener != id) continue;
+    x->listener = nullptr;
+    if (!x->id) c.engine.close(x);  // REQ not yet turned into a child id
+  }
+  for (auto& [s, other] : c.ids)
+    if (other->listen_parent == id) other->listen_parent = nullptr;
+  if (id->connect_timer) c.engine.cancel_timer(id->connect_timer);
+  if (Conn* x = id->conn) {
+    x->id = nullptr;
+    id->conn = nullptr;
+    if (x->state == ConnState::kEstablished || x->state == ConnState::kAwaitRtu) {
+      // Like the kernel CM, destroying a connected id sends a DREQ.
+      OutChunk ch;
+      ch.hdr.op = static_cast<uint8_t>(Op::kCmDreq);
+      c.engine.send(x, std::move(ch));
+      if (x->qp && x->qp->qp.state != IBV_QPS_ERR) qp_to_error(x->qp, IBV_WC_WR_FLUSH_ERR);
+      c.engine.close_after_flush(x);
+    } else if (x->state != ConnState::kClosing) {
+      c.engine.close(x);
+    }
+  }
+  // Events never fetched go with the id, and so do their bytes in the pipe, so
+  // a poll() on the channel does not report events that no longer exist.
+  std::size_t dropped = std::erase_if(id->chan->q, [id](Event* e) {
+    if (e->ev.id != &id->id) return false;
+    delete e;
+    return true;
+  });
+  int avail = 0;
+  ioctl(id->chan->ch.fd, FIONREAD, &avail);
+  for (std::size_t i = 0; i < dropped && avail > 0; ++i, --avail) {
+    char b;
+    (void)!::read(id->chan->ch.fd, &b, 1);
+  }
+  c.ids.erase(id->serial);
+  delete id;
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,58 @@
+// Named limits and defaults of the software device.  Values mirror what a
+// mid-range RoCE HCA reports, so code sized for real hardware also fits here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace sv {
+
+// Device capabilities reported by ibv_query_device (caps can lower some, see faults).
+inline constexpr int kMaxQp = 4096;
+inline constexpr int kMaxQpWr = 4096;
+inline constexpr int kMaxSge = 16;
+inline constexpr int kMaxCq = 4096;
+inline constexpr int kMaxCqe = 65536;
+inline constexpr int kMaxMr = 65536;
+inline constexpr int kMaxPd = 4096;
+inline constexpr int kMaxRdAtom = 16;
+inline constexpr uint32_t kMaxInlineData = 1024;
+inline constexpr uint64_t kMaxMrSize = uint64_t{1} << 40;
+inline constexpr uint32_t kMaxMsgSize = uint32_t{1} << 31;
+inline constexpr uint64_t kPageSizeCap = 0xfffff000;
+inline constexpr uint32_t kVendorId = 0x5356;  // "SV"
+
+// IB limits on CM private data; longer data is EINVAL, shorter is zero-padded.
+inline constexpr std::size_t kConnectPrivateMax = 56;
+inline constexpr std::size_t kAcceptPrivateMax = 196;
+inline constexpr std::size_t kRejectPrivateMax = 148;
+
+// Reject reasons as IB CM reports them in rdma_cm_event.status.
+inline constexpr int kRejInvalidServiceId = 8;     // nobody listens on that port
+inline constexpr int kRejConsumerDefined = 28;     // the application called rdma_reject
+
+// rnr_retry value meaning "retry forever" (NVMe-oF default): park, never fail.
+inline constexpr uint8_t kRnrRetryInfinite = 7;
+// Time one RNR retry waits before the next; real HW uses min_rnr_timer (~ms range).
+inline constexpr int kRnrRetryIntervalMs = 20;
+
+// Default bound for a CM request to be answered before UNREACHABLE.
+inline constexpr int kDefaultCmTimeoutMs = 3000;
+// TIMEWAIT_EXIT follows DISCONNECTED after this delay on ids that have a QP.
+inline constexpr int kTimewaitMs = 10;
+// rdma_destroy_id waits at most this long for unacked events before giving up loudly.
+inline constexpr int kDestroyIdWaitMs = 5000;
+
+// Engine I/O sizing.
+inline constexpr std::size_t kInStagingBytes = 64 * 1024;    // small-message receive batch
+inline constexpr std::size_t kDirectReadMin = 16 * 1024;     // payloads this big bypass staging
+inline constexpr int kMaxIovPerWrite = 64;
+inline constexpr int kEpollBatch = 64;
+inline constexpr int kEngineMaxSleepMs = 1000;               // upper bound on one epoll_wait
+inline constexpr std::size_t kReadBudgetBytes = 4 * 1024 * 1024;  // fairness between conns
+inline constexpr int kListenBacklog = 128;
+
+inline constexpr uint32_t kFirstQpNum = 0x100;
+inline constexpr uint8_t kPortNum = 1;
+inline constexpr uint32_t kPortMtu = 4096;
+
+}  // namespace sv

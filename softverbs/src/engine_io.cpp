@@ -1,0 +1,192 @@
+// Non-blocking stream I/O of the engine: batched writev of queued chunks and
+// an incremental parser that places payloads straight into their targets.
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core.h"
+#include "engine.h"
+#include "protocol.h"
+
+namespace sv {
+namespace {
+
+// Appends the unsent part of one chunk to iov; returns false when iov is full.
+bool append_iov(const OutChunk& ch, std::vector<iovec>& iov) {
+  std::size_t skip = ch.sent;
+  auto add = [&](const void* p, std::size_t len) {
+    if (skip >= len) {
+      skip -= len;
+      return true;
+    }
+    if (iov.size() >= static_cast<std::size_t>(kMaxIovPerWrite)) return false;
+    iov.push_back({const_cast<uint8_t*>(static_cast<const uint8_t*>(p)) + skip, len - skip});
+    skip = 0;
+    return true;
+  };
+  if (!add(&ch.hdr, sizeof ch.hdr)) return false;
+  if (!ch.owned.empty() && !add(ch.owned.data(), ch.owned.size())) return false;
+  for (const iovec& v : ch.ext)
+    if (v.iov_len && !add(v.iov_base, v.iov_len)) return false;
+  return true;
+}
+
+// Copies n bytes from src into the parser's current targets.
+void deliver(InParser& in, const uint8_t* src, std::size_t n) {
+  in.remaining -= static_cast<uint32_t>(n);
+  if (in.sink == Sink::kDiscard) return;
+  while (n > 0 && in.tgt_idx < in.targets.size()) {
+    iovec& t = in.targets[in.tgt_idx];
+    std::size_t k = std::min(n, t.iov_len - in.tgt_off);
+    std::memcpy(static_cast<uint8_t*>(t.iov_base) + in.tgt_off, src, k);
+    src += k;
+    n -= k;
+    in.tgt_off += k;
+    if (in.tgt_off == t.iov_len) {
+      ++in.tgt_idx;
+      in.tgt_off = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void Engine::flush(Conn* c) {
+  std::vector<iovec> iov;
+  iov.reserve(kMaxIovPerWrite);
+  while (!c->dead && !c->out.empty() && c->state != ConnState::kConnecting) {
+    iov.clear();
+    int64_t now = now_ms();
+    for (const OutChunk& ch : c->out) {
+      if (ch.not_before_ms > now) break;  // fault "delay": a timer flushes later
+      if (!append_iov(ch, iov)) break;
+    }
+    if (iov.empty()) break;
+    msghdr mh{};
+    mh.msg_iov = iov.data();
+    mh.msg_iovlen = iov.size();
+    ssize_t n = ::sendmsg(c->fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) break;
+      on_conn_lost(c, errno);
+      return;
+    }
+    auto left = static_cast<std::size_t>(n);
+    while (left > 0 && !c->out.empty()) {
+      OutChunk& ch = c->out.front();
+      std::size_t rest = ch.total() - ch.sent;
+      if (left < rest) {
+        ch.sent += left;
+        left = 0;
+        break;
+      }
+      left -= rest;
+      bool data = is_request(static_cast<Op>(ch.hdr.op));
+      c->out.pop_front();
+      if (data && ++c->faults.msgs_sent == static_cast<uint64_t>(c->faults.drop_after_msgs)) {
+        debug_log("fault: dropping connection after %lld messages", static_cast<long long>(c->faults.drop_after_msgs));
+        on_conn_lost(c, ECONNRESET);
+        return;
+      }
+    }
+  }
+  if (!c->dead && c->out.empty() && c->shut_after_flush) ::shutdown(c->fd.get(), SHUT_WR);
+  update_events(c);
+}
+
+void Engine::read_input(Conn* c) {
+  InParser& in = c->in;
+  std::size_t budget = kReadBudgetBytes;
+  auto fill = [&]() -> bool {
+    if (in.pos == in.end) in.pos = in.end = 0;
+    ssize_t n = ::recv(c->fd.get(), in.staging.data() + in.end, in.staging.size() - in.end, MSG_DONTWAIT);
+    if (n > 0) {
+      in.end += static_cast<std::size_t>(n);
+      budget -= std::min(budget, static_cast<std::size_t>(n));
+      return true;
+    }
+    if (n == 0) on_conn_lost(c, 0);
+    else if (errno != EAGAIN && errno != EINTR) on_conn_lost(c, errno);
+    return false;
+  };
+  auto start_message = [&] {
+    dp_on_header(c);
+    if (c->dead || in.parked) return;
+    if (in.remaining > 0) in.in_payload = true;
+    else dp_on_message(c);
+  };
+  // A message parked for RNR is re-examined first (post_recv or the timer woke us).
+  if (!in.in_payload && in.hdr_got == sizeof(WireHdr)) {
+    in.hdr_got = 0;
+    start_message();
+    if (in.parked) in.hdr_got = sizeof(WireHdr);
+  }
+  while (!c->dead && !in.parked && budget > 0) {
+    if (!in.in_payload) {
+      if (in.pos == in.end && !fill()) break;
+      std::size_t k = std::min(sizeof(WireHdr) - in.hdr_got, in.end - in.pos);
+      std::memcpy(reinterpret_cast<uint8_t*>(&in.hdr) + in.hdr_got, in.staging.data() + in.pos, k);
+      in.pos += k;
+      in.hdr_got += k;
+      if (in.hdr_got < sizeof(WireHdr)) continue;
+      in.hdr_got = 0;
+      start_message();
+      // A parked header stays "complete" so the next read_input retries it.
+      if (in.parked) in.hdr_got = sizeof(WireHdr);
+      continue;
+    }
+    if (in.pos < in.end) {
+      std::size_t k = std::min<std::size_t>(in.remaining, in.end - in.pos);
+      deliver(in, in.staging.data() + in.pos, k);
+      in.pos += k;
+    } else if (in.remaining >= kDirectReadMin && in.sink != Sink::kDiscard) {
+      // Large payloads go from the socket straight into the target memory.
+      std::vector<iovec> iov;
+      std::size_t want = in.remaining;
+      for (std::size_t i = in.tgt_idx, off = in.tgt_off; i < in.targets.size() && want > 0 &&
+                                                          iov.size() < static_cast<std::size_t>(kMaxIovPerWrite);
+           ++i, off = 0) {
+        std::size_t k = std::min(want, in.targets[i].iov_len - off);
+        iov.push_back({static_cast<uint8_t*>(in.targets[i].iov_base) + off, k});
+        want -= k;
+      }
+      ssize_t n = ::readv(c->fd.get(), iov.data(), static_cast<int>(iov.size()));
+      if (n <= 0) {
+        if (n == 0) on_conn_lost(c, 0);
+        else if (errno != EAGAIN && errno != EINTR) on_conn_lost(c, errno);
+        break;
+      }
+      auto got = static_cast<std::size_t>(n);
+      budget -= std::min(budget, got);
+      in.remaining -= static_cast<uint32_t>(got);
+      while (got > 0) {
+        std::size_t k = std::min(got, in.targets[in.tgt_idx].iov_len - in.tgt_off);
+        got -= k;
+        in.tgt_off += k;
+        if (in.tgt_off == in.targets[in.tgt_idx].iov_len) {
+          ++in.tgt_idx;
+          in.tgt_off = 0;
+        }
+      }
+    } else if (!fill()) {
+      break;
+    }
+    if (in.remaining == 0) {
+      in.in_payload = false;
+      dp_on_message(c);
+    }
+  }
+  if (!c->dead) dp_flush_ack(c);
+  // Bytes already staged must not wait for another EPOLLIN that may never come.
+  if (!c->dead && !in.parked && budget == 0) {
+    uint64_t s = c->serial;
+    add_timer(0, [this, s] {
+      if (Conn* x = find(s)) read_input(x);
+    });
+  }
+}
+
+}  // namespace sv

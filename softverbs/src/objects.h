@@ -1,0 +1,107 @@
+// The software device's objects.  Each embeds its public rdma-core struct as
+// the first member (the context embeds a verbs_context), so the public pointer
+// handed to the application converts back with one cast.
+#pragma once
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "fd.h"
+#include "constants.h"
+#include "rdma.h"
+#include "stats.h"
+
+namespace sv {
+
+struct Conn;
+struct QpStats;
+
+struct Device {
+  ibv_device dev;
+  in_addr_t ip;  // network order
+  uint64_t guid;
+  int index;
+  struct Context* ctx;  // the one shared context (rdma_cm id->verbs == ibv_open_device)
+};
+
+struct Context {
+  verbs_context v;  // must stay first: the app gets &v.context
+  Device* device;
+  Pipe async_pipe;  // async_fd; one byte per queued event
+  std::deque<ibv_async_event> async_events;
+  ibv_pd* default_pd = nullptr;  // rdma_create_qp(id, NULL, ...) uses it
+};
+
+struct Pd {
+  ibv_pd pd;
+};
+
+struct Mr {
+  ibv_mr mr;
+  uint64_t iova;
+  unsigned access;
+};
+
+struct CompChannel {
+  ibv_comp_channel ch;
+  Fd wfd;  // carries ibv_cq* values to ibv_get_cq_event
+};
+
+struct Cq {
+  ibv_cq cq;
+  std::mutex mu;  // ring + armed; poll_cq takes only this lock
+  std::vector<ibv_wc> ring;
+  std::size_t head = 0;
+  std::size_t count = 0;
+  bool armed = false;
+  bool overrun = false;
+  int qp_refs = 0;  // QPs using the CQ (destroy refuses with EBUSY)
+};
+
+// One posted send-queue work request, retired strictly in post order.
+struct SqEntry {
+  uint64_t wr_id;
+  ibv_wc_opcode opcode;
+  uint32_t msn;
+  uint32_t byte_len;
+  bool signaled;
+  bool is_read;
+  std::vector<ibv_sge> read_sges;  // where READ data lands (validated at post)
+};
+
+struct RqEntry {
+  uint64_t wr_id;
+  std::vector<ibv_sge> sges;
+};
+
+struct Qp {
+  ibv_qp qp;
+  ibv_qp_cap cap;
+  bool sq_sig_all;
+  Conn* conn = nullptr;         // set while connected; engine-owned
+  std::deque<SqEntry> sq;       // posted, not yet retired
+  std::deque<RqEntry> rq;
+  uint32_t next_msn = 1;        // next request msn this side sends
+  uint8_t rnr_retry = kRnrRetryDefault;
+  uint8_t retry_cnt = 7;
+  uint8_t min_rnr_timer = 12;
+  uint8_t max_rd_atomic = 0;
+  uint8_t max_dest_rd_atomic = 0;
+  QpStats* stats = nullptr;     // lives on after the QP, for the exit dump
+  static constexpr uint8_t kRnrRetryDefault = 7;
+};
+
+inline Context* to_ctx(ibv_context* c) {
+  // The public context is the last member of the verbs_context that heads Context.
+  return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
+}
+inline Pd* to_pd(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
+inline Mr* to_mr(ibv_mr* m) { return reinterpret_cast<Mr*>(m); }
+inline Cq* to_cq(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
+inline Qp* to_qp(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
+inline CompChannel* to_ch(ibv_comp_channel* c) { return reinterpret_cast<CompChannel*>(c); }
+
+}  // namespace sv

@@ -1,0 +1,191 @@
+// Requester side of the data path: post_send, and retiring send-queue entries
+// strictly in post order when the responder ACKs, NAKs or answers a READ.
+#include <cerrno>
+#include <cstring>
+
+#include "core.h"
+#include "dataplane.h"
+#include "protocol.h"
+
+namespace sv {
+namespace {
+
+constexpr uint8_t kCorruptMask = 0xff;  // fault "corrupt": every bit of the byte flips
+
+struct OpInfo {
+  Op wire;
+  ibv_wc_opcode wc;
+};
+
+bool map_opcode(ibv_wr_opcode op, OpInfo* out) {
+  switch (op) {
+    case IBV_WR_SEND: *out = {Op::kSend, IBV_WC_SEND}; return true;
+    case IBV_WR_SEND_WITH_IMM: *out = {Op::kSendImm, IBV_WC_SEND}; return true;
+    case IBV_WR_SEND_WITH_INV: *out = {Op::kSendInv, IBV_WC_SEND}; return true;
+    case IBV_WR_RDMA_WRITE: *out = {Op::kWrite, IBV_WC_RDMA_WRITE}; return true;
+    case IBV_WR_RDMA_WRITE_WITH_IMM: *out = {Op::kWriteImm, IBV_WC_RDMA_WRITE}; return true;
+    case IBV_WR_RDMA_READ: *out = {Op::kReadReq, IBV_WC_RDMA_READ}; return true;
+    default: return false;
+  }
+}
+
+// Local SGE check: the lkey exists, belongs to the QP's PD and covers the range.
+bool sge_ok(const Qp* qp, const ibv_sge& s, bool need_write) {
+  if (s.length == 0) return true;
+  auto it = core().mrs.find(s.lkey);
+  if (it == core().mrs.end()) return false;
+  const Mr* m = it->second;
+  auto base = reinterpret_cast<uintptr_t>(m->mr.addr);
+  if (m->mr.pd != qp->qp.pd || s.addr < base || s.length > m->mr.length || s.addr - base > m->mr.length - s.length)
+    return false;
+  return !need_write || (m->access & IBV_ACCESS_LOCAL_WRITE);
+}
+
+void complete(Qp* qp, const SqEntry& e, ibv_wc_status st) {
+  if (!e.signaled && st == IBV_WC_SUCCESS) return;  // unsignaled: retire silently
+  ibv_wc wc{};
+  wc.wr_id = e.wr_id;
+  wc.status = st;
+  wc.opcode = e.opcode;
+  wc.byte_len = e.byte_len;
+  wc.qp_num = qp->qp.qp_num;
+  push_cqe(to_cq(qp->qp.send_cq), wc);
+  if (qp->stats) ++qp->stats->completions;
+}
+
+// Retires entries acknowledged by a cumulative ACK up to msn (READs excluded:
+// they finish only with their data).
+void retire_acked(Qp* qp, uint32_t msn, bool inclusive) {
+  while (!qp->sq.empty()) {
+    const SqEntry& e = qp->sq.front();
+    if (e.is_read || (inclusive ? e.msn > msn : e.msn >= msn)) break;
+    complete(qp, e, IBV_WC_SUCCESS);
+    qp->sq.pop_front();
+  }
+}
+
+// Puts one WR on an errored QP: it completes at once with a flush error.
+void flush_one(Qp* qp, const ibv_send_wr* wr, ibv_wc_opcode op) {
+  SqEntry e{wr->wr_id, op, 0, 0, true, false, {}};
+  complete(qp, e, IBV_WC_WR_FLUSH_ERR);
+  if (qp->stats) ++qp->stats->flushed;
+}
+
+int post_one(Qp* qp, ibv_send_wr* wr) {
+  OpInfo op;
+  if (!map_opcode(wr->opcode, &op) || wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > qp->cap.max_send_sge)
+    return EINVAL;
+  if (qp->qp.state == IBV_QPS_ERR) {
+    flush_one(qp, wr, op.wc);
+    return 0;
+  }
+  if (qp->qp.state != IBV_QPS_RTS) return EINVAL;
+  if (qp->sq.size() >= qp->cap.max_send_wr) return ENOMEM;
+  uint64_t total = 0;
+  for (int i = 0; i < wr->num_sge; ++i) total += wr->sg_list[i].length;
+  bool is_read = op.wire == Op::kReadReq;
+  bool inl = (wr->send_flags & IBV_SEND_INLINE) && !is_read;
+  if (inl && total > qp->cap.max_inline_data) return EINVAL;
+  if (total > kMaxMsgSize) return EINVAL;
+
+  SqEntry e{wr->wr_id, op.wc, qp->next_msn++, static_cast<uint32_t>(total),
+            qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED), is_read, {}};
+  bool local_ok = true;
+  if (!inl)
+    for (int i = 0; i < wr->num_sge; ++i) local_ok = local_ok && sge_ok(qp, wr->sg_list[i], is_read);
+  if (!local_ok || !qp->conn) {
+    qp->sq.push_back(std::move(e));
+    qp_to_error(qp, local_ok ? IBV_WC_RETRY_EXC_ERR : IBV_WC_LOC_PROT_ERR);
+    return 0;
+  }
+  OutChunk ch;
+  ch.hdr.op = static_cast<uint8_t>(op.wire);
+  ch.hdr.msn = e.msn;
+  ch.hdr.rkey = wr->wr.rdma.rkey;
+  ch.hdr.raddr = wr->wr.rdma.remote_addr;
+  if (wr->opcode == IBV_WR_SEND_WITH_INV) ch.hdr.imm = wr->invalidate_rkey;
+  else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ch.hdr.imm = wr->imm_data;
+  if (op.wire == Op::kSend || op.wire == Op::kSendImm || op.wire == Op::kSendInv) {
+    ch.hdr.rkey = 0;
+    ch.hdr.raddr = 0;
+  }
+  if (is_read) {
+    ch.hdr.rd_len = e.byte_len;
+    e.read_sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
+  } else {
+    ch.hdr.len = e.byte_len;
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const ibv_sge& s = wr->sg_list[i];
+      if (s.length == 0) continue;
+      auto* p = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(s.addr));
+      // Inline data is copied now; otherwise the HCA reads app memory until the ACK.
+      if (inl) ch.owned.insert(ch.owned.end(), p, p + s.length);
+      else ch.ext.push_back({p, s.length});
+    }
+  }
+  int64_t flip = 0;
+  if (!is_read && total > 0 &&
+      core().faults.corrupt(qp->conn, op.wc == IBV_WC_RDMA_WRITE, core().cfg.port_offset, &flip)) {
+    ch.materialize();  // corrupt a private copy, never the application's buffer
+    ch.owned[static_cast<std::size_t>(flip) % ch.owned.size()] ^= kCorruptMask;
+  }
+  if (QpStats* st = qp->stats) {
+    if (is_read) ++st->reads;
+    else if (op.wc == IBV_WC_RDMA_WRITE) ++st->writes;
+    else ++st->sends;
+    if (!is_read) st->bytes_out += total;
+  }
+  qp->sq.push_back(std::move(e));
+  core().engine.send(qp->conn, std::move(ch));
+  return 0;
+}
+
+}  // namespace
+
+int dp_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  std::lock_guard lk(core().mu);
+  Qp* qp = to_qp(ibqp);
+  for (; wr; wr = wr->next) {
+    int rc = post_one(qp, wr);
+    if (rc) {
+      *bad = wr;
+      return rc;
+    }
+  }
+  return 0;
+}
+
+void req_on_ack(Conn* c) {
+  if (c->qp) retire_acked(c->qp, c->in.hdr.msn, true);
+}
+
+void req_on_nak(Conn* c) {
+  Qp* qp = c->qp;
+  if (!qp || qp->qp.state == IBV_QPS_ERR) return;
+  retire_acked(qp, c->in.hdr.msn, false);
+  debug_log("qp %u: NAK msn %u status %u", qp->qp.qp_num, c->in.hdr.msn, c->in.hdr.status);
+  qp_to_error(qp, static_cast<ibv_wc_status>(c->in.hdr.status));
+}
+
+// READ_RESP header: the data goes straight into the READ's local SGEs.
+void req_on_read_resp_header(Conn* c) {
+  InParser& in = c->in;
+  Qp* qp = c->qp;
+  in.sink = Sink::kDiscard;
+  if (!qp || qp->qp.state == IBV_QPS_ERR) return;
+  retire_acked(qp, in.hdr.msn, false);
+  if (qp->sq.empty() || qp->sq.front().msn != in.hdr.msn || !qp->sq.front().is_read) return;
+  in.sink = Sink::kReadResp;
+  for (const ibv_sge& s : qp->sq.front().read_sges)
+    if (s.length) in.targets.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(s.addr)), s.length});
+}
+
+void req_on_read_resp(Conn* c) {
+  Qp* qp = c->qp;
+  if (!qp || c->in.sink != Sink::kReadResp || qp->sq.empty()) return;
+  if (qp->stats) qp->stats->bytes_in += c->in.hdr.len;
+  complete(qp, qp->sq.front(), IBV_WC_SUCCESS);
+  qp->sq.pop_front();
+}
+
+}  // namespace sv

@@ -1,0 +1,35 @@
+// Per-QP counters, kept after the QP is destroyed, dumped as JSON to
+// SOFTVERBS_STATS at exit or on demand (softverbs_stats_dump).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+
+namespace sv {
+
+struct QpStats {
+  uint32_t qp_num = 0;
+  std::string device;
+  std::string local;   // "ip:port" of the connection, once connected
+  std::string remote;
+  uint64_t sends = 0, writes = 0, reads = 0, recvs = 0;        // requests posted / receives completed
+  uint64_t writes_in = 0, reads_in = 0, sends_in = 0;          // served as responder
+  uint64_t bytes_out = 0, bytes_in = 0;
+  uint64_t completions = 0, errors = 0, flushed = 0, rnr_parks = 0;
+  bool destroyed = false;
+};
+
+class Stats {
+ public:
+  QpStats* add_qp(uint32_t qp_num, const std::string& device);
+  bool empty() const { return qps_.empty(); }
+  void clear() { qps_.clear(); }
+  std::string to_json(uint64_t faults_fired) const;
+  // Writes the JSON atomically (tmp + rename); "%p" in path becomes the pid.
+  bool dump(const std::string& path, uint64_t faults_fired) const;
+
+ private:
+  std::deque<QpStats> qps_;  // deque: pointers stay valid as it grows
+};
+
+}  // namespace sv

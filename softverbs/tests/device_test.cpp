@@ -1,0 +1,113 @@
+// Canary, device queries, loud traps and fork behaviour.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "harness.h"
+#include "softverbs/control.h"
+
+namespace svt {
+namespace {
+
+// Fails loudly if the suite ever runs on real rdma-core (or no RDMA at all).
+TEST(Canary, RunsOnTheSoftwareDevice) {
+  ASSERT_EQ(softverbs_active(), 1) << "softverbs is not preloaded";
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  ASSERT_NE(list, nullptr);
+  ASSERT_GE(n, 1);
+  EXPECT_EQ(std::string(ibv_get_device_name(list[0])).rfind("softrdma", 0), 0u);
+  ibv_context* ctx = ibv_open_device(list[0]);
+  ibv_device_attr a{};
+  ASSERT_EQ(ibv_query_device(ctx, &a), 0);
+  EXPECT_EQ(std::string(a.fw_ver).rfind("softverbs", 0), 0u);
+  ibv_close_device(ctx);
+  ibv_free_device_list(list);
+}
+
+TEST(Device, QueriesReportUsableLimits) {
+  ibv_device** list = ibv_get_device_list(nullptr);
+  ibv_context* ctx = ibv_open_device(list[0]);
+  ibv_device_attr a{};
+  ASSERT_EQ(ibv_query_device(ctx, &a), 0);
+  EXPECT_GE(a.max_qp_wr, 1024);
+  EXPECT_GE(a.max_cqe, 4096);
+  EXPECT_GE(a.max_sge, 4);
+  EXPECT_GE(a.max_qp_rd_atom, 1);
+  EXPECT_GE(a.max_qp_init_rd_atom, 1);
+  ibv_port_attr pa{};
+  ASSERT_EQ(ibv_query_port(ctx, 1, &pa), 0);  // the inline verbs_context route
+  EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_STREQ(ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR), "Work Request Flushed Error");
+  EXPECT_STREQ(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED");
+  EXPECT_EQ(ibv_fork_init(), 0);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  std::vector<uint8_t> buf(4096);
+  // Constant access flags: the exported ibv_reg_mr route.
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  EXPECT_EQ(mr->lkey, mr->rkey);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 0, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_dereg_mr(mr);
+  ibv_dealloc_pd(pd);
+  ibv_close_device(ctx);
+  ibv_free_device_list(list);
+}
+
+// Runs fn in a forked child; returns its wait status and what it wrote to stderr.
+std::pair<int, std::string> in_child(void (*fn)()) {
+  int pipefd[2];
+  EXPECT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipefd[1], STDERR_FILENO);
+    fn();
+    _exit(0);
+  }
+  close(pipefd[1]);
+  std::string err;
+  char b[256];
+  ssize_t k;
+  while ((k = read(pipefd[0], b, sizeof b)) > 0) err.append(b, static_cast<std::size_t>(k));
+  close(pipefd[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return {st, err};
+}
+
+TEST(Trap, UnimplementedVerbAbortsLoudly) {
+  auto [st, err] = in_child([] { ibv_create_ah(nullptr, nullptr); });
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+  EXPECT_NE(err.find("softverbs: ibv_create_ah is not implemented"), std::string::npos) << err;
+  auto [st2, err2] = in_child([] { rdma_migrate_id(nullptr, nullptr); });
+  EXPECT_TRUE(WIFSIGNALED(st2) && WTERMSIG(st2) == SIGABRT);
+  EXPECT_NE(err2.find("rdma_migrate_id is not implemented"), std::string::npos) << err2;
+}
+
+// fio forks jobs after loading the engine: a child that opens the device
+// itself must work, while the parent's connections stay intact.
+TEST(Fork, ChildOpensItsOwnDevice) {
+  Pair parent;
+  ASSERT_TRUE(parent.connect());
+  auto [st, err] = in_child([] {
+    testing::GTEST_FLAG(throw_on_failure) = true;
+    Pair child;
+    bool ok = child.connect();
+    if (ok) ok = child.server.post_recv(1, 0, 64) == 0 && child.client.post(IBV_WR_SEND, 2, 0, 64) == 0;
+    if (ok) ok = poll_n(child.server.cq, 1).size() == 1;
+    _exit(ok && !testing::Test::HasFailure() ? 0 : 1);
+  });
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << err;
+  ASSERT_EQ(parent.server.post_recv(3, 0, 64), 0);
+  ASSERT_EQ(parent.client.post(IBV_WR_SEND, 4, 0, 64), 0);
+  EXPECT_EQ(poll_n(parent.server.cq, 1).size(), 1u);
+}
+
+}  // namespace
+}  // namespace svt
