@@ -2,6 +2,14 @@
 // extern "C" trampolines. No exception crosses into fio: each hook catches,
 // logs one line through fio's logging and returns fio's error convention.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
 
 #include <cstddef>
 #include <cstdlib>
@@ -28,10 +36,15 @@ constexpr std::uint16_t kProbeQueueDepth = 2;  // setup() only reads the geometr
 // options are FIO_OPT_STR with a callback that stores any value, empty too.
 template <std::size_t Offset>
 int store_string(void* data, const char* value) {
-    auto*& field = *reinterpret_cast<char**>(static_cast<char*>(data) + Offset);
-    std::free(field);
-    field = strdup(value != nullptr ? value : "");
-    return field != nullptr ? 0 : 1;
+    char* field = static_cast<char*>(data) + Offset;
+    const std::size_t length = value != nullptr ? std::strlen(value) : 0;
+    if (length >= kOptionTextSize) {
+        log_err("nvmeof: option value \"%.40s...\" is longer than %zu bytes\n", value,
+                kOptionTextSize - 1);
+        return 1;
+    }
+    std::memcpy(field, value != nullptr ? value : "", length + 1);
+    return 0;
 }
 
 template <std::size_t Offset>
@@ -77,6 +90,9 @@ fio_option engine_options[] = {
                       "Deadline of each I/O, in milliseconds; an I/O the target never answers "
                       "fails with ETIMEDOUT",
                       "30000"),
+    NVMEOF_STRING_OPTION("gpu", gpu,
+                         "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
+                         "visible GPUs by job); needs a CUDA build and driver"),
     fio_option{.name = nullptr},
 };
 static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
@@ -93,37 +109,117 @@ TargetSpec spec_of(thread_data* td, const fio_file* f) {
     return resolve_target(option_values(options_of(td)), f != nullptr ? f->file_name : "");
 }
 
-// Runs in fio's parent, before any job forks: connect, read the namespace,
-// check the block sizes, disconnect. No RDMA resource survives it.
+// What setup() learns from the target.
+struct Probe {
+    unsigned long long file_size;
+    unsigned int pieces_per_io_u;
+};
+
+// Connect, read the namespace, check the block sizes, disconnect.
+Probe probe(thread_data* td, const fio_file* f) {
+    const TargetSpec spec = spec_of(td, f);
+    const EngineOptions& options = options_of(td);
+    Controller controller =
+        Controller::connect(controller_options(spec, options, kProbeQueueDepth));
+    Namespace ns = controller.namespace_at(spec.nsid);
+    for (int d = DDIR_READ; d < DDIR_RWDIR_CNT; ++d) {
+        for (unsigned long long bs : {td->o.min_bs[d], td->o.max_bs[d]}) {
+            if (bs % ns.lba_size() != 0) {
+                throw SpecError("block size " + std::to_string(bs) +
+                                " is not a multiple of the namespace's " +
+                                std::to_string(ns.lba_size()) + "-byte LBA size");
+            }
+        }
+    }
+    const std::uint64_t per_command = controller.limits().max_transfer_bytes;
+    Probe result{ns.info().size_bytes(),
+                 static_cast<unsigned int>(per_command == 0 ? 1 : (td_max_bs(td) + per_command - 1) /
+                                                                      per_command)};
+    controller.close();
+    return result;
+}
+
+// The probe in a child process. A real RDMA device must never be touched by fio's parent
+// when jobs are processes: librdmacm keeps the device contexts it opened for the life of
+// the process, a forked job inherits them, and the kernel refuses every write() on a
+// uverbs file opened under other credentials (EACCES; fork gives the child new creds), so
+// the job's first ibv_post_send fails on rxe and other write()-path providers.
+Probe probe_in_child(thread_data* td, const fio_file* f) {
+    struct Reply {
+        int ok;
+        Probe probe;
+        char error[512];
+    };
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+        const int e = errno;
+        ::close(fds[0]);
+        ::close(fds[1]);
+        throw std::runtime_error(std::string("fork: ") + std::strerror(e));
+    }
+    if (pid == 0) {
+        ::close(fds[0]);
+        Reply reply{};
+        try {
+            reply.probe = probe(td, f);
+            reply.ok = 1;
+        } catch (const std::exception& error) {
+            std::snprintf(reply.error, sizeof reply.error, "%s", error.what());
+        }
+        const ssize_t n = ::write(fds[1], &reply, sizeof reply);
+        _exit(n == static_cast<ssize_t>(sizeof reply) ? 0 : 1);
+    }
+    ::close(fds[1]);
+    Reply reply{};
+    std::size_t got = 0;
+    while (got < sizeof reply) {  // ends at EOF: the child wrote or died
+        const ssize_t n = ::read(fds[0], reinterpret_cast<char*>(&reply) + got, sizeof reply - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    ::close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != sizeof reply) {
+        throw std::runtime_error("the probe process died (status " + std::to_string(status) + ")");
+    }
+    if (reply.ok == 0) {
+        reply.error[sizeof reply.error - 1] = '\0';
+        throw std::runtime_error(reply.error);
+    }
+    return reply.probe;
+}
+
+// Runs in fio's parent, before any job forks: learns the namespace size and the number of
+// commands per I/O. With process jobs the RDMA work happens in a short-lived child (see
+// probe_in_child); with thread jobs in this process. No RDMA resource survives it.
 int nvmeof_setup(thread_data* td) {
     try {
         if (td->o.nr_files > 1) {
             throw SpecError("one target per job: use one filename (or none) per job");
         }
-        fio_file* f = td->files != nullptr ? td->files[0] : nullptr;
-        const TargetSpec spec = spec_of(td, f);
-        EngineOptions& options = options_of(td);
-        Controller controller =
-            Controller::connect(controller_options(spec, options, kProbeQueueDepth));
-        Namespace ns = controller.namespace_at(spec.nsid);
-        for (int d = DDIR_READ; d < DDIR_RWDIR_CNT; ++d) {
-            for (unsigned long long bs : {td->o.min_bs[d], td->o.max_bs[d]}) {
-                if (bs % ns.lba_size() != 0) {
-                    throw SpecError("block size " + std::to_string(bs) +
-                                    " is not a multiple of the namespace's " +
-                                    std::to_string(ns.lba_size()) + "-byte LBA size");
-                }
+        // gpu=: refused here, before any job starts, when it cannot work. Only
+        // looked for, never initialised: CUDA does not survive fio's fork.
+        if (const EngineOptions& o = options_of(td);
+            parse_gpu_option(o.gpu).enabled) {
+            std::string why;
+            if (!gpu_driver_present(&why)) {
+                throw SpecError("gpu=" + std::string(o.gpu) + ": " + why);
             }
         }
-        const Limits& limits = controller.limits();
-        const std::uint64_t per_command = limits.max_transfer_bytes;
-        options.pieces_per_io_u = static_cast<unsigned int>(
-            per_command == 0 ? 1 : (td_max_bs(td) + per_command - 1) / per_command);
+        fio_file* f = td->files != nullptr ? td->files[0] : nullptr;
+        const Probe p = td->o.use_thread ? probe(td, f) : probe_in_child(td, f);
+        options_of(td).pieces_per_io_u = p.pieces_per_io_u;
         if (f != nullptr) {
-            f->real_file_size = ns.info().size_bytes();
+            f->real_file_size = p.file_size;
             fio_file_set_size_known(f);
         }
-        controller.close();
         return 0;
     } catch (const std::exception& error) {
         report(td, "setup", error);

@@ -19,18 +19,23 @@ namespace nvmeof::engine {
 // pointer-sized field with the td pointer while parsing, hence `pad`, and no
 // option may have offset 0. The trailing fields are not options: setup() fills
 // them in the parent and the forked job inherits them.
+// Text options live inside the struct (not on the heap): fio copies this struct
+// from job to job with memcpy and frees only the strings it stored itself.
+inline constexpr std::size_t kOptionTextSize = 256;  // an NQN is at most 223 bytes
+
 struct EngineOptions {
     void* pad;
-    char* traddr;
-    char* trsvcid;
-    char* subnqn;
-    char* nsid;
-    char* hostnqn;
-    char* hostid;
-    char* host_traddr;
+    char traddr[kOptionTextSize];
+    char trsvcid[kOptionTextSize];
+    char subnqn[kOptionTextSize];
+    char nsid[kOptionTextSize];
+    char hostnqn[kOptionTextSize];
+    char hostid[kOptionTextSize];
+    char host_traddr[kOptionTextSize];
     unsigned int nr_io_queues;
     unsigned int connect_timeout_ms;
     unsigned int io_timeout_ms;
+    char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     // Learned by setup():
     unsigned int pieces_per_io_u;
 };
@@ -43,7 +48,8 @@ class Job {
 public:
     Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options);
 
-    // Allocates the registered buffer arena fio slices into io_u buffers.
+    // Allocates the registered buffer arena fio slices into io_u buffers. With
+    // gpu=, the arena is GPU memory and what fio gets is its host mirror.
     void* allocate_buffers(std::size_t bytes);
     // Closes the controller: every queue drained, memory deregistered.
     void close() noexcept;
@@ -60,10 +66,17 @@ private:
     void reap(const Completion& completion, unsigned int max);
     std::size_t in_flight() const;
 
+    void gpu_copy(io_u* unit, bool to_gpu);
+
     thread_data* td_;
+    int gpu_ = -1;               // GPU ordinal, or -1: host buffers
+    std::string gpu_source_note_;
     Controller controller_;
     Namespace namespace_;
+    GpuBuffer gpu_arena_;        // declared before arena_: deregistered first
     MemoryRegion arena_;
+    std::byte* mirror_ = nullptr;  // host mirror of the GPU arena (fio's orig_buffer)
+    bool gpu_verify_ = false;      // copy through the mirror around each I/O
     std::vector<IoQueue> queues_;
     std::size_t next_queue_ = 0;
     unsigned int queued_since_commit_ = 0;

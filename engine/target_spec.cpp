@@ -151,4 +151,38 @@ std::string canonical_filename(const TargetSpec& spec) {
            " subnqn=" + spec.subsystem_nqn + " ns=" + std::to_string(spec.nsid);
 }
 
+GpuChoice parse_gpu_option(std::string_view value) {
+    GpuChoice choice;
+    if (value.empty()) {
+        return choice;
+    }
+    choice.enabled = true;
+    if (value == "rr") {
+        choice.round_robin = true;
+        return choice;
+    }
+    int ordinal = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ordinal);
+    if (error != std::errc() || end != value.data() + value.size() || ordinal < 0) {
+        throw SpecError("gpu=" + std::string(value) +
+                        ": expected a GPU number (0, 1, ...) or rr (round-robin by job)");
+    }
+    choice.ordinal = ordinal;
+    return choice;
+}
+
+int gpu_for_job(const GpuChoice& choice, unsigned int job_index, int visible) {
+    if (visible <= 0) {
+        throw SpecError("gpu: no GPU is visible (CUDA_VISIBLE_DEVICES?)");
+    }
+    if (choice.round_robin) {
+        return static_cast<int>(job_index % static_cast<unsigned int>(visible));
+    }
+    if (choice.ordinal >= visible) {
+        throw SpecError("gpu=" + std::to_string(choice.ordinal) + ": only " + std::to_string(visible) +
+                        " GPU(s) are visible");
+    }
+    return choice.ordinal;
+}
+
 }  // namespace nvmeof::engine

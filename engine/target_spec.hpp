@@ -58,4 +58,16 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
 // the engine gives a file, so fio's output names what was connected.
 std::string canonical_filename(const TargetSpec& spec);
 
+// The gpu= option: "" (host memory), "N" (GPU N) or "rr" (round-robin over the
+// visible GPUs by job number). Throws SpecError for anything else.
+struct GpuChoice {
+    bool enabled = false;
+    bool round_robin = false;
+    int ordinal = 0;
+};
+GpuChoice parse_gpu_option(std::string_view value);
+// The GPU job `job_index` (0-based) uses, given `visible` GPUs; throws SpecError
+// when there is none or the ordinal is not visible.
+int gpu_for_job(const GpuChoice& choice, unsigned int job_index, int visible);
+
 }  // namespace nvmeof::engine

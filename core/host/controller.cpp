@@ -76,6 +76,10 @@ MemoryRegion ControllerImpl::register_region(void* address, std::size_t length, 
     }
     record->lkey = record->mr->lkey;
     record->rkey = record->mr->rkey;
+    return track(std::move(record));
+}
+
+MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {
     record->owner = this;
     std::erase_if(memory_, [](const std::weak_ptr<MemoryRecord>& w) { return w.expired(); });
     memory_.push_back(record);
@@ -200,6 +204,14 @@ MemoryRegion Controller::register_memory(void* address, std::size_t length) {
         throw Error("controller was moved from");
     }
     return impl_->register_region(address, length, nullptr);
+}
+
+MemoryRegion Controller::register_gpu(void* device_ptr, std::size_t bytes,
+                                      std::shared_ptr<GpuOrdering> ordering) {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    return impl_->register_gpu(device_ptr, bytes, std::move(ordering));
 }
 
 IoQueue Controller::io(std::size_t index) {

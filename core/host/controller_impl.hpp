@@ -37,6 +37,8 @@ public:
 
     NamespaceInfo identify_namespace(std::uint32_t nsid);
     MemoryRegion register_region(void* address, std::size_t length, void* owned);
+    // core/gpu/gpu_cuda.cpp (or gpu_nocuda.cpp in a build without CUDA).
+    MemoryRegion register_gpu(void* device_ptr, std::size_t bytes, std::shared_ptr<GpuOrdering> ordering);
     // Blocking transfer on I/O queue 0, split and batched; throws on failure.
     void run_transfer(const NamespaceInfo& ns, const Transfer& transfer);
 
@@ -46,6 +48,8 @@ public:
     RdmaQueue& admin() { return *admin_; }
 
 private:
+    // Remembers a registered record (closed with the controller) and hands it out.
+    MemoryRegion track(std::shared_ptr<MemoryRecord> record);
     Response execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
     Response execute_ok(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
     std::uint64_t property_get(wire::Property property, const std::string& step);

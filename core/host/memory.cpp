@@ -11,6 +11,11 @@ MemoryRegion::~MemoryRegion() { reset(); }
 std::byte* MemoryRegion::data() const noexcept { return record_ ? record_->address : nullptr; }
 std::size_t MemoryRegion::size() const noexcept { return record_ ? record_->length : 0; }
 bool MemoryRegion::valid() const noexcept { return record_ && record_->alive(); }
+MemoryKind MemoryRegion::kind() const noexcept { return record_ ? record_->kind : MemoryKind::host; }
+int MemoryRegion::device_ordinal() const noexcept { return record_ ? record_->device_ordinal : -1; }
+std::string_view MemoryRegion::registration_path() const noexcept {
+    return registration_path_name(record_ ? record_->path : RegistrationPath::host);
+}
 
 wire::RemoteBuffer MemoryRegion::remote(std::uint64_t offset) const {
     return remote(offset, offset <= size() ? size() - offset : 0);

@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+
+#include "nvmeof/gpu.hpp"
 
 #include "verbs/resources.hpp"
 
@@ -17,6 +20,12 @@ struct MemoryRecord {
     const void* owner = nullptr;  // the ControllerImpl whose PD registered it
     verbs::MemoryRegion mr;
     void* owned = nullptr;        // memory from Controller::allocate, freed with the record
+    // GPU memory: the datapath calls `ordering` (one predictable branch on `kind`
+    // for host memory, nothing else).
+    MemoryKind kind = MemoryKind::host;
+    RegistrationPath path = RegistrationPath::host;
+    int device_ordinal = -1;
+    std::shared_ptr<GpuOrdering> ordering;
 
     MemoryRecord() = default;
     MemoryRecord(const MemoryRecord&) = delete;
@@ -27,7 +36,7 @@ struct MemoryRecord {
     // Deregisters (the PD must still exist) and frees owned memory. Idempotent.
     void close() noexcept {
         mr.reset();
-        owner = nullptr;
+        owner = nullptr;  // `ordering` stays with the record: transfers may still hold it
         if (owned != nullptr) {
             std::free(owned);
             owned = nullptr;

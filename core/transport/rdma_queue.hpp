@@ -140,6 +140,7 @@ private:
         std::uint32_t pieces_left = 0;
         bool internal = false;
         bool finished = false;
+        GpuOrdering* gpu_read = nullptr;  // a read into GPU memory: flush before handing back
         CompletionStatus status;
     };
 
@@ -155,6 +156,9 @@ private:
     void finish_slot(std::uint16_t cid) noexcept;
     void complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept;
     void finish_transfer(std::uint32_t index) noexcept;
+    // GPU memory ordering (GpuOrdering): off the host-memory path.
+    void flush_gpu_reads(std::size_t count) noexcept;
+    static void gpu_read_failed(CompletionStatus& status, int result) noexcept;
     void check_deadlines() noexcept;
     void drain() noexcept;
     SubmitResult refuse(SubmitResult result, TransportErrc code, int sys_errno, Op op) noexcept;
@@ -184,6 +188,7 @@ private:
     std::vector<std::uint32_t> finished_;  // ring of finished external transfers
     std::size_t finished_head_ = 0;
     std::size_t finished_count_ = 0;
+    std::size_t gpu_reads_finished_ = 0;  // in the finished ring, not yet flushed
 
     ibv_send_wr* deferred_head_ = nullptr;  // built, not yet posted (Post::deferred)
     ibv_send_wr* deferred_tail_ = nullptr;

@@ -99,6 +99,17 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     if (count > cids_.available() || transfer_ids_.available() == 0) {
         return SubmitResult::busy;
     }
+    GpuOrdering* gpu_read = nullptr;
+    if (memory != nullptr && memory->kind == MemoryKind::gpu) [[unlikely]] {
+        // The target may read the MR as soon as the command leaves: the GPU's
+        // writes to it must be complete first.
+        if (t.op == Op::write && memory->ordering && memory->ordering->before_write() != 0) {
+            return refuse(SubmitResult::invalid, TransportErrc::queue_error, EIO, t.op);
+        }
+        if (t.op == Op::read) {
+            gpu_read = memory->ordering.get();
+        }
+    }
 
     std::uint16_t tid = 0;
     transfer_ids_.acquire(tid);
@@ -107,6 +118,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     record.user_data = t.user_data;
     record.pieces_left = static_cast<std::uint32_t>(count);
     record.internal = internal;
+    record.gpu_read = gpu_read;
     if (transfer_index != nullptr) {
         *transfer_index = tid;
     }
@@ -390,10 +402,48 @@ void RdmaQueue::finish_transfer(std::uint32_t index) noexcept {
     // At most capacity() transfers exist, so the ring cannot overflow.
     finished_[(finished_head_ + finished_count_) % finished_.size()] = index;
     ++finished_count_;
+    if (record.gpu_read != nullptr) [[unlikely]] {
+        ++gpu_reads_finished_;
+    }
+}
+
+void RdmaQueue::gpu_read_failed(CompletionStatus& status, int result) noexcept {
+    if (status.ok()) {
+        status.transport = TransportErrc::queue_error;
+        status.sys_errno = EIO;
+        status.opcode = static_cast<std::uint8_t>(opcode_of(Op::read));
+        status.queue = wire::QueueKind::io;
+    }
+    log_error("cuFlushGPUDirectRDMAWrites after a read into GPU memory failed (CUDA error %d)", result);
+}
+
+// Before the first `count` finished transfers are handed back: one flush per
+// ordering (normally one per batch), for the reads into GPU memory among them.
+void RdmaQueue::flush_gpu_reads(std::size_t count) noexcept {
+    GpuOrdering* last = nullptr;
+    int result = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        TransferRecord& record = transfers_[finished_[(finished_head_ + i) % finished_.size()]];
+        if (record.gpu_read == nullptr) {
+            continue;
+        }
+        if (record.gpu_read != last) {
+            last = record.gpu_read;
+            result = last->after_read();
+        }
+        if (result != 0) {
+            gpu_read_failed(record.status, result);
+        }
+        record.gpu_read = nullptr;
+        --gpu_reads_finished_;
+    }
 }
 
 std::size_t RdmaQueue::reap(std::span<Completion> out) noexcept {
     progress();
+    if (gpu_reads_finished_ != 0) [[unlikely]] {
+        flush_gpu_reads(std::min(out.size(), finished_count_));
+    }
     std::size_t n = 0;
     while (n < out.size() && finished_count_ > 0) {
         const std::uint32_t index = finished_[finished_head_];
@@ -412,7 +462,13 @@ bool RdmaQueue::transfer_finished(std::uint32_t index) const noexcept {
 }
 
 CompletionStatus RdmaQueue::take_transfer(std::uint32_t index) noexcept {
-    const CompletionStatus status = transfers_[index].status;
+    CompletionStatus status = transfers_[index].status;
+    if (transfers_[index].gpu_read != nullptr) [[unlikely]] {
+        // A blocking read into GPU memory: visible to the owner before it returns.
+        if (const int result = transfers_[index].gpu_read->after_read(); result != 0) {
+            gpu_read_failed(status, result);
+        }
+    }
     transfers_[index] = TransferRecord{};
     transfer_ids_.release(static_cast<std::uint16_t>(index));
     return status;

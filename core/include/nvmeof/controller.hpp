@@ -70,6 +70,17 @@ public:
     MemoryRegion allocate(std::size_t bytes);
     // Registers existing memory (the caller keeps it alive longer than the handle).
     MemoryRegion register_memory(void* address, std::size_t length);
+    // Registers CUDA device memory [device_ptr, +bytes) (the owning context must
+    // be current on this thread). The range is widened to the 64 KiB GPU pages
+    // inside its allocation; dma-buf (ibv_reg_dmabuf_mr) is tried first, then
+    // ibv_reg_mr on the device pointer (nvidia_peermem); registration_path()
+    // says which. Writes from the region synchronise the context before they are
+    // posted, reads into it flush GPUDirect RDMA writes before they are handed
+    // back, through `ordering` (default: the CUDA driver's; see GpuOrdering).
+    // Throws Error saying why: built without CUDA support, no driver, not device
+    // memory, context not current, or both registration paths refused.
+    MemoryRegion register_gpu(void* device_ptr, std::size_t bytes,
+                              std::shared_ptr<GpuOrdering> ordering = nullptr);
 
     IoQueue io(std::size_t index = 0);
     std::size_t io_queue_count() const noexcept;

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
+#include "nvmeof/gpu.hpp"
 #include "nvmeof/wire/common.hpp"
 
 namespace nvmeof {
@@ -32,6 +34,12 @@ public:
     std::size_t size() const noexcept;
     std::span<std::byte> bytes() const noexcept { return {data(), size()}; }
     bool valid() const noexcept;
+    // Host memory, or GPU memory from Controller::register_gpu (data() is then a
+    // device address: never dereference it on the host).
+    MemoryKind kind() const noexcept;
+    int device_ordinal() const noexcept;  // the GPU, or -1 for host memory
+    // "host", "dma-buf" or "peermem": how the region was registered.
+    std::string_view registration_path() const noexcept;
     // The range [offset, offset + length) as the target sees it (address, rkey),
     // for building commands with the wire layer. Throws InvalidArgument when the
     // range is outside the region or the region is closed.

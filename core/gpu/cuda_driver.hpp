@@ -1,0 +1,46 @@
+// The CUDA driver API, loaded at run time (internal; only built with cuda.h).
+// libnvmeof never links libcuda: dlopen("libcuda.so.1") (or $NVMEOF_CUDA_LIBRARY)
+// and cuGetProcAddress (dlsym when the driver has none) fill this table once.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+namespace nvmeof::detail::gpu {
+
+struct CudaDriver {
+    int version = 0;
+    std::string library;
+    decltype(&::cuGetErrorName) get_error_name = nullptr;
+    decltype(&::cuGetErrorString) get_error_string = nullptr;
+    decltype(&::cuDeviceGetCount) device_get_count = nullptr;
+    decltype(&::cuDeviceGet) device_get = nullptr;
+    decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+    decltype(&::cuDeviceGetPCIBusId) device_get_pci_bus_id = nullptr;
+    decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
+    decltype(&::cuDevicePrimaryCtxRelease) primary_ctx_release = nullptr;
+    decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
+    decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
+    decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
+    decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
+    decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
+    decltype(&::cuPointerGetAttribute) pointer_get_attribute = nullptr;
+    decltype(&::cuPointerSetAttribute) pointer_set_attribute = nullptr;
+    decltype(&::cuMemGetAddressRange) mem_get_address_range = nullptr;
+    decltype(&::cuMemGetHandleForAddressRange) mem_get_handle_for_address_range = nullptr;
+    decltype(&::cuFlushGPUDirectRDMAWrites) flush_gpu_direct_rdma_writes = nullptr;
+    decltype(&::cuMemAlloc) mem_alloc = nullptr;
+    decltype(&::cuMemFree) mem_free = nullptr;
+    decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
+    decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
+
+    // "CUDA_ERROR_NOT_SUPPORTED (operation not supported)".
+    std::string describe(CUresult result) const;
+};
+
+// The loaded driver, or nullptr with `error` saying why (no driver, cuInit
+// failed, a symbol missing). Loads once per process; never throws.
+const CudaDriver* cuda_driver(std::string* error = nullptr);
+
+}  // namespace nvmeof::detail::gpu
