@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "host/controller_impl.hpp"
+#include "host/process_guard.hpp"
 #include "host/negotiation.hpp"
 #include "nvmeof/wire.hpp"
 
@@ -155,6 +156,7 @@ Controller& Controller::operator=(Controller&&) noexcept = default;
 Controller::~Controller() = default;
 
 Controller Controller::connect(const Options& options) {
+    detail::claim_rdma_for_this_process();
     auto impl = std::make_unique<detail::ControllerImpl>(options);
     impl->connect();  // on a throw, ~ControllerImpl closes what was opened
     return Controller(std::move(impl));

@@ -41,6 +41,7 @@ enum class ConnectFailure : std::uint8_t {
     timeout,                 // a step did not finish within its deadline; step() names it
     device_error,            // a verbs/CM call failed (errno in sys_errno())
     command_failed,          // an admin command during bring-up failed
+    forked_after_use,        // this process was forked from one that had used RDMA
 };
 
 std::string_view connect_failure_name(ConnectFailure cause);
