@@ -1,0 +1,323 @@
+#!/bin/bash
+# The five interop checks, run inside ONE guest boot (run-in-guest.sh --nvmet).
+# Each check appends one line to $INTEROP_OUT/results: "PASS name" or "FAIL name: why".
+# Detailed output of every step goes to $INTEROP_OUT/logs/<check>.log; a short progress
+# line per step goes to the console.
+#
+#   checks-guest.sh [CHECK...]     (default: all; names as in the results)
+#
+# Environment (set by guest-run.sh): INTEROP_ADDR, INTEROP_NVMET_NQN, INTEROP_NVMET_PORT,
+# INTEROP_OUT, INTEROP_REPO. NVMEOF_BUILD_DIR selects the build tree (default REPO/build);
+# INTEROP_GTEST_FILTER (triage only) is passed to the integration tests as --gtest_filter.
+set -uo pipefail
+
+build="${NVMEOF_BUILD_DIR:-$INTEROP_REPO/build}"
+engine="$build/engine/libfio_nvmeof.so"
+target_bin="$build/target/nvmeof-target"
+it_dir="$build/tests/integration"
+jobs_dir="$INTEROP_REPO/jobs"
+addr="$INTEROP_ADDR"
+knqn="$INTEROP_NVMET_NQN"          # kernel target subsystem (any host)
+kport="$INTEROP_NVMET_PORT"
+rnqn="nqn.2026-12.io.nvmeof:kernel-restricted"   # kernel target subsystem, other host only
+our_nqn="nqn.2026-12.io.nvmeof:interop-ours"
+our_port_host=4421                 # our target for the Linux host (check 3)
+our_port_engine=4422               # our target for our engine (check 4)
+idle_port=4499                     # nothing listens here (check 5)
+# Under TCG I/O is ~100x slower than hardware: generous per-I/O timeouts, bounded runs.
+io_timeout_ms=60000
+step_timeout=300
+
+mkdir -p "$INTEROP_OUT/logs"
+results="$INTEROP_OUT/results"
+work=/tmp/work/checks; mkdir -p "$work"
+log=/dev/null                      # current check's log file
+problems=()                        # failed steps of the current check
+
+say() { echo "[$(cut -d' ' -f1 /proc/uptime)s] $*"; echo "== $*" >> "$log"; }
+problem() { problems+=("$*"); say "  problem: $*"; }
+
+dmesg_mark=0
+begin() { log="$INTEROP_OUT/logs/$1.log"; : > "$log"; problems=(); dmesg_mark="$(dmesg | wc -l)"; say "check $1"; }
+finish() {
+    local name=$1
+    # A kernel diagnosis worth naming in the verdict: an RDMA verbs file opened by one process
+    # and used by a forked child (the kernel refuses uverbs write() then: EACCES).
+    local forked; forked="$(dmesg | tail -n +"$((dmesg_mark + 1))" | grep -o 'uverbs_write: process [0-9]* ([^)]*) changed security contexts' | head -1)"
+    [ -z "$forked" ] || problem "kernel: '$forked after opening file descriptor' (RDMA device context inherited across fork: ibv_post_send gets EACCES)"
+    if [ ${#problems[@]} -eq 0 ]; then echo "PASS $name" >> "$results"; say "PASS $name"
+    else
+        local why; why="$(printf '%s; ' "${problems[@]}")"; why="${why%; }"
+        echo "FAIL $name: $why" >> "$results"; say "FAIL $name: $why"
+    fi
+}
+
+# A shipped job file made short: timed jobs run 2 s, sized jobs move at most 8 MiB per job
+# (offset_increment is kept, so numjobs regions stay disjoint).
+short_job() {
+    local src=$1 dst=$2
+    awk '/^runtime=[0-9]+$/ { print "runtime=2"; next }
+         /^size=[0-9]+[mMgG]$/ {
+             n = substr($0, 6) + 0; u = tolower(substr($0, length($0)));
+             mb = (u == "g") ? n * 1024 : n;
+             print "size=" (mb > 8 ? 8 : mb) "m"; next }
+         { print }' "$src" > "$dst"
+}
+
+# run_fio LABEL JOBFILE [fio args...]: runs fio with the engine env set, checks exit 0,
+# no job error, some I/O done, and (with verify) that reads happened. Problems recorded.
+run_fio() {
+    local label=$1 job=$2; shift 2
+    local json="$work/$label.json" rc=0
+    say "  fio $label"
+    timeout -k 10 "$step_timeout" fio --output-format=json --output="$json" "$@" "$job" >> "$log" 2>&1 || rc=$?
+    cat "$json" >> "$log" 2>/dev/null
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then problem "$label: fio did not finish within ${step_timeout}s"; return 1; fi
+    local verdict
+    verdict="$(python3 - "$json" "$job" <<'PY' 2>&1
+import json, sys
+text = open(sys.argv[1]).read()
+data = json.loads(text[text.find("{"):])
+errs = [(j["jobname"], j["error"]) for j in data["jobs"] if j["error"]]
+ios = sum(j[d]["total_ios"] for j in data["jobs"] for d in ("read", "write"))
+verify = "verify=" in open(sys.argv[2]).read()
+reads = sum(j["read"]["total_ios"] for j in data["jobs"])
+if errs: print("job errors %s" % errs)
+elif ios == 0: print("no I/O done")
+elif verify and reads == 0: print("verify job read nothing back")
+else: print("ok %d ios" % ios)
+PY
+)"
+    if [ $rc -ne 0 ]; then problem "$label: fio exit $rc ($verdict)"; return 1; fi
+    case "$verdict" in ok*) say "    $verdict" ;; *) problem "$label: $verdict"; return 1 ;; esac
+}
+
+export NVMEOF_ENGINE="$engine" NVMEOF_NSID=""
+
+# Host-built binaries need the host's library versions (run-checks.sh writes them).
+if [ -s "$INTEROP_OUT/host-versions" ]; then
+    while read -r pkg ver; do
+        gver="$(dpkg-query -W -f '${Version}' "$pkg" 2>/dev/null)"
+        [ "$gver" = "$ver" ] || echo "[warning] $pkg: host $ver, guest ${gver:-not installed} (rebuild the image: apt upgrade drift?)"
+    done < "$INTEROP_OUT/host-versions"
+fi
+
+# Our target in the background; waits for its "listening on" line (bounded).
+target_pid=""
+start_target() {
+    local port=$1; shift
+    "$target_bin" --listen "$addr" --port "$port" "$@" > "$work/target.out" 2>> "$log" &
+    target_pid=$!
+    for _ in $(seq 300); do
+        grep -q "listening on" "$work/target.out" 2>/dev/null && return 0
+        kill -0 "$target_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    problem "nvmeof-target did not start on $addr:$port"; stop_target; return 1
+}
+stop_target() {
+    [ -n "$target_pid" ] || return 0
+    local rc=0
+    kill -TERM "$target_pid" 2>/dev/null
+    for _ in $(seq 150); do kill -0 "$target_pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$target_pid" 2>/dev/null; then
+        problem "nvmeof-target ignored SIGTERM for 15 s"; kill -KILL "$target_pid"
+    fi
+    wait "$target_pid" || rc=$?
+    [ $rc -eq 0 ] || problem "nvmeof-target exited $rc after SIGTERM"
+    target_pid=""
+}
+
+# ---- 1. our fio engine -> kernel nvmet-rdma ---------------------------------------------
+check_engine_to_kernel() {
+    begin engine-to-kernel
+    export NVMEOF_TRADDR="$addr" NVMEOF_TRSVCID="$kport" NVMEOF_SUBNQN="$knqn"
+    local j name n=0
+    for j in "$jobs_dir"/*.fio; do
+        name="$(basename "$j" .fio)"
+        # A job that sets the engine's gpu= option needs a GPU (none in the guest).
+        if grep -qE '^\s*gpu\s*=' "$j"; then say "  skip $name (needs a GPU)"; continue; fi
+        short_job "$j" "$work/$name.fio"
+        echo "io_timeout_ms=$io_timeout_ms" >> "$work/$name.fio"
+        run_fio "$name" "$work/$name.fio"; n=$((n + 1))
+    done
+    [ $n -gt 0 ] || problem "no job files in $jobs_dir"
+    # Thread mode, numjobs > 1 (the process-mode run is multi-job above).
+    run_fio multi-job-thread "$work/multi-job.fio" --thread
+    # Block sizes above nvmet-rdma's MDTS (1 MiB): each I/O is split into several commands.
+    cat > "$work/above-mdts.fio" <<JOB
+[global]
+ioengine=external:\${NVMEOF_ENGINE}
+traddr=\${NVMEOF_TRADDR}
+trsvcid=\${NVMEOF_TRSVCID}
+subnqn=\${NVMEOF_SUBNQN}
+io_timeout_ms=$io_timeout_ms
+rw=write
+iodepth=2
+size=16m
+verify=crc32c
+verify_state_save=0
+verify_fatal=1
+[bs-2m]
+bs=2m
+[bs-4m]
+stonewall
+bs=4m
+offset=32m
+JOB
+    run_fio above-mdts "$work/above-mdts.fio"
+    # The engine logs the MDTS the kernel target granted; 2 MiB must be above it.
+    local mdts; mdts="$(grep -ho 'MDTS [0-9]* bytes' "$work"/*.json 2>/dev/null | head -1 | awk '{print $2}')"
+    if [ -z "$mdts" ]; then say "  (engine did not log the MDTS)"
+    elif [ "$mdts" -ge $((2 << 20)) ]; then problem "kernel target MDTS $mdts is not below 2 MiB: above-mdts tests nothing"
+    else say "  kernel target MDTS $mdts bytes; 2 MiB and 4 MiB I/Os were split"; fi
+    finish engine-to-kernel
+}
+
+# ---- 2. core integration tests -> kernel nvmet-rdma ------------------------------------
+check_core_to_kernel() {
+    begin core-integration-to-kernel
+    local t rc
+    for t in core_integration_test core_noalloc_test; do
+        if [ ! -x "$it_dir/$t" ]; then problem "$t not built"; continue; fi
+        say "  $t"
+        rc=0
+        NVMEOF_TEST_TARGET="$addr:$kport" NVMEOF_TEST_NQN="$knqn" \
+            timeout -k 10 600 "$it_dir/$t" --gtest_color=no ${INTEROP_GTEST_FILTER:+--gtest_filter="$INTEROP_GTEST_FILTER"} \
+            > "$work/$t.out" 2>&1 || rc=$?
+        cat "$work/$t.out" >> "$log"
+        grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[ +(OK|FAILED|SKIPPED) ' "$work/$t.out" | sed 's/^/    /' >> "$log"
+        local summary; summary="$(grep -E '^\[  PASSED  \]|tests? ran' "$work/$t.out" | tail -1)"
+        say "    $summary"
+        if [ $rc -ne 0 ]; then
+            local failed; failed="$(grep -E '^\[  FAILED  \] [A-Za-z]' "$work/$t.out" | awk '{print $4}' | sort -u | xargs)"
+            problem "$t exit $rc${failed:+ (failed: $failed)}"
+        fi
+    done
+    finish core-integration-to-kernel
+}
+
+# ---- 3. Linux host (nvme-cli, nvme-rdma) -> our nvmeof-target --------------------------
+check_linux_host_to_ours() {
+    begin linux-host-to-ours
+    start_target "$our_port_host" --subsystem "$our_nqn" --namespace ram:64M || { finish linux-host-to-ours; return; }
+    local out rc=0
+    out="$(timeout -k 5 60 nvme discover -t rdma -a "$addr" -s "$our_port_host" 2>&1)" || rc=$?
+    echo "$out" >> "$log"
+    if [ $rc -ne 0 ]; then problem "nvme discover exit $rc: $(echo "$out" | tail -1)"
+    elif ! grep -q "subnqn: *$our_nqn" <<< "$out"; then problem "discovery log does not list $our_nqn"
+    else say "  discover: $(grep -c '^=====Discovery Log Entry' <<< "$out") record(s)"; fi
+
+    local dmesg_before; dmesg_before="$(dmesg | wc -l)"
+    rc=0
+    out="$(timeout -k 5 90 nvme connect -t rdma -a "$addr" -s "$our_port_host" -n "$our_nqn" 2>&1)" || rc=$?
+    echo "$out" >> "$log"
+    local dev=""
+    if [ $rc -ne 0 ]; then problem "nvme connect exit $rc: $(echo "$out" | tail -1)"
+    else
+        # The controller whose subsysnqn is ours; its namespace block device appears shortly.
+        local c
+        for _ in $(seq 100); do
+            for c in /sys/class/nvme/nvme*; do
+                [ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$our_nqn" ] || continue
+                dev="$(ls -d "$c"/nvme*n1 2>/dev/null | head -1)"; dev="${dev##*/}"
+            done
+            [ -n "$dev" ] && [ -b "/dev/$dev" ] && break; dev=""; sleep 0.1
+        done
+        if [ -z "$dev" ]; then problem "no block device after nvme connect"; dmesg | tail -20 >> "$log"
+        else
+            say "  connected: /dev/$dev ($(cat /sys/block/"$dev"/size) sectors)"
+            cat > "$work/kernel-host.fio" <<JOB
+[kernel-host]
+filename=/dev/$dev
+ioengine=io_uring
+direct=1
+rw=randwrite
+bs=4k
+bsrange=4k-128k
+size=16m
+iodepth=16
+verify=crc32c
+verify_state_save=0
+verify_fatal=1
+do_verify=1
+JOB
+            run_fio io_uring-verify "$work/kernel-host.fio"
+        fi
+        rc=0
+        out="$(timeout -k 5 60 nvme disconnect -n "$our_nqn" 2>&1)" || rc=$?
+        echo "$out" >> "$log"
+        if [ $rc -ne 0 ]; then problem "nvme disconnect exit $rc: $out"
+        elif ! grep -q "disconnected 1 controller" <<< "$out"; then problem "nvme disconnect: '$out'"
+        else say "  $out"; fi
+        [ -z "$dev" ] || { sleep 1; [ ! -e "/dev/$dev" ] || problem "/dev/$dev still present after disconnect"; }
+    fi
+    # The Linux host must not have complained about our controller (e.g. a failed Identify).
+    local complaints; complaints="$(dmesg | tail -n +"$((dmesg_before + 1))" | grep -E 'nvme' |
+        grep -iE 'error|fail|invalid|timeout|reset|not supported|warn' | head -3)"
+    dmesg | tail -n +"$((dmesg_before + 1))" | grep -iE 'nvme|rdma' >> "$log"
+    [ -z "$complaints" ] || problem "kernel host logged: $(echo "$complaints" | tr '\n' '|')"
+    stop_target
+    finish linux-host-to-ours
+}
+
+# ---- 4. our engine -> our target over rxe ---------------------------------------------
+check_engine_to_ours() {
+    begin engine-to-ours
+    start_target "$our_port_engine" --subsystem "$our_nqn" --namespace ram:128M || { finish engine-to-ours; return; }
+    export NVMEOF_TRADDR="$addr" NVMEOF_TRSVCID="$our_port_engine" NVMEOF_SUBNQN="$our_nqn"
+    local name
+    for name in quickstart mixed-verify large-block; do
+        short_job "$jobs_dir/$name.fio" "$work/ours-$name.fio"
+        echo "io_timeout_ms=$io_timeout_ms" >> "$work/ours-$name.fio"
+        run_fio "ours-$name" "$work/ours-$name.fio"
+    done
+    stop_target
+    finish engine-to-ours
+}
+
+# ---- 5. error cases against the kernel target ------------------------------------------
+# expect_error LABEL PATTERN NQN PORT: fio with the engine must fail (non-zero, bounded) and
+# say something matching PATTERN (case-insensitive).
+expect_error() {
+    local label=$1 pattern=$2 nqn=$3 port=$4 rc=0 t0=$SECONDS
+    export NVMEOF_TRADDR="$addr" NVMEOF_TRSVCID="$port" NVMEOF_SUBNQN="$nqn"
+    short_job "$jobs_dir/quickstart.fio" "$work/err-$label.fio"
+    echo "connect_timeout_ms=20000" >> "$work/err-$label.fio"
+    timeout -k 10 120 fio "$work/err-$label.fio" > "$work/err-$label.out" 2>&1 || rc=$?
+    cat "$work/err-$label.out" >> "$log"
+    local msg; msg="$(grep -E '^nvmeof:' "$work/err-$label.out" | head -1 | cut -c1-220)"
+    [ -n "$msg" ] || msg="$(grep -iE 'error|fail|refus|reject' "$work/err-$label.out" | head -1 | cut -c1-220)"
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then problem "$label: hung (killed after 120 s)"
+    elif [ $rc -eq 0 ]; then problem "$label: fio exited 0"
+    elif ! grep -qiE "$pattern" "$work/err-$label.out"; then problem "$label: exit $rc but no clear message (/$pattern/): '$msg'"
+    else say "  $label: exit $rc after $((SECONDS - t0)) s: $msg"; fi
+}
+check_errors_against_kernel() {
+    begin errors-against-kernel
+    # A subsystem that allows only some other host.
+    source "$INTEROP_REPO/tests/interop/nvmet.sh"
+    if [ ! -d "$NVMET/subsystems/$rnqn" ]; then
+        nvmet_subsys "$rnqn" /dev/ram1 nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001 \
+            && nvmet_link 1 "$rnqn" || problem "cannot configure the restricted subsystem"
+    fi
+    expect_error wrong-nqn 'subsystem|nqn|invalid|not found' nqn.2026-12.io.nvmeof:no-such-subsystem "$kport"
+    expect_error host-not-allowed 'host|not allowed|denied|access' "$rnqn" "$kport"
+    expect_error nothing-listening 'refused|reject|unreachable|no listener|not listening|listen' "$knqn" "$idle_port"
+    finish errors-against-kernel
+}
+
+all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel)
+[ $# -gt 0 ] && all=("$@")
+for c in "${all[@]}"; do
+    case "$c" in
+        engine-to-kernel) check_engine_to_kernel ;;
+        core-integration-to-kernel) check_core_to_kernel ;;
+        linux-host-to-ours) check_linux_host_to_ours ;;
+        engine-to-ours) check_engine_to_ours ;;
+        errors-against-kernel) check_errors_against_kernel ;;
+        *) echo "FAIL $c: unknown check" >> "$results" ;;
+    esac
+done
+# Exit status: 0 only if every requested check passed.
+! grep -q '^FAIL' "$results"

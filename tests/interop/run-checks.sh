@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Interop checks against the Linux kernel's NVMe/RDMA target and host, over Soft-RoCE (rxe)
+# in a QEMU guest. Builds (or reuses) the guest image, boots it ONCE, runs the checks in it
+# (tests/interop/checks-guest.sh) and prints one line per check and a closing summary:
+#   PASS name | FAIL name: why
+#   N passed, N failed
+#
+#   tests/interop/run-checks.sh [CHECK...]      (default: all five)
+#
+# Environment: NVMEOF_BUILD_DIR  build tree to test (default REPO/build; must be under the
+#              repository, which the guest sees at the same path), INTEROP_TIMEOUT (whole boot,
+#              default 1200 s), INTEROP_GTEST_FILTER (triage only: --gtest_filter for the
+#              core integration tests). Logs: .cache/interop/last-run/ (console.log = guest kernel log,
+#              logs/<check>.log = every step's output).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+build="${NVMEOF_BUILD_DIR:-$repo/build}"
+all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel)
+checks=("$@"); [ ${#checks[@]} -gt 0 ] || checks=("${all[@]}")
+out="$repo/.cache/interop/last-run"
+t0=$SECONDS
+
+summary() {   # prints the per-check lines (a check without a result FAILs with $1) and totals
+    local why=$1 pass=0 fail=0 c line
+    echo
+    for c in "${checks[@]}"; do
+        line="$(grep -E "^(PASS|FAIL) $c(:|\$)" "$out/results" 2>/dev/null | head -1 || true)"
+        [ -n "$line" ] || line="FAIL $c: $why"
+        echo "$line"
+        case "$line" in PASS*) pass=$((pass + 1)) ;; *) fail=$((fail + 1)) ;; esac
+    done
+    echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
+    [ "$fail" -eq 0 ]
+}
+
+for f in engine/libfio_nvmeof.so target/nvmeof-target; do
+    [ -e "$build/$f" ] || { echo "run-checks: $build/$f is missing: build first (ninja -C $build)" >&2; exit 2; }
+done
+
+rm -rf "$out"; mkdir -p "$out"
+# The guest runs host-built binaries: it compares these versions with its own.
+dpkg-query -W -f '${Package} ${Version}\n' libc6 libstdc++6 libibverbs1 librdmacm1 \
+    ibverbs-providers fio > "$out/host-versions" 2>/dev/null || true
+if ! image="$("$here/build-image.sh" 2> "$out/build-image.log")"; then
+    tail -30 "$out/build-image.log" >&2
+    summary "guest image build failed (log: $out/build-image.log)"; exit 1
+fi
+echo "interop: image $image ready after $((SECONDS - t0)) s; booting"
+
+rc=0
+"$here/run-in-guest.sh" --image "$image" --nvmet --timeout "${INTEROP_TIMEOUT:-1200}" --out "$out" -- \
+    env NVMEOF_BUILD_DIR="$build" INTEROP_GTEST_FILTER="${INTEROP_GTEST_FILTER:-}" bash "$here/checks-guest.sh" "${checks[@]}" | sed 's/^/  | /' \
+    || rc=${PIPESTATUS[0]}
+case $rc in
+    0|1) summary "no result (the guest run ended early)" ;;
+    124) summary "guest timed out" ;;
+    *) summary "no result (guest run exit $rc)" ;;
+esac
