@@ -151,6 +151,8 @@ private:
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
+    // Work requests taken off the CQ no longer count as posted.
+    void account_polled(const ibv_wc* wc, int n) noexcept;
     void handle_completion(const ibv_wc& wc) noexcept;
     void handle_response(std::uint32_t index, std::uint32_t byte_len) noexcept;
     void finish_slot(std::uint16_t cid) noexcept;

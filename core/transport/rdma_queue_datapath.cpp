@@ -271,6 +271,16 @@ void RdmaQueue::release_request(std::uint16_t slot) noexcept {
     }
 }
 
+void RdmaQueue::account_polled(const ibv_wc* wc, int n) noexcept {
+    for (int i = 0; i < n; ++i) {
+        if ((wc[i].wr_id & kRecvTag) != 0) {
+            --receives_posted_;
+        } else {
+            --sends_posted_;
+        }
+    }
+}
+
 void RdmaQueue::progress() noexcept {
     if (!cq_ || state_ == QueueState::failed || state_ == QueueState::closed) {
         return;
@@ -279,13 +289,7 @@ void RdmaQueue::progress() noexcept {
     const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
     // Account the whole batch first: if a completion fails the queue, the drain
     // must not wait for entries already taken off the CQ.
-    for (int i = 0; i < n; ++i) {
-        if ((wc[i].wr_id & kRecvTag) != 0) {
-            --receives_posted_;
-        } else {
-            --sends_posted_;
-        }
-    }
+    account_polled(wc, n);
     for (int i = 0; i < n && (state_ == QueueState::live || state_ == QueueState::connected); ++i) {
         handle_completion(wc[i]);
     }
@@ -505,13 +509,7 @@ void RdmaQueue::drain() noexcept {
     ibv_wc wc[kPollBatch];
     while (sends_posted_ > 0 || receives_posted_ > 0) {
         const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
-        for (int i = 0; i < n; ++i) {
-            if ((wc[i].wr_id & kRecvTag) != 0) {
-                --receives_posted_;
-            } else {
-                --sends_posted_;
-            }
-        }
+        account_polled(wc, n);
         if (n < 0 || Clock::now() >= deadline) {
             log_error("qid %u: drain incomplete (%u sends, %u receives outstanding)",
                       unsigned{config_.qid}, sends_posted_, receives_posted_);

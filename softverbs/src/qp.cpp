@@ -28,20 +28,29 @@ void flush_recv_queue(Qp* qp) {
   qp->rq.clear();
 }
 
+namespace {
+
+// Drops requests and READ data not yet on the wire; a half-sent message is
+// finished from a private copy, since the app may reuse its buffers once it sees
+// the flush completions (or the QP is gone).
+void drop_unsent_requests(Conn* c) {
+  std::deque<OutChunk> keep;
+  for (OutChunk& ch : c->out) {
+    Op op = static_cast<Op>(ch.hdr.op);
+    if (ch.sent == 0 && (is_request(op) || op == Op::kReadResp)) continue;
+    ch.materialize();
+    keep.push_back(std::move(ch));
+  }
+  c->out.swap(keep);
+}
+
+}  // namespace
+
 void qp_to_error(Qp* qp, ibv_wc_status first_status) {
   qp->qp.state = IBV_QPS_ERR;
   if (Conn* c = qp->conn) {
-    // Nothing more leaves an errored QP: unsent requests and READ data are dropped, a
-    // half-written message is finished from a private copy (the app may reuse
-    // its buffers once the flush completions arrive).
-    std::deque<OutChunk> keep;
-    for (OutChunk& ch : c->out) {
-      Op op = static_cast<Op>(ch.hdr.op);
-      if (ch.sent == 0 && (is_request(op) || op == Op::kReadResp)) continue;
-      ch.materialize();
-      keep.push_back(std::move(ch));
-    }
-    c->out.swap(keep);
+    // Nothing more leaves an errored QP.
+    drop_unsent_requests(c);
     c->ack_pending = false;
     // The app may free its buffers once it sees the flushes: stop placing data.
     if (c->in.in_payload && c->in.sink != Sink::kCm) c->in.sink = Sink::kDiscard;
@@ -179,14 +188,7 @@ int ibv_destroy_qp(ibv_qp* ibqp) {
   if (Conn* c = qp->conn) {
     // Drop everything that still references this QP's buffers; the connection
     // itself belongs to the CM id and lives on until rdma_destroy_id.
-    std::deque<OutChunk> keep;
-    for (OutChunk& ch : c->out) {
-      Op op = static_cast<Op>(ch.hdr.op);
-      if (ch.sent == 0 && (is_request(op) || op == Op::kReadResp)) continue;
-      ch.materialize();
-      keep.push_back(std::move(ch));
-    }
-    c->out.swap(keep);
+    drop_unsent_requests(c);
     c->qp = nullptr;
     // A payload in flight into this QP's memory must not land after destroy.
     if (c->in.in_payload && c->in.sink != Sink::kCm) c->in.sink = Sink::kDiscard;
