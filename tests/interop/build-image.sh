@@ -164,11 +164,15 @@ mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run
 echo 1 > /proc/sys/kernel/sysrq
 modprobe -a virtio_console 9pnet_virtio 9p configfs
 mount -t configfs none /sys/kernel/config
-mkdir -p /work/main /interop-out
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=none work /work/main || finish
+# The repository is mounted at the host's own path (written to the out share as
+# "repo"), so the build's absolute rpaths resolve wherever the clone lives.
+mkdir -p /interop-out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none out /interop-out || finish
+repo=$(cat /interop-out/repo 2>/dev/null || echo /work/main)
+mkdir -p "$repo"
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=none work "$repo" || finish
 for i in $(seq 50); do [ -c /dev/hvc0 ] && break; sleep 0.1; done
-bash /work/main/tests/interop/guest-run.sh </dev/null >/dev/hvc0 2>&1
+bash "$repo/tests/interop/guest-run.sh" </dev/null >/dev/hvc0 2>&1
 finish
 GINIT
 chmod +x "$root/sbin/interop-init"

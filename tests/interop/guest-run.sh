@@ -3,7 +3,9 @@
 # the virtio console. Sets up Soft-RoCE on a dummy interface, optionally the kernel target,
 # runs the command from /interop-out/cmd and writes its exit status to /interop-out/rc.
 set -uo pipefail
-export INTEROP_OUT=/interop-out INTEROP_REPO=/work/main
+export INTEROP_OUT=/interop-out
+INTEROP_REPO=$(cat "$INTEROP_OUT/repo" 2>/dev/null || echo /work/main)
+export INTEROP_REPO
 export INTEROP_ADDR=10.99.0.1 INTEROP_NVMET_PORT=4420
 export INTEROP_NVMET_NQN=nqn.2026-12.io.nvmeof:kernel-target
 source "$INTEROP_OUT/config"

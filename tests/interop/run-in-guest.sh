@@ -14,7 +14,7 @@
 #   --image DIR        use this image directory instead of building/reusing the cached one
 #   --out DIR          keep the guest's writable share here (default: a temporary dir, removed)
 #
-# The guest sees the repository read-only at the same path (/work/main via virtio-9p, so the
+# The guest sees the repository read-only at the same path as here (via virtio-9p, so the
 # build's absolute rpaths work) and a writable folder at $INTEROP_OUT (/interop-out).
 # CMD runs with bash in a writable scratch directory (/tmp/work) with these variables:
 #   INTEROP_ADDR (guest rxe IPv4 address), INTEROP_NVMET_NQN, INTEROP_NVMET_PORT, INTEROP_OUT,
@@ -41,7 +41,6 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ $# -gt 0 ] || { echo "usage: run-in-guest.sh [OPTIONS] CMD [ARGS...]" >&2; exit 2; }
-[ "$repo" = /work/main ] || echo "run-in-guest: warning: repo is $repo, guest mounts it at the same path" >&2
 
 if [ -z "$image" ]; then
     image="$("$here/build-image.sh")"
@@ -75,6 +74,7 @@ trap 'echo "run-in-guest: interrupted" >&2; exit 130' INT TERM HUP
     echo "INTEROP_NVMET=$nvmet"
     printf 'INTEROP_ALLOW_HOSTS=%q\n' "${hosts[*]:-}"
 } > "$share/config"
+echo "$repo" > "$share/repo"   # where the guest mounts the repository (same path as here)
 rm -f "$share/rc"
 
 # Accelerator: KVM only where the CPU really has VT-x/SVM and KVM starts; TCG otherwise.
