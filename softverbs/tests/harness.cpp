@@ -148,6 +148,33 @@ int Side::post(ibv_wr_opcode op, uint64_t wr_id, std::size_t off, uint32_t len, 
   return ibv_post_send(qp(), &wr, &bad);
 }
 
+int Side::post_write_then_send(std::size_t data_off, uint32_t len, uint64_t raddr, uint32_t rkey,
+                               std::size_t resp_off, uint32_t resp_len) {
+  ibv_sge data{addr(data_off), len, mr->lkey};
+  ibv_sge resp{addr(resp_off), resp_len, mr->lkey};
+  ibv_send_wr w{}, s{};
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.sg_list = &data;
+  w.num_sge = 1;
+  w.wr.rdma.remote_addr = raddr;
+  w.wr.rdma.rkey = rkey;
+  w.next = &s;
+  s.opcode = IBV_WR_SEND;
+  s.sg_list = &resp;
+  s.num_sge = 1;
+  s.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(qp(), &w, &bad);
+}
+
+void Pair::expect_send_works() {
+  ASSERT_EQ(server.post_recv(1, 0, 64), 0);
+  ASSERT_EQ(client.post(IBV_WR_SEND, 2, 0, 8), 0);
+  auto ok = poll_n(client.cq, 1);
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].status, IBV_WC_SUCCESS);
+}
+
 bool Pair::connect(const PairOptions& o) {
   listener.ch = rdma_create_event_channel();
   client.ch = rdma_create_event_channel();

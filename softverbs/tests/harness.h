@@ -63,6 +63,10 @@ struct Side {
   int post_recv(uint64_t wr_id, std::size_t off, uint32_t len);
   int post(ibv_wr_opcode op, uint64_t wr_id, std::size_t off, uint32_t len, uint64_t raddr = 0, uint32_t rkey = 0,
            unsigned flags = IBV_SEND_SIGNALED);
+  // What an NVMe-oF target does for a read: RDMA WRITE [data_off, +len) to
+  // (raddr, rkey), then SEND [resp_off, +resp_len), chained in one post list.
+  int post_write_then_send(std::size_t data_off, uint32_t len, uint64_t raddr, uint32_t rkey,
+                           std::size_t resp_off, uint32_t resp_len);
 };
 
 struct PairOptions {
@@ -81,6 +85,8 @@ struct Pair {
   CmEvent request;      // what the server saw
   CmEvent established;  // what the client saw
   bool connect(const PairOptions& o = {});
+  // One SEND from client to server completes successfully (the pair still works).
+  void expect_send_works();
 };
 
 }  // namespace svt

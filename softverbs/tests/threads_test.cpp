@@ -53,21 +53,10 @@ TEST(Threads, TargetThreadAndInitiatorThread) {
       std::memcpy(&len, p.server.buf.data() + kReqOff, sizeof len);
       if (p.server.post_recv(0, kReqOff, 64) != 0) ++target_errors;
       for (uint32_t k = 0; k < len; ++k) p.server.buf[kDataOff + k] = static_cast<uint8_t>(i + k);
-      ibv_sge data{p.server.addr(kDataOff), len, p.server.mr->lkey};
-      ibv_sge resp{p.server.addr(kRespOff), 64, p.server.mr->lkey};
-      ibv_send_wr w{}, s{};
-      w.opcode = IBV_WR_RDMA_WRITE;
-      w.sg_list = &data;
-      w.num_sge = 1;
-      w.wr.rdma.remote_addr = p.client.addr(kDataOff);
-      w.wr.rdma.rkey = p.client.mr->rkey;
-      w.next = &s;
-      s.opcode = IBV_WR_SEND;
-      s.sg_list = &resp;
-      s.num_sge = 1;
-      s.send_flags = IBV_SEND_SIGNALED;
-      ibv_send_wr* bad = nullptr;
-      if (ibv_post_send(p.server.qp(), &w, &bad) != 0) ++target_errors;
+      if (p.server.post_write_then_send(kDataOff, len, p.client.addr(kDataOff), p.client.mr->rkey,
+                                        kRespOff, 64) != 0) {
+        ++target_errors;
+      }
     }
   });
   int bad_rounds = 0;
