@@ -159,9 +159,10 @@ void* Job::allocate_buffers(std::size_t bytes) {
     } catch (const std::exception&) {
         pci = "?";
     }
-    log_info("nvmeof: %s: I/O buffers in GPU %d (PCI %s): %zu bytes registered by %s with RDMA device %s, "
-             "source %s (%s)%s\n",
-             td_->o.name, gpu_, pci.c_str(), rounded, std::string(arena_.registration_path()).c_str(),
+    log_info("nvmeof: %s: I/O buffers in GPU %d (PCI %s): %zu bytes allocated with %s, registered by %s with "
+             "RDMA device %s, source %s (%s)%s\n",
+             td_->o.name, gpu_, pci.c_str(), rounded, std::string(gpu_arena_.allocator()).c_str(),
+             std::string(arena_.registration_path()).c_str(),
              controller_.limits().device_name.c_str(), controller_.limits().source_address.c_str(),
              gpu_source_note_.empty() ? "default route" : gpu_source_note_.c_str(),
              gpu_verify_ ? "; verify data copied through a host mirror" : "");

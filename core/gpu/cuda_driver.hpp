@@ -34,6 +34,20 @@ struct CudaDriver {
     decltype(&::cuMemFree) mem_free = nullptr;
     decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
     decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
+    // The virtual memory management API (allocations GPUDirect RDMA can take
+    // on every platform). Optional: nullptr where the driver lacks them, and
+    // GpuBuffer then allocates with cuMemAlloc.
+    decltype(&::cuMemGetAllocationGranularity) mem_get_allocation_granularity = nullptr;
+    decltype(&::cuMemCreate) mem_create = nullptr;
+    decltype(&::cuMemRelease) mem_release = nullptr;
+    decltype(&::cuMemAddressReserve) mem_address_reserve = nullptr;
+    decltype(&::cuMemAddressFree) mem_address_free = nullptr;
+    decltype(&::cuMemMap) mem_map = nullptr;
+    decltype(&::cuMemUnmap) mem_unmap = nullptr;
+    decltype(&::cuMemSetAccess) mem_set_access = nullptr;
+
+    // Every VMM entry point was found; names the first one missing otherwise.
+    bool has_vmm(std::string* missing = nullptr) const;
 
     // "CUDA_ERROR_NOT_SUPPORTED (operation not supported)".
     std::string describe(CUresult result) const;

@@ -1,5 +1,6 @@
 // GPU support with the CUDA driver API loaded at run time: driver table,
-// register_gpu (dma-buf, then peermem), the CUDA ordering and GpuBuffer.
+// register_gpu (dma-buf, then peermem), the CUDA ordering and GpuBuffer (VMM
+// memory that GPUDirect RDMA can use where the device supports it, else cuMemAlloc).
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <utility>
 
 #include "gpu/cuda_driver.hpp"
@@ -62,7 +64,7 @@ Loaded load() {
     from_void(get_proc, dlsym(handle, "cuGetProcAddress_v2"));
     const int want = std::min(CUDA_VERSION, version);
     std::string missing;
-    auto resolve = [&](auto& fn, const char* base, const char* exported) {
+    auto find = [&](auto& fn, const char* base, const char* exported) {
         void* p = nullptr;
         if (get_proc != nullptr) {
             CUdriverProcAddressQueryResult status{};
@@ -74,7 +76,10 @@ Loaded load() {
             p = dlsym(handle, exported);
         }
         from_void(fn, p);
-        if (p == nullptr) {
+        return p != nullptr;
+    };
+    auto resolve = [&](auto& fn, const char* base, const char* exported) {
+        if (!find(fn, base, exported)) {
             missing += std::string(missing.empty() ? "" : ", ") + base;
         }
     };
@@ -102,6 +107,15 @@ Loaded load() {
     resolve(d.mem_free, "cuMemFree", "cuMemFree_v2");
     resolve(d.memcpy_htod, "cuMemcpyHtoD", "cuMemcpyHtoD_v2");
     resolve(d.memcpy_dtoh, "cuMemcpyDtoH", "cuMemcpyDtoH_v2");
+    // Optional (CudaDriver::has_vmm): a driver without them still serves cuMemAlloc memory.
+    find(d.mem_get_allocation_granularity, "cuMemGetAllocationGranularity", "cuMemGetAllocationGranularity");
+    find(d.mem_create, "cuMemCreate", "cuMemCreate");
+    find(d.mem_release, "cuMemRelease", "cuMemRelease");
+    find(d.mem_address_reserve, "cuMemAddressReserve", "cuMemAddressReserve");
+    find(d.mem_address_free, "cuMemAddressFree", "cuMemAddressFree");
+    find(d.mem_map, "cuMemMap", "cuMemMap");
+    find(d.mem_unmap, "cuMemUnmap", "cuMemUnmap");
+    find(d.mem_set_access, "cuMemSetAccess", "cuMemSetAccess");
     if (!missing.empty()) {
         out.error = library + " (driver " + std::to_string(version) + ") lacks " + missing +
                     " (a CUDA 11.7 or newer driver is needed)";
@@ -132,6 +146,28 @@ std::string CudaDriver::describe(CUresult result) const {
         out += std::string(" (") + text + ")";
     }
     return out;
+}
+
+bool CudaDriver::has_vmm(std::string* missing) const {
+    const std::pair<bool, const char*> entries[] = {
+        {mem_get_allocation_granularity != nullptr, "cuMemGetAllocationGranularity"},
+        {mem_create != nullptr, "cuMemCreate"},
+        {mem_release != nullptr, "cuMemRelease"},
+        {mem_address_reserve != nullptr, "cuMemAddressReserve"},
+        {mem_address_free != nullptr, "cuMemAddressFree"},
+        {mem_map != nullptr, "cuMemMap"},
+        {mem_unmap != nullptr, "cuMemUnmap"},
+        {mem_set_access != nullptr, "cuMemSetAccess"},
+    };
+    for (const auto& [found, name] : entries) {
+        if (!found) {
+            if (missing != nullptr) {
+                *missing = name;
+            }
+            return false;
+        }
+    }
+    return true;
 }
 
 const CudaDriver* cuda_driver(std::string* error) {
@@ -198,6 +234,129 @@ const CudaDriver& driver_or_throw(const char* what) {
         throw Error(std::string(what) + ": " + why);
     }
     return *cu;
+}
+
+// --- GpuBuffer's allocators ---
+
+enum class Allocator : std::uint8_t { automatic, vmm, mem_alloc };
+
+// NVMEOF_GPU_ALLOCATOR=vmm or =cuMemAlloc forces one (device checks compare
+// them); unset or empty chooses by what the device supports.
+Allocator requested_allocator() {
+    const char* env = std::getenv("NVMEOF_GPU_ALLOCATOR");
+    if (env == nullptr || *env == '\0') {
+        return Allocator::automatic;
+    }
+    if (std::strcmp(env, "vmm") == 0) {
+        return Allocator::vmm;
+    }
+    if (std::strcmp(env, "cuMemAlloc") == 0) {
+        return Allocator::mem_alloc;
+    }
+    throw InvalidArgument(std::string("NVMEOF_GPU_ALLOCATOR=") + env + ": expected vmm or cuMemAlloc");
+}
+
+// Why VMM memory that GPUDirect RDMA can use cannot be had on `device`, or ""
+// when it can.
+std::string vmm_unavailable(const CudaDriver& cu, CUdevice device) {
+    std::string missing;
+    if (!cu.has_vmm(&missing)) {
+        return "the CUDA driver lacks " + missing;
+    }
+    const std::pair<CUdevice_attribute, const char*> needed[] = {
+        {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, "CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED"},
+        {CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+         "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED"},
+    };
+    for (const auto& [attribute, name] : needed) {
+        int value = 0;
+        if (const CUresult r = cu.device_get_attribute(&value, attribute, device); r != CUDA_SUCCESS) {
+            return std::string("cuDeviceGetAttribute(") + name + "): " + cu.describe(r);
+        }
+        if (value == 0) {
+            return std::string("the device does not report ") + name;
+        }
+    }
+    return "";
+}
+
+struct VmmAllocation {
+    CUdeviceptr address = 0;
+    std::size_t size = 0;  // reserved and mapped
+};
+
+// The steps of a VMM allocation done so far, undone (in reverse) unless the
+// allocation is handed over.
+struct VmmSteps {
+    const CudaDriver& cu;
+    std::size_t size = 0;
+    CUmemGenericAllocationHandle handle{};
+    bool created = false;
+    CUdeviceptr address = 0;
+    bool mapped = false;
+
+    VmmSteps(const CudaDriver& driver, std::size_t bytes) : cu(driver), size(bytes) {}
+    VmmSteps(const VmmSteps&) = delete;
+    VmmSteps& operator=(const VmmSteps&) = delete;
+    ~VmmSteps() {
+        if (mapped) {
+            cu.mem_unmap(address, size);
+        }
+        if (address != 0) {
+            cu.mem_address_free(address, size);
+        }
+        if (created) {
+            cu.mem_release(handle);
+        }
+    }
+};
+
+// Pinned memory on GPU `ordinal` that GPUDirect RDMA may use, mapped read-write
+// for that GPU; `bytes` rounded up to the allocation granularity.
+VmmAllocation allocate_vmm(const CudaDriver& cu, int ordinal, std::size_t bytes, const std::string& what) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = ordinal;
+    prop.allocFlags.gpuDirectRDMACapable = 1;
+    std::size_t granularity = 0;
+    if (const CUresult r = cu.mem_get_allocation_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+        r != CUDA_SUCCESS || granularity == 0) {
+        throw Error(what + ": cuMemGetAllocationGranularity: " +
+                    (r != CUDA_SUCCESS ? cu.describe(r) : std::string("reported 0")));
+    }
+    if (bytes > std::numeric_limits<std::size_t>::max() - granularity) {
+        throw InvalidArgument(what + ": " + std::to_string(bytes) + " bytes is too large to allocate");
+    }
+    VmmSteps steps(cu, (bytes + granularity - 1) / granularity * granularity);
+    const std::string sized = " of " + std::to_string(steps.size) + " bytes: ";
+    if (const CUresult r = cu.mem_create(&steps.handle, steps.size, &prop, 0); r != CUDA_SUCCESS) {
+        throw Error(what + ": cuMemCreate" + sized + cu.describe(r));
+    }
+    steps.created = true;
+    if (const CUresult r = cu.mem_address_reserve(&steps.address, steps.size, granularity, 0, 0); r != CUDA_SUCCESS) {
+        steps.address = 0;
+        throw Error(what + ": cuMemAddressReserve" + sized + cu.describe(r));
+    }
+    if (const CUresult r = cu.mem_map(steps.address, steps.size, 0, steps.handle, 0); r != CUDA_SUCCESS) {
+        throw Error(what + ": cuMemMap" + sized + cu.describe(r));
+    }
+    steps.mapped = true;
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (const CUresult r = cu.mem_set_access(steps.address, steps.size, &access, 1); r != CUDA_SUCCESS) {
+        throw Error(what + ": cuMemSetAccess" + sized + cu.describe(r));
+    }
+    // The mapping keeps the memory alive from here on; unmapping frees it.
+    if (const CUresult r = cu.mem_release(steps.handle); r != CUDA_SUCCESS) {
+        throw Error(what + ": cuMemRelease" + sized + cu.describe(r));
+    }
+    steps.created = false;
+    const VmmAllocation out{steps.address, steps.size};
+    steps.mapped = false;
+    steps.address = 0;
+    return out;
 }
 
 }  // namespace
@@ -391,9 +550,18 @@ GpuBuffer GpuBuffer::allocate(int ordinal, std::size_t bytes) {
     if (bytes == 0) {
         throw InvalidArgument("cannot allocate 0 bytes of GPU memory");
     }
+    const auto wanted = detail::gpu::requested_allocator();
     CUdevice device = 0;
     if (const CUresult r = cu.device_get(&device, ordinal); r != CUDA_SUCCESS) {
         throw Error(what + ": " + cu.describe(r) + " (" + std::to_string(gpu_count()) + " GPU(s) visible)");
+    }
+    bool use_vmm = false;
+    if (wanted != detail::gpu::Allocator::mem_alloc) {
+        const std::string unavailable = detail::gpu::vmm_unavailable(cu, device);
+        if (wanted == detail::gpu::Allocator::vmm && !unavailable.empty()) {
+            throw Error(what + ": NVMEOF_GPU_ALLOCATOR=vmm, but " + unavailable);
+        }
+        use_vmm = unavailable.empty();
     }
     CUcontext context = nullptr;
     if (const CUresult r = cu.primary_ctx_retain(&context, device); r != CUDA_SUCCESS) {
@@ -404,6 +572,14 @@ GpuBuffer GpuBuffer::allocate(int ordinal, std::size_t bytes) {
     buffer.context_ = context;  // released by reset(), also on the throws below
     if (const CUresult r = cu.ctx_set_current(context); r != CUDA_SUCCESS) {
         throw Error(what + ": cuCtxSetCurrent: " + cu.describe(r));
+    }
+    if (use_vmm) {
+        const detail::gpu::VmmAllocation vmm = detail::gpu::allocate_vmm(cu, ordinal, bytes, what);
+        buffer.data_ = reinterpret_cast<void*>(static_cast<std::uintptr_t>(vmm.address));
+        buffer.vmm_ = true;
+        buffer.reserved_ = vmm.size;
+        buffer.size_ = bytes;
+        return buffer;
     }
     const std::size_t rounded = (bytes + detail::gpu::kGpuPageSize - 1) / detail::gpu::kGpuPageSize *
                                 detail::gpu::kGpuPageSize;
@@ -420,7 +596,9 @@ GpuBuffer::GpuBuffer(GpuBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       ordinal_(std::exchange(other.ordinal_, -1)),
-      context_(std::exchange(other.context_, nullptr)) {}
+      context_(std::exchange(other.context_, nullptr)),
+      vmm_(std::exchange(other.vmm_, false)),
+      reserved_(std::exchange(other.reserved_, 0)) {}
 
 GpuBuffer& GpuBuffer::operator=(GpuBuffer&& other) noexcept {
     if (this != &other) {
@@ -429,6 +607,8 @@ GpuBuffer& GpuBuffer::operator=(GpuBuffer&& other) noexcept {
         size_ = std::exchange(other.size_, 0);
         ordinal_ = std::exchange(other.ordinal_, -1);
         context_ = std::exchange(other.context_, nullptr);
+        vmm_ = std::exchange(other.vmm_, false);
+        reserved_ = std::exchange(other.reserved_, 0);
     }
     return *this;
 }
@@ -463,7 +643,14 @@ void GpuBuffer::make_current() const {
 void GpuBuffer::reset() noexcept {
     const auto* cu = detail::gpu::cuda_driver();
     if (cu != nullptr && data_ != nullptr) {
-        cu->mem_free(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(data_)));
+        const auto address = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(data_));
+        if (vmm_) {
+            // Unmapping drops the last reference to the memory (its handle was released at allocation).
+            cu->mem_unmap(address, reserved_);
+            cu->mem_address_free(address, reserved_);
+        } else {
+            cu->mem_free(address);
+        }
     }
     if (cu != nullptr && context_ != nullptr) {
         CUdevice device = 0;
@@ -475,6 +662,8 @@ void GpuBuffer::reset() noexcept {
     size_ = 0;
     ordinal_ = -1;
     context_ = nullptr;
+    vmm_ = false;
+    reserved_ = 0;
 }
 
 }  // namespace nvmeof

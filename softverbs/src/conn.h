@@ -47,7 +47,8 @@ struct InParser {
   bool in_payload = false;
   bool parked = false;           // RNR: header read, waiting for a RECV
   Sink sink = Sink::kNone;
-  std::vector<iovec> targets;    // where the payload goes
+  std::vector<Span> targets;     // where the payload goes
+  bool device_targets = false;   // a target is GPU memory: payload goes through staging and copies
   std::size_t tgt_idx = 0;
   std::size_t tgt_off = 0;
   uint32_t remaining = 0;
@@ -56,6 +57,11 @@ struct InParser {
   std::size_t pos = 0;
   std::size_t end = 0;
   CmPayload cm{};
+
+  void add_target(const Span& span) {
+    targets.push_back(span);
+    device_targets = device_targets || span.gpu.device();
+  }
 };
 
 struct ConnFaults {

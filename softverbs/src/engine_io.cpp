@@ -9,6 +9,8 @@
 
 #include "core.h"
 #include "engine.h"
+#include "gpu_memory.h"
+#include "memory.h"
 #include "protocol.h"
 
 namespace sv {
@@ -34,21 +36,40 @@ bool append_iov(const OutChunk& ch, std::vector<iovec>& iov) {
   return true;
 }
 
-// Copies n bytes from src into the parser's current targets.
+// Copies n bytes from src into the parser's current targets.  A failed copy
+// into device memory fails the message (the sink decides how) and stops placing.
 void deliver(InParser& in, const uint8_t* src, std::size_t n) {
   in.remaining -= static_cast<uint32_t>(n);
-  if (in.sink == Sink::kDiscard) return;
+  if (in.sink == Sink::kDiscard || in.status != IBV_WC_SUCCESS) return;
   while (n > 0 && in.tgt_idx < in.targets.size()) {
-    iovec& t = in.targets[in.tgt_idx];
-    std::size_t k = std::min(n, t.iov_len - in.tgt_off);
-    std::memcpy(static_cast<uint8_t*>(t.iov_base) + in.tgt_off, src, k);
+    const Span& t = in.targets[in.tgt_idx];
+    std::size_t k = std::min(n, t.len - in.tgt_off);
+    if (!write_span(t, in.tgt_off, src, k)) {
+      in.status = dp_device_copy_failure(in.sink);
+      return;
+    }
     src += k;
     n -= k;
     in.tgt_off += k;
-    if (in.tgt_off == t.iov_len) {
+    if (in.tgt_off == t.len) {
       ++in.tgt_idx;
       in.tgt_off = 0;
     }
+  }
+}
+
+// Before a message that wrote GPU memory completes, its copies must have
+// landed: completions are how the application learns the data is there.
+void settle_device_targets(InParser& in) {
+  if (!in.device_targets || in.status != IBV_WC_SUCCESS) return;
+  const void* settled = nullptr;
+  for (const Span& t : in.targets) {
+    if (!t.gpu.device() || t.gpu.context == settled) continue;
+    if (!gpu_settle(t.gpu)) {
+      in.status = dp_device_copy_failure(in.sink);
+      return;
+    }
+    settled = t.gpu.context;
   }
 }
 
@@ -142,15 +163,16 @@ void Engine::read_input(Conn* c) {
       std::size_t k = std::min<std::size_t>(in.remaining, in.end - in.pos);
       deliver(in, in.staging.data() + in.pos, k);
       in.pos += k;
-    } else if (in.remaining >= kDirectReadMin && in.sink != Sink::kDiscard) {
-      // Large payloads go from the socket straight into the target memory.
+    } else if (in.remaining >= kDirectReadMin && in.sink != Sink::kDiscard && !in.device_targets &&
+               in.status == IBV_WC_SUCCESS) {
+      // Large payloads go from the socket straight into the target (host) memory.
       std::vector<iovec> iov;
       std::size_t want = in.remaining;
       for (std::size_t i = in.tgt_idx, off = in.tgt_off; i < in.targets.size() && want > 0 &&
                                                           iov.size() < static_cast<std::size_t>(kMaxIovPerWrite);
            ++i, off = 0) {
-        std::size_t k = std::min(want, in.targets[i].iov_len - off);
-        iov.push_back({static_cast<uint8_t*>(in.targets[i].iov_base) + off, k});
+        std::size_t k = std::min(want, in.targets[i].len - off);
+        iov.push_back({reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(in.targets[i].addr)) + off, k});
         want -= k;
       }
       ssize_t n = ::readv(c->fd.get(), iov.data(), static_cast<int>(iov.size()));
@@ -163,10 +185,10 @@ void Engine::read_input(Conn* c) {
       budget -= std::min(budget, got);
       in.remaining -= static_cast<uint32_t>(got);
       while (got > 0) {
-        std::size_t k = std::min(got, in.targets[in.tgt_idx].iov_len - in.tgt_off);
+        std::size_t k = std::min(got, in.targets[in.tgt_idx].len - in.tgt_off);
         got -= k;
         in.tgt_off += k;
-        if (in.tgt_off == in.targets[in.tgt_idx].iov_len) {
+        if (in.tgt_off == in.targets[in.tgt_idx].len) {
           ++in.tgt_idx;
           in.tgt_off = 0;
         }
@@ -176,6 +198,7 @@ void Engine::read_input(Conn* c) {
     }
     if (in.remaining == 0) {
       in.in_payload = false;
+      settle_device_targets(in);
       dp_on_message(c);
     }
   }

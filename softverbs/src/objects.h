@@ -9,8 +9,9 @@
 #include <mutex>
 #include <vector>
 
-#include "fd.h"
 #include "constants.h"
+#include "fd.h"
+#include "gpu_memory.h"
 #include "rdma.h"
 #include "stats.h"
 
@@ -41,8 +42,19 @@ struct Pd {
 
 struct Mr {
   ibv_mr mr;
-  uint64_t iova;
+  uint64_t iova;      // remote (rkey) addresses start here
+  uint64_t base;      // local (lkey) SGE addresses start here, and byte 0 lives here
   unsigned access;
+  GpuMemory gpu;      // set: base is a CUDA device address, reached only by copies
+  Fd dmabuf;          // a dma-buf MR keeps its buffer, as the kernel holds a reference
+};
+
+// A stretch of registered memory the data path reads or writes: host bytes,
+// or device bytes reached through gpu.
+struct Span {
+  uint64_t addr;
+  std::size_t len;
+  GpuMemory gpu;
 };
 
 struct CompChannel {

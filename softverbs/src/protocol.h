@@ -22,6 +22,8 @@ void dp_on_header(Conn* c);
 void dp_on_message(Conn* c);
 // datapath: sends the cumulative ACK for requests processed in this batch.
 void dp_flush_ack(Conn* c);
+// datapath: the status of a message whose payload could not be copied into GPU memory.
+uint32_t dp_device_copy_failure(Sink sink);
 
 }  // namespace sv
 

@@ -1,10 +1,12 @@
 // Requester side of the data path: post_send, and retiring send-queue entries
 // strictly in post order when the responder ACKs, NAKs or answers a READ.
+#include <array>
 #include <cerrno>
 #include <cstring>
 
 #include "core.h"
 #include "dataplane.h"
+#include "memory.h"
 #include "protocol.h"
 
 namespace sv {
@@ -27,18 +29,6 @@ bool map_opcode(ibv_wr_opcode op, OpInfo* out) {
     case IBV_WR_RDMA_READ: *out = {Op::kReadReq, IBV_WC_RDMA_READ}; return true;
     default: return false;
   }
-}
-
-// Local SGE check: the lkey exists, belongs to the QP's PD and covers the range.
-bool sge_ok(const Qp* qp, const ibv_sge& s, bool need_write) {
-  if (s.length == 0) return true;
-  auto it = core().mrs.find(s.lkey);
-  if (it == core().mrs.end()) return false;
-  const Mr* m = it->second;
-  auto base = reinterpret_cast<uintptr_t>(m->mr.addr);
-  if (m->mr.pd != qp->qp.pd || s.addr < base || s.length > m->mr.length || s.addr - base > m->mr.length - s.length)
-    return false;
-  return !need_write || (m->access & IBV_ACCESS_LOCAL_WRITE);
 }
 
 void complete(Qp* qp, const SqEntry& e, ibv_wc_status st) {
@@ -71,6 +61,20 @@ void flush_one(Qp* qp, const ibv_send_wr* wr, ibv_wc_opcode op) {
   if (qp->stats) ++qp->stats->flushed;
 }
 
+// SEND/WRITE payload with an SGE in GPU memory: the whole payload is copied
+// out at post time (the socket cannot read device memory); the application may
+// not change the buffer before the completion anyway.
+bool gather_from_device(const ibv_send_wr* wr, const std::array<const Mr*, kMaxSge>& mrs, OutChunk* ch) {
+  for (int i = 0; i < wr->num_sge; ++i) {
+    const ibv_sge& s = wr->sg_list[i];
+    if (s.length == 0) continue;
+    std::size_t at = ch->owned.size();
+    ch->owned.resize(at + s.length);
+    if (!read_span(local_span(mrs[static_cast<std::size_t>(i)], s), ch->owned.data() + at)) return false;
+  }
+  return true;
+}
+
 int post_one(Qp* qp, ibv_send_wr* wr) {
   OpInfo op;
   if (!map_opcode(wr->opcode, &op) || wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > qp->cap.max_send_sge)
@@ -88,17 +92,27 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
   if (inl && total > qp->cap.max_inline_data) return EINVAL;
   if (total > kMaxMsgSize) return EINVAL;
 
+  OutChunk ch;
   SqEntry e{wr->wr_id, op.wc, qp->next_msn++, static_cast<uint32_t>(total),
             qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED), is_read, {}};
+  // The MR of each SGE; inline data is copied from the SGE addresses without a key check.
+  std::array<const Mr*, kMaxSge> mrs{};
   bool local_ok = true;
+  bool from_device = false;
   if (!inl)
-    for (int i = 0; i < wr->num_sge; ++i) local_ok = local_ok && sge_ok(qp, wr->sg_list[i], is_read);
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const ibv_sge& s = wr->sg_list[i];
+      if (s.length == 0) continue;
+      mrs[static_cast<std::size_t>(i)] = local_mr(qp, s, is_read ? IBV_ACCESS_LOCAL_WRITE : 0);
+      local_ok = local_ok && mrs[static_cast<std::size_t>(i)];
+      from_device = from_device || (local_ok && mrs[static_cast<std::size_t>(i)]->gpu.device());
+    }
+  if (local_ok && from_device && !is_read) local_ok = gather_from_device(wr, mrs, &ch);
   if (!local_ok || !qp->conn) {
     qp->sq.push_back(std::move(e));
     qp_to_error(qp, local_ok ? IBV_WC_RETRY_EXC_ERR : IBV_WC_LOC_PROT_ERR);
     return 0;
   }
-  OutChunk ch;
   ch.hdr.op = static_cast<uint8_t>(op.wire);
   ch.hdr.msn = e.msn;
   ch.hdr.rkey = wr->wr.rdma.rkey;
@@ -114,7 +128,7 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
     e.read_sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
   } else {
     ch.hdr.len = e.byte_len;
-    for (int i = 0; i < wr->num_sge; ++i) {
+    for (int i = 0; i < wr->num_sge && !from_device; ++i) {
       const ibv_sge& s = wr->sg_list[i];
       if (s.length == 0) continue;
       auto* p = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(s.addr));
@@ -176,13 +190,25 @@ void req_on_read_resp_header(Conn* c) {
   retire_acked(qp, in.hdr.msn, false);
   if (qp->sq.empty() || qp->sq.front().msn != in.hdr.msn || !qp->sq.front().is_read) return;
   in.sink = Sink::kReadResp;
-  for (const ibv_sge& s : qp->sq.front().read_sges)
-    if (s.length) in.targets.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(s.addr)), s.length});
+  for (const ibv_sge& s : qp->sq.front().read_sges) {
+    if (!s.length) continue;
+    // Checked at post; an MR deregistered since then fails the READ instead of writing freed memory.
+    const Mr* m = local_mr(qp, s, IBV_ACCESS_LOCAL_WRITE);
+    if (!m) {
+      in.status = IBV_WC_LOC_PROT_ERR;
+      return;
+    }
+    in.add_target(local_span(m, s));
+  }
 }
 
 void req_on_read_resp(Conn* c) {
   Qp* qp = c->qp;
   if (!qp || c->in.sink != Sink::kReadResp || qp->sq.empty()) return;
+  if (c->in.status != IBV_WC_SUCCESS) {
+    qp_to_error(qp, static_cast<ibv_wc_status>(c->in.status));
+    return;
+  }
   if (qp->stats) qp->stats->bytes_in += c->in.hdr.len;
   complete(qp, qp->sq.front(), IBV_WC_SUCCESS);
   qp->sq.pop_front();

@@ -7,30 +7,11 @@
 
 #include "core.h"
 #include "dataplane.h"
+#include "memory.h"
 #include "protocol.h"
 
 namespace sv {
 namespace {
-
-// Remote access check; returns the local address for [raddr, raddr+len) or null.
-void* check_remote(const Qp* qp, uint32_t rkey, uint64_t raddr, uint64_t len, unsigned need) {
-  auto it = core().mrs.find(rkey);
-  if (it == core().mrs.end()) return nullptr;
-  const Mr* m = it->second;
-  if (m->mr.pd != qp->qp.pd || !(m->access & need)) return nullptr;
-  if (raddr < m->iova || len > m->mr.length || raddr - m->iova > m->mr.length - len) return nullptr;
-  return static_cast<uint8_t*>(m->mr.addr) + (raddr - m->iova);
-}
-
-bool recv_sge_ok(const Qp* qp, const ibv_sge& s) {
-  if (s.length == 0) return true;
-  auto it = core().mrs.find(s.lkey);
-  if (it == core().mrs.end()) return false;
-  const Mr* m = it->second;
-  auto base = reinterpret_cast<uintptr_t>(m->mr.addr);
-  return m->mr.pd == qp->qp.pd && (m->access & IBV_ACCESS_LOCAL_WRITE) && s.addr >= base &&
-         s.length <= m->mr.length && s.addr - base <= m->mr.length - s.length;
-}
 
 void send_nak(Conn* c, uint32_t msn, int status) {
   dp_flush_ack(c);
@@ -106,6 +87,7 @@ void dp_on_header(Conn* c) {
   Op op = static_cast<Op>(in.hdr.op);
   in.sink = Sink::kNone;
   in.targets.clear();
+  in.device_targets = false;
   in.tgt_idx = in.tgt_off = 0;
   in.remaining = in.hdr.len;
   in.status = IBV_WC_SUCCESS;
@@ -116,7 +98,7 @@ void dp_on_header(Conn* c) {
     }
     in.cm = CmPayload{};
     in.sink = Sink::kCm;
-    in.targets.push_back({&in.cm, in.hdr.len});
+    in.add_target({reinterpret_cast<uintptr_t>(&in.cm), in.hdr.len, {}});
     return;
   }
   if (op == Op::kReadResp) return req_on_read_resp_header(c);
@@ -137,12 +119,13 @@ void dp_on_header(Conn* c) {
       return;
     }
     if (op == Op::kReadReq) return;  // checked when the request completes
-    void* dst = check_remote(qp, in.hdr.rkey, in.hdr.raddr, in.hdr.len, IBV_ACCESS_REMOTE_WRITE);
-    if (!dst && in.hdr.len > 0) {
+    Span dst{};
+    bool ok = remote_span(qp, in.hdr.rkey, in.hdr.raddr, in.hdr.len, IBV_ACCESS_REMOTE_WRITE, &dst);
+    if (!ok && in.hdr.len > 0) {
       in.status = IBV_WC_REM_ACCESS_ERR;
       return;
     }
-    if (in.hdr.len) in.targets.push_back({dst, in.hdr.len});
+    if (in.hdr.len) in.add_target(dst);
     in.sink = Sink::kWrite;
     if (op == Op::kWrite) return;
   }
@@ -160,7 +143,7 @@ void dp_on_header(Conn* c) {
     uint64_t cap = 0;
     bool ok = true;
     for (const ibv_sge& s : c->cur_recv.sges) {
-      ok = ok && recv_sge_ok(qp, s);
+      ok = ok && (s.length == 0 || local_mr(qp, s, IBV_ACCESS_LOCAL_WRITE));
       cap += s.length;
     }
     if (!ok || cap < in.hdr.len) {
@@ -172,7 +155,7 @@ void dp_on_header(Conn* c) {
     for (const ibv_sge& s : c->cur_recv.sges) {
       if (!left) break;
       uint32_t k = std::min(left, s.length);
-      if (k) in.targets.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(s.addr)), k});
+      if (k) in.add_target({s.addr, k, local_mr(qp, s, 0)->gpu});
       left -= k;
     }
   }
@@ -212,18 +195,29 @@ int remote_status(uint32_t local) {
 
 void serve_read(Conn* c, Qp* qp) {
   const WireHdr& h = c->in.hdr;
-  void* src = check_remote(qp, h.rkey, h.raddr, h.rd_len, IBV_ACCESS_REMOTE_READ);
-  if (!src && h.rd_len > 0) {
+  Span src{};
+  bool ok = remote_span(qp, h.rkey, h.raddr, h.rd_len, IBV_ACCESS_REMOTE_READ, &src);
+  if (!ok && h.rd_len > 0) {
     send_nak(c, h.msn, IBV_WC_REM_ACCESS_ERR);
     responder_error(qp);
     return;
   }
-  dp_flush_ack(c);  // keep ACKs ahead of the response, in msn order
   OutChunk ch;
   ch.hdr.op = static_cast<uint8_t>(Op::kReadResp);
   ch.hdr.msn = h.msn;
   ch.hdr.len = h.rd_len;
-  if (h.rd_len) ch.ext.push_back({src, h.rd_len});
+  if (h.rd_len && src.gpu.device()) {
+    // GPU memory cannot be handed to the socket: copy it out now, as the HCA would read it now.
+    ch.owned.resize(h.rd_len);
+    if (!read_span(src, ch.owned.data())) {
+      send_nak(c, h.msn, IBV_WC_REM_OP_ERR);
+      responder_error(qp);
+      return;
+    }
+  } else if (h.rd_len) {
+    ch.ext.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(src.addr)), h.rd_len});
+  }
+  dp_flush_ack(c);  // keep ACKs ahead of the response, in msn order
   c->recv_msn = h.msn;
   if (qp->stats) {
     ++qp->stats->reads_in;
@@ -247,7 +241,8 @@ void dp_on_message(Conn* c) {
   Qp* qp = c->qp;
   if (!qp || !is_request(op)) return;
   if (in.status != IBV_WC_SUCCESS) {
-    bool remote_access = in.status == IBV_WC_REM_ACCESS_ERR;
+    // REM_OP_ERR here: the payload could not be copied into GPU memory.
+    bool remote_access = in.status == IBV_WC_REM_ACCESS_ERR || in.status == IBV_WC_REM_OP_ERR;
     bool local_recv = in.status == IBV_WC_LOC_LEN_ERR || in.status == IBV_WC_LOC_PROT_ERR;
     if (in.status == IBV_WC_RETRY_EXC_ERR) {
       if (in.hdr.msn == c->recv_msn + 1) send_nak(c, in.hdr.msn, IBV_WC_RETRY_EXC_ERR);
@@ -256,6 +251,8 @@ void dp_on_message(Conn* c) {
     }
     send_nak(c, in.hdr.msn, remote_status(in.status));
     if (local_recv) complete_recv(c, qp, op, static_cast<ibv_wc_status>(in.status));
+    // A WRITE_IMM fails after taking its receive: it is flushed with the rest.
+    if (op == Op::kWriteImm && in.status == IBV_WC_REM_OP_ERR) complete_recv(c, qp, op, IBV_WC_WR_FLUSH_ERR);
     if (remote_access || local_recv) responder_error(qp);
     c->recv_msn = in.hdr.msn;
     return;
@@ -269,6 +266,15 @@ void dp_on_message(Conn* c) {
   if (needs_recv(op)) complete_recv(c, qp, op, IBV_WC_SUCCESS);
   c->recv_msn = in.hdr.msn;
   c->ack_pending = true;
+}
+
+uint32_t dp_device_copy_failure(Sink sink) {
+  switch (sink) {
+    case Sink::kWrite: return IBV_WC_REM_OP_ERR;  // the responder's fault: NAK, responder QP to error
+    case Sink::kRecv: return IBV_WC_LOC_PROT_ERR;
+    case Sink::kReadResp: return IBV_WC_LOC_PROT_ERR;
+    default: return IBV_WC_GENERAL_ERR;
+  }
 }
 
 void dp_flush_ack(Conn* c) {

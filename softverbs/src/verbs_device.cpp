@@ -247,54 +247,6 @@ int ibv_dealloc_pd(ibv_pd* pd) {
   return 0;
 }
 
-ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
-  Core& c = core();
-  std::lock_guard lk(c.mu);
-  bool remote_w = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-  if ((remote_w && !(access & IBV_ACCESS_LOCAL_WRITE)) || (!addr && length) || length > kMaxMrSize) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (c.faults.should_fail("mr")) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  auto* m = new Mr{};
-  m->mr.context = pd->context;
-  m->mr.pd = pd;
-  m->mr.addr = addr;
-  m->mr.length = length;
-  uint32_t key = ++c.next_key;
-  m->mr.handle = key;
-  m->mr.lkey = key;
-  m->mr.rkey = key;
-  m->iova = iova;
-  m->access = access;
-  c.mrs[key] = m;
-  return &m->mr;
-}
-
-ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
-  return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
-}
-
-ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, int access) {
-  return ibv_reg_mr_iova2(pd, addr, length, iova, static_cast<unsigned>(access));
-}
-
-// GPU memory (dma-buf) arrives with the GPU issue; say so clearly until then.
-ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-
-int ibv_dereg_mr(ibv_mr* mr) {
-  std::lock_guard lk(core().mu);
-  core().mrs.erase(mr->rkey);
-  delete to_mr(mr);
-  return 0;
-}
-
 int ibv_fork_init(void) { return 0; }
 enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
 int ibv_dontfork_range(void*, size_t) { return 0; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """fio end-to-end tests through libfio_nvmeof.so against nvmeof-target over
 softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
+import os
 import sys
 import time
 
@@ -218,7 +219,35 @@ verify_only=1
     print(f"trims {stats['commands']['dataset_management']}, flushes {stats['commands']['flush']}")
 
 
+def test_gpu_job(job, registration):
+    """A shipped GPU job file through the whole GPU path without a GPU: the fake
+    CUDA driver's device memory faults when the CPU touches it, so data reaches
+    the target only if softverbs serves the registration through cuMemcpy, and
+    verify passes only if the engine's host mirror copies are right."""
+    fake = os.environ.get("NVMEOF_FAKE_CUDA")
+    check(fake, "NVMEOF_FAKE_CUDA is not set")
+    wd = h.workdir()
+    env = {"NVMEOF_GPU": "0", "NVMEOF_CUDA_LIBRARY": fake, "SOFTVERBS_CUDA_LIBRARY": fake,
+           "FAKE_CUDA_OPAQUE": "1", "FAKE_CUDA_DMABUF": "1" if registration == "dma-buf" else "0"}
+    with h.target(wd) as t:
+        proc, result = h.run_fio(h.shortened_job(job, wd), t, extra_env=env)
+        stderr = t.stop()
+    output = proc.stdout + proc.stderr
+    check(proc.returncode == 0 and result is not None,
+          f"fio failed (rc {proc.returncode}):\n{output[-4000:]}\n{stderr[-2000:]}")
+    check(not h.job_errors(result), f"job errors: {h.job_errors(result)}")
+    check(f"registered by {registration}" in output, f"start-up line does not say {registration}:\n{output[:2000]}")
+    sums = h.totals(result)
+    stats = t.stats()
+    check(sums["read"]["bytes"] > 0, "nothing was read into GPU memory")
+    check(stats["bytes"]["write"] == sums["write"]["bytes"] and stats["bytes"]["read"] == sums["read"]["bytes"],
+          f"target moved {stats['bytes']}, fio reports {sums}")
+    print(f"{job} ({registration}): fio read {sums['read']['bytes']} B / write {sums['write']['bytes']} B "
+          "through fake GPU memory")
+
+
 TESTS = {
+    "gpu": test_gpu_job,
     "trim-fsync": test_trim_and_fsync,
     "job": test_job,
     "verify": test_verify_modes,

@@ -7,9 +7,11 @@
 # 2. builds with CUDA if needed and runs the GPU unit tests (fake driver);
 # 3. register_gpu by every path the machine allows (NVMEOF_GPU_REGISTRATION=
 #    dma-buf / peermem / both) with a GPU write+read, data checked (gpu_io_check);
-# 4. the GPU fio jobs with verify over softverbs.
-# softverbs does not serve GPU memory yet: step 3/4 over softverbs are expected to
-# fail (or fault) until it does; they are run under timeouts and reported.
+# 4. softverbs serving the real GPU's memory (softverbs_gpu_memory_test against
+#    libcuda.so.1: device-address and dma-buf registrations, remote WRITE/READ,
+#    SEND/RECV and READ with device SGEs, data checked);
+# 5. the GPU fio jobs with verify over softverbs.
+# Every step runs under a timeout and is reported; one failing does not stop the rest.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build-gpu}
@@ -60,6 +62,9 @@ start_target() {  # $1: port; uses softverbs unless $2 = real
     cat "/tmp/gpu-check-target-$1.out"
 }
 stop_target() { kill "$TARGET_PID" 2>/dev/null; wait "$TARGET_PID" 2>/dev/null; tail -3 "/tmp/gpu-check-target-$1.err"; }
+
+section "softverbs serving GPU memory (real driver)"
+SOFTVERBS_CUDA_LIBRARY=libcuda.so.1 run timeout 120 "$SV_RUN" "$BUILD/softverbs/tests/softverbs_gpu_memory_test"
 
 section "register_gpu + GPU write/read over softverbs, every path"
 start_target 44300

@@ -126,8 +126,12 @@ int gpu_count() noexcept;
 // cuDeviceGetPCIBusId, normalised ("0000:17:00.0"). Throws Error.
 std::string gpu_pci_address(int ordinal);
 
-// cuMemAlloc'd device memory in GPU `ordinal`'s primary context, which
-// allocate() makes current on the calling thread. Move-only; frees on reset().
+// Device memory on GPU `ordinal`, with its primary context, which allocate()
+// makes current on the calling thread. Move-only; frees on reset().
+// Where the device supports GPUDirect RDMA on VMM memory, allocate() uses the
+// VMM API (cuMemCreate with gpuDirectRDMACapable, mapped into a reserved
+// range), which some platforms need before dma-buf or peermem will register
+// it; elsewhere cuMemAlloc. NVMEOF_GPU_ALLOCATOR=vmm or =cuMemAlloc forces one.
 class GpuBuffer {
 public:
     GpuBuffer() = default;
@@ -141,6 +145,10 @@ public:
     void* data() const noexcept { return data_; }
     std::size_t size() const noexcept { return size_; }
     int ordinal() const noexcept { return ordinal_; }
+    // "vmm" or "cuMemAlloc": how the memory was allocated ("" when empty).
+    std::string_view allocator() const noexcept {
+        return data_ == nullptr ? "" : vmm_ ? "vmm" : "cuMemAlloc";
+    }
     // Synchronous copies (cuMemcpyHtoD / cuMemcpyDtoH); 0 or a driver error code,
     // so the fio hot path need not throw.
     int copy_from_host(std::size_t offset, const void* source, std::size_t bytes) const noexcept;
@@ -154,6 +162,8 @@ private:
     std::size_t size_ = 0;
     int ordinal_ = -1;
     void* context_ = nullptr;  // CUcontext (primary, retained)
+    bool vmm_ = false;         // mapped VMM memory (unmapped and its range freed) or cuMemAlloc'd
+    std::size_t reserved_ = 0; // the VMM range reserved and mapped: size_ rounded to the granularity
 };
 
 }  // namespace nvmeof

@@ -8,8 +8,11 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "nvmeof/nvmeof.hpp"
@@ -42,7 +45,57 @@ struct Fake {
     std::string log() { return get<const char* (*)()>("fake_cuda_log")(); }
     void clear() { get<void (*)()>("fake_cuda_clear_log")(); }
     void set_current(void* context) { get<int (*)(void*)>("cuCtxSetCurrent")(context); }
+    // Whether the fake still knows the device address (cuPointerGetAttribute succeeds).
+    bool knows(const void* device_ptr) {
+        unsigned int type = 0;
+        return get<int (*)(void*, int, unsigned long long)>("cuPointerGetAttribute")(
+                   &type, kPointerAttributeMemoryType,
+                   static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(device_ptr))) == 0;
+    }
+    static constexpr int kPointerAttributeMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (no cuda.h here)
 };
+
+// Sets an environment variable (nullptr: unsets it) for one scope; the fake
+// driver and libnvmeof read theirs at call time.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (const char* old = std::getenv(name); old != nullptr) {
+            old_ = old;
+        }
+        if (value != nullptr) {
+            setenv(name, value, 1);
+        } else {
+            unsetenv(name);
+        }
+    }
+    ~ScopedEnv() {
+        if (old_) {
+            setenv(name_, old_->c_str(), 1);
+        } else {
+            unsetenv(name_);
+        }
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+// Whether each of `calls` is in `log`, each after the one before.
+bool logged_in_order(const std::string& log, const std::vector<std::string>& calls) {
+    std::size_t at = 0;
+    for (const std::string& call : calls) {
+        at = log.find(call, at);
+        if (at == std::string::npos) {
+            return false;
+        }
+        at += call.size();
+    }
+    return true;
+}
 
 // Records the ordering calls, and what the target could see at each.
 struct Recorder : GpuOrdering {
@@ -242,6 +295,183 @@ TEST(GpuOrdering, DefaultCudaOrderingCallsTheDriver) {
     ns.write(host, 0, 4);
     ns.read(host, 0, 4);
     EXPECT_EQ(fake.log(), "") << "host-memory I/O must not touch CUDA";
+}
+
+// --- GpuBuffer's VMM allocator (FAKE_CUDA_VMM=1: the device supports it) ---
+
+constexpr std::size_t kGranularity = std::size_t{2} << 20;  // the fake's cuMemGetAllocationGranularity
+
+TEST(GpuBufferVmm, ChosenWhereTheDeviceSupportsGpuDirectRdmaOnVmm) {
+    REQUIRE_FAKE();
+    ScopedEnv allocator("NVMEOF_GPU_ALLOCATOR", nullptr);
+    Fake fake;
+    {
+        ScopedEnv vmm("FAKE_CUDA_VMM", nullptr);
+        GpuBuffer plain = GpuBuffer::allocate(0, 1 << 20);
+        EXPECT_EQ(plain.allocator(), "cuMemAlloc") << "the device does not report VMM support";
+    }
+    ScopedEnv vmm("FAKE_CUDA_VMM", "1");
+    fake.clear();
+    // Not a multiple of the granularity: rounded up for the mapping, not for size().
+    const std::size_t bytes = kGranularity + 4096 + 3;
+    GpuBuffer gpu = GpuBuffer::allocate(0, bytes);
+    EXPECT_EQ(gpu.allocator(), "vmm");
+    EXPECT_EQ(gpu.size(), bytes);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(gpu.data()) % kGranularity, 0u);
+    const std::string log = fake.log();
+    EXPECT_TRUE(logged_in_order(log, {"cuMemGetAllocationGranularity", "cuMemCreate(gpuDirectRDMACapable=1)",
+                                      "cuMemAddressReserve", "cuMemMap", "cuMemSetAccess(3)", "cuMemRelease"}))
+        << log;
+    EXPECT_EQ(log.find("cuMemUnmap"), std::string::npos) << log;
+    // The whole size() is mapped: the last byte round-trips through the driver.
+    const std::byte last{0x7e};
+    ASSERT_EQ(gpu.copy_from_host(bytes - 1, &last, 1), 0);
+    std::byte back{0};
+    ASSERT_EQ(gpu.copy_to_host(bytes - 1, &back, 1), 0);
+    EXPECT_EQ(back, last);
+
+    ScopedEnv forced("NVMEOF_GPU_ALLOCATOR", "cuMemAlloc");
+    fake.clear();
+    GpuBuffer forced_plain = GpuBuffer::allocate(0, 1 << 20);
+    EXPECT_EQ(forced_plain.allocator(), "cuMemAlloc");
+    EXPECT_EQ(fake.log().find("cuMemCreate"), std::string::npos) << fake.log();
+}
+
+TEST(GpuBufferVmm, ForcedOnADeviceWithoutSupportSaysWhichAttributeIsMissing) {
+    REQUIRE_FAKE();
+    ScopedEnv vmm("FAKE_CUDA_VMM", nullptr);
+    {
+        ScopedEnv forced("NVMEOF_GPU_ALLOCATOR", "vmm");
+        Fake fake;
+        fake.clear();
+        try {
+            GpuBuffer::allocate(0, 1 << 20);
+            FAIL() << "allocated VMM memory on a device without VMM support";
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find("NVMEOF_GPU_ALLOCATOR=vmm"), std::string::npos) << m;
+            EXPECT_NE(m.find("CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED"), std::string::npos) << m;
+        }
+        EXPECT_EQ(fake.log().find("cuMemCreate"), std::string::npos) << fake.log();
+    }
+    ScopedEnv bogus("NVMEOF_GPU_ALLOCATOR", "cudaMalloc");
+    EXPECT_THROW(GpuBuffer::allocate(0, 1 << 20), InvalidArgument);
+}
+
+TEST(GpuBufferVmm, ResetUnmapsAndFreesTheRangeOnceWhateverWasMoved) {
+    REQUIRE_FAKE();
+    ScopedEnv vmm("FAKE_CUDA_VMM", "1");
+    ScopedEnv allocator("NVMEOF_GPU_ALLOCATOR", nullptr);
+    Fake fake;
+    GpuBuffer gpu = GpuBuffer::allocate(0, 1 << 20);
+    void* const address = gpu.data();
+    ASSERT_TRUE(fake.knows(address));
+    GpuBuffer moved(std::move(gpu));
+    GpuBuffer assigned;
+    assigned = std::move(moved);
+    EXPECT_EQ(gpu.allocator(), "");
+    EXPECT_EQ(moved.allocator(), "");
+    EXPECT_EQ(assigned.allocator(), "vmm");
+    EXPECT_EQ(assigned.data(), address);
+    fake.clear();
+    gpu.reset();
+    moved.reset();
+    EXPECT_EQ(fake.log(), "") << "a moved-from buffer owns nothing";
+    assigned.reset();
+    // The handle was released at allocation: unmapping frees the memory.
+    EXPECT_EQ(fake.log(), "cuMemUnmap\ncuMemAddressFree\n");
+    EXPECT_EQ(assigned.data(), nullptr);
+    EXPECT_EQ(assigned.allocator(), "");
+    EXPECT_FALSE(fake.knows(address));
+    // Assigning over a VMM buffer frees it too.
+    GpuBuffer first = GpuBuffer::allocate(0, 1 << 20);
+    fake.clear();
+    first = GpuBuffer::allocate(0, 1 << 20);
+    EXPECT_TRUE(logged_in_order(fake.log(), {"cuMemCreate", "cuMemUnmap", "cuMemAddressFree"})) << fake.log();
+}
+
+TEST(GpuBufferVmm, AFailedStepUndoesTheStepsBeforeIt) {
+    REQUIRE_FAKE();
+    ScopedEnv vmm("FAKE_CUDA_VMM", "1");
+    ScopedEnv allocator("NVMEOF_GPU_ALLOCATOR", nullptr);
+    Fake fake;
+    struct Case {
+        const char* failing;
+        std::vector<std::string> undone;  // logged after the failure, in this order
+    };
+    const Case cases[] = {
+        {"cuMemCreate", {}},
+        {"cuMemAddressReserve", {"cuMemRelease"}},
+        {"cuMemMap", {"cuMemAddressFree", "cuMemRelease"}},
+        {"cuMemSetAccess", {"cuMemUnmap", "cuMemAddressFree", "cuMemRelease"}},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.failing);
+        ScopedEnv fail("FAKE_CUDA_VMM_FAIL", c.failing);
+        fake.clear();
+        try {
+            GpuBuffer::allocate(0, 1 << 20);
+            ADD_FAILURE() << "allocated although " << c.failing << " failed";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(std::string(c.failing) + " of"), std::string::npos) << e.what();
+        }
+        const std::string log = fake.log();
+        std::vector<std::string> undone;
+        for (const char* step : {"cuMemUnmap", "cuMemAddressFree", "cuMemRelease"}) {
+            if (log.find(step) != std::string::npos) {
+                undone.emplace_back(step);
+            }
+        }
+        EXPECT_EQ(undone, c.undone) << log;
+        EXPECT_TRUE(logged_in_order(log, c.undone)) << log;
+    }
+    // Nothing was left behind that stops the next allocation.
+    GpuBuffer gpu = GpuBuffer::allocate(0, 1 << 20);
+    EXPECT_EQ(gpu.allocator(), "vmm");
+}
+
+// VMM memory registers by either path, and data written from it and read into
+// it crosses the target intact. The device addresses are opaque (a CPU access
+// would fault), so the data moves only through the driver.
+TEST(GpuBufferVmm, RegistersByDmaBufAndPeermemAndRoundTripsData) {
+    REQUIRE_FAKE();
+    ScopedEnv vmm("FAKE_CUDA_VMM", "1");
+    ScopedEnv opaque("FAKE_CUDA_OPAQUE", "1");
+    ScopedEnv allocator("NVMEOF_GPU_ALLOCATOR", nullptr);
+    TargetProcess target;
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    constexpr std::uint64_t kBlocks = 16;
+    const std::size_t bytes = kBlocks * ns.lba_size();
+    std::uint64_t slba = 0;
+    for (const char* path : {"dma-buf", "peermem"}) {
+        SCOPED_TRACE(path);
+        const bool dmabuf = std::strcmp(path, "dma-buf") == 0;
+        ScopedEnv export_dmabuf("FAKE_CUDA_DMABUF", dmabuf ? "1" : nullptr);
+        ScopedEnv only("NVMEOF_GPU_REGISTRATION", path);
+        GpuBuffer gpu = GpuBuffer::allocate(0, bytes);
+        ASSERT_EQ(gpu.allocator(), "vmm");
+        MemoryRegion mr = ctrl.register_gpu(gpu.data(), bytes);
+        EXPECT_EQ(mr.registration_path(), path);
+
+        std::vector<std::byte> pattern(bytes);
+        for (std::size_t i = 0; i < bytes; ++i) {
+            pattern[i] = static_cast<std::byte>((i * 7 + slba) & 0xff);
+        }
+        ASSERT_EQ(gpu.copy_from_host(0, pattern.data(), bytes), 0);
+        ns.write(mr, slba, kBlocks);
+        MemoryRegion check = ctrl.allocate(bytes);
+        ns.read(check, slba, kBlocks);
+        EXPECT_EQ(std::memcmp(check.data(), pattern.data(), bytes), 0) << "GPU → target";
+
+        const std::vector<std::byte> zeros(bytes);
+        ASSERT_EQ(gpu.copy_from_host(0, zeros.data(), bytes), 0);
+        ns.read(mr, slba, kBlocks);
+        std::vector<std::byte> back(bytes);
+        ASSERT_EQ(gpu.copy_to_host(0, back.data(), bytes), 0);
+        EXPECT_EQ(back, pattern) << "target → GPU";
+        slba += kBlocks;
+    }
 }
 
 }  // namespace
