@@ -119,12 +119,14 @@ int sv_rdma_create_id(rdma_event_channel* ch, rdma_cm_id** out, void* context, r
   if (!ch || !out) return fail(EINVAL);
   if (ps != RDMA_PS_TCP) return fail(EPROTONOSUPPORT);  // RC only
   std::lock_guard lk(core().mu);
+  if (inherited(reinterpret_cast<EventChannel*>(ch))) return cm_refuse_inherited("rdma_create_id");
   *out = &new_id(reinterpret_cast<EventChannel*>(ch), context, ps)->id;
   return 0;
 }
 
 int sv_rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
   std::lock_guard lk(core().mu);
+  if (inherited(to_id(cid)->chan)) return cm_refuse_inherited("rdma_bind_addr");
   return bind_locked(to_id(cid), addr);
 }
 
@@ -132,6 +134,7 @@ int sv_rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* dst, int) {
   Core& c = core();
   std::lock_guard lk(c.mu);
   Id* id = to_id(cid);
+  if (inherited(id->chan)) return cm_refuse_inherited("rdma_resolve_addr");
   if (!dst) return fail(EINVAL);
   bool src_any = !src || (src->sa_family == AF_INET &&
                           reinterpret_cast<sockaddr_in*>(src)->sin_addr.s_addr == htonl(INADDR_ANY));
@@ -164,6 +167,7 @@ int sv_rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* dst, int) {
 int sv_rdma_resolve_route(rdma_cm_id* cid, int) {
   std::lock_guard lk(core().mu);
   Id* id = to_id(cid);
+  if (inherited(id->chan)) return cm_refuse_inherited("rdma_resolve_route");
   if (id->state != IdState::kAddrResolved) return fail(EINVAL);
   id->state = IdState::kRouteResolved;
   post_cm_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, nullptr, 0);
@@ -174,6 +178,7 @@ int sv_rdma_listen(rdma_cm_id* cid, int backlog) {
   Core& c = core();
   std::lock_guard lk(c.mu);
   Id* id = to_id(cid);
+  if (inherited(id->chan)) return cm_refuse_inherited("rdma_listen");
   if (id->state != IdState::kBound) return fail(EINVAL);
   for (auto& [dev, fd] : id->bound) {
     if (::listen(fd.get(), backlog > 0 ? backlog : kListenBacklog) != 0) return -1;

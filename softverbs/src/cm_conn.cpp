@@ -242,6 +242,7 @@ int sv_rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
   Core& core_ = core();
   std::lock_guard lk(core_.mu);
   Id* id = to_id(cid);
+  if (inherited(id->chan)) return cm_refuse_inherited("rdma_connect");
   if (!id->dev || (id->state != IdState::kAddrResolved && id->state != IdState::kRouteResolved)) return fail(EINVAL);
   if (p && p->private_data_len > kConnectPrivateMax) return fail(EINVAL);
   int fd = -1;
@@ -282,6 +283,7 @@ int sv_rdma_accept(rdma_cm_id* cid, rdma_conn_param* p) {
   Core& core_ = core();
   std::lock_guard lk(core_.mu);
   Id* id = to_id(cid);
+  if (inherited(id->chan)) return cm_refuse_inherited("rdma_accept");
   Conn* c = id->conn;
   if (!c || c->state != ConnState::kAwaitAccept) return fail(c ? EINVAL : ECONNRESET);
   if (p && p->private_data_len > kAcceptPrivateMax) return fail(EINVAL);
@@ -299,6 +301,7 @@ int sv_rdma_reject(rdma_cm_id* cid, const void* pdata, uint8_t len) {
   Core& core_ = core();
   std::lock_guard lk(core_.mu);
   Id* id = to_id(cid);
+  if (inherited(id->chan)) return cm_refuse_inherited("rdma_reject");
   Conn* c = id->conn;
   if (!c || c->state != ConnState::kAwaitAccept) return fail(EINVAL);
   if (len > kRejectPrivateMax) return fail(EINVAL);
@@ -316,6 +319,7 @@ int sv_rdma_disconnect(rdma_cm_id* cid) {
   Core& core_ = core();
   std::lock_guard lk(core_.mu);
   Id* id = to_id(cid);
+  if (inherited(id->chan)) return cm_refuse_inherited("rdma_disconnect");
   Conn* c = id->conn;
   if (!c) return id->disconnect_reported ? 0 : fail(EINVAL);
   if (c->state == ConnState::kClosing) return 0;

@@ -52,6 +52,8 @@ rdma_event_channel* sv_rdma_create_event_channel(void) {
     return nullptr;
   }
   ch->ch.fd = ch->pipe.rd.get();
+  std::lock_guard lk(core().mu);
+  ch->fork_generation = core().fork_generation;
   return &ch->ch;
 }
 
@@ -64,6 +66,10 @@ void sv_rdma_destroy_event_channel(rdma_event_channel* c) {
 
 int sv_rdma_get_cm_event(rdma_event_channel* c, rdma_cm_event** out) {
   auto* ch = reinterpret_cast<EventChannel*>(c);
+  {
+    std::lock_guard lk(core().mu);
+    if (inherited(ch)) return cm_refuse_inherited("rdma_get_cm_event");
+  }
   char b;
   // Blocks only if the application left the fd blocking (librdmacm does the same).
   if (::read(ch->ch.fd, &b, 1) != 1) return -1;

@@ -27,6 +27,7 @@ struct Event {
 
 struct EventChannel {
   rdma_event_channel ch;  // ch.fd is the pipe's read end (the app polls it)
+  uint64_t fork_generation = 0;  // of the process that created it (see inherited())
   Pipe pipe;
   std::deque<Event*> q;
 };
@@ -65,6 +66,7 @@ struct Core {
   uint32_t next_key = 0;
   uint32_t next_qpn = kFirstQpNum;
   uint64_t next_id_serial = 1;
+  uint64_t fork_generation = 0;  // bumped in every forked child
   Engine engine;
   Faults faults;
   Stats stats;
@@ -76,7 +78,21 @@ Core& core();
 
 // verbs_device.cpp
 Device* device_by_ip(in_addr_t ip);
+// The device's context as rdma_cm caches it: opened once, kept across fork.
 Context* open_context(Device* d);
+
+// A forked child may not use what its parent opened: the kernel refuses
+// uverbs and rdma_cm commands on an inherited file (its credentials are the
+// parent's) with EACCES, and librdmacm's cached device contexts are such files.
+inline bool inherited(const Context* c) { return c->fork_generation != core().fork_generation; }
+inline bool inherited(const EventChannel* ch) { return ch->fork_generation != core().fork_generation; }
+// Says so once per process and returns EACCES (also in errno).
+int refuse_inherited(const char* call);
+// The same for rdma_cm calls, which return -1 with errno set.
+inline int cm_refuse_inherited(const char* call) {
+  refuse_inherited(call);
+  return -1;
+}
 
 // cq.cpp: queue a completion (takes the CQ lock).
 void push_cqe(Cq* cq, const ibv_wc& wc);

@@ -75,6 +75,13 @@ using namespace sv;
 extern "C" {
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
+  {
+    std::lock_guard lk(core().mu);
+    if (inherited(to_ctx(ctx))) {
+      refuse_inherited("ibv_create_comp_channel");
+      return nullptr;
+    }
+  }
   auto* ch = new CompChannel{};
   Pipe p;
   if (!p.open()) {
@@ -97,6 +104,10 @@ int ibv_destroy_comp_channel(ibv_comp_channel* ch) {
 ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel, int) {
   Core& c = core();
   std::lock_guard lk(c.mu);
+  if (inherited(to_ctx(ctx))) {
+    refuse_inherited("ibv_create_cq");
+    return nullptr;
+  }
   ibv_device_attr attr;
   fill_device_attr(to_ctx(ctx)->device, &attr);
   if (cqe < 1 || cqe > attr.max_cqe) {

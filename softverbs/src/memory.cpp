@@ -85,6 +85,10 @@ extern "C" {
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
   Core& c = core();
   std::lock_guard lk(c.mu);
+  if (inherited(to_ctx(pd->context))) {
+    refuse_inherited("ibv_reg_mr");
+    return nullptr;
+  }
   if (!access_ok(access) || (!addr && length) || length > kMaxMrSize) {
     errno = EINVAL;
     return nullptr;
@@ -118,6 +122,10 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t i
   Core& c = core();
   std::lock_guard lk(c.mu);
   const auto flags = static_cast<unsigned>(access);
+  if (inherited(to_ctx(pd->context))) {
+    refuse_inherited("ibv_reg_dmabuf_mr");
+    return nullptr;
+  }
   if (!access_ok(flags) || !length || length > kMaxMrSize) {
     errno = EINVAL;
     return nullptr;

@@ -26,11 +26,13 @@ struct Device {
   uint64_t guid;
   int index;
   struct Context* ctx;  // the one shared context (rdma_cm id->verbs == ibv_open_device)
+  struct Context* child_ctx = nullptr;  // ibv_open_device in a forked child: its own context
 };
 
 struct Context {
   verbs_context v;  // must stay first: the app gets &v.context
   Device* device;
+  uint64_t fork_generation = 0;  // of the process that opened it (see inherited())
   Pipe async_pipe;  // async_fd; one byte per queued event
   std::deque<ibv_async_event> async_events;
   ibv_pd* default_pd = nullptr;  // rdma_create_qp(id, NULL, ...) uses it

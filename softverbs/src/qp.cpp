@@ -88,6 +88,10 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   std::lock_guard lk(core_.mu);
   ibv_device_attr dev;
   Context* ctx = to_ctx(pd->context);
+  if (inherited(ctx)) {
+    refuse_inherited("ibv_create_qp");
+    return nullptr;
+  }
   fill_device_attr(ctx->device, &dev);
   const ibv_qp_cap& cap = attr->cap;
   if (attr->qp_type != IBV_QPT_RC || attr->srq) {
@@ -125,6 +129,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 
 int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
   std::lock_guard lk(core().mu);
+  if (inherited(to_ctx(ibqp->context))) return refuse_inherited("ibv_modify_qp");
   Qp* qp = to_qp(ibqp);
   if (mask & IBV_QP_RNR_RETRY) qp->rnr_retry = attr->rnr_retry;
   if (mask & IBV_QP_RETRY_CNT) qp->retry_cnt = attr->retry_cnt;

@@ -159,6 +159,10 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
 int dp_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   std::lock_guard lk(core().mu);
   Qp* qp = to_qp(ibqp);
+  if (inherited(to_ctx(ibqp->context))) {
+    *bad = wr;
+    return refuse_inherited("ibv_post_send");
+  }
   for (; wr; wr = wr->next) {
     int rc = post_one(qp, wr);
     if (rc) {

@@ -66,6 +66,10 @@ bool handle_rnr(Conn* c, Qp* qp) {
 int dp_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   std::lock_guard lk(core().mu);
   Qp* qp = to_qp(ibqp);
+  if (inherited(to_ctx(ibqp->context))) {
+    *bad = wr;
+    return refuse_inherited("ibv_post_recv");
+  }
   for (; wr; wr = wr->next) {
     if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > qp->cap.max_recv_sge || qp->qp.state == IBV_QPS_RESET) {
       *bad = wr;

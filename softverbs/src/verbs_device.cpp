@@ -66,6 +66,7 @@ void fork_child() {
   Core& c = core();
   c.mu.unlock();
   std::lock_guard lk(c.mu);
+  ++c.fork_generation;
   c.engine.abandon_after_fork();
   c.stats.clear();  // the parent's QPs are not this process's to report
 }
@@ -111,11 +112,13 @@ Device* device_by_ip(in_addr_t ip) {
   return nullptr;
 }
 
-Context* open_context(Device* d) {
-  if (d->ctx) return d->ctx;
+namespace {
+
+Context* new_context(Device* d) {
   auto* c = new Context;
   std::memset(&c->v, 0, sizeof c->v);
   c->device = d;
+  c->fork_generation = core().fork_generation;
   if (!c->async_pipe.open()) fatal("cannot create async event pipe");
   c->v.sz = sizeof(verbs_context);
   c->v.query_port = query_port_ex;
@@ -133,8 +136,27 @@ Context* open_context(Device* d) {
   ctx.ops.bind_mw = eopnotsupp_bind_mw;
   ctx.ops.dealloc_mw = eopnotsupp_dealloc_mw;
   ctx.ops.post_srq_recv = eopnotsupp_srq_recv;
-  d->ctx = c;
   return c;
+}
+
+}  // namespace
+
+Context* open_context(Device* d) {
+  if (!d->ctx) d->ctx = new_context(d);
+  return d->ctx;
+}
+
+int refuse_inherited(const char* call) {
+  static bool said = false;
+  if (!said) {
+    said = true;
+    std::fprintf(stderr,
+                 "softverbs[%d]: %s on a device context or CM channel opened before fork: EACCES, as the kernel "
+                 "refuses a forked child the files its parent opened (open RDMA resources after fork)\n",
+                 static_cast<int>(getpid()), call);
+  }
+  errno = EACCES;
+  return EACCES;
 }
 
 void fill_device_attr(Device* d, ibv_device_attr* a) {
@@ -191,9 +213,15 @@ __be64 ibv_get_device_guid(ibv_device* d) { return htobe64(reinterpret_cast<Devi
 
 int ibv_get_device_index(ibv_device* d) { return reinterpret_cast<Device*>(d)->index; }
 
-ibv_context* ibv_open_device(ibv_device* d) {
+ibv_context* ibv_open_device(ibv_device* dev) {
   std::lock_guard lk(core().mu);
-  return &open_context(reinterpret_cast<Device*>(d))->v.context;
+  Device* d = reinterpret_cast<Device*>(dev);
+  // A forked child opens its own device file; rdma_cm's cached context stays the parent's.
+  if (d->ctx && inherited(d->ctx)) {
+    if (!d->child_ctx || inherited(d->child_ctx)) d->child_ctx = new_context(d);
+    return &d->child_ctx->v.context;
+  }
+  return &open_context(d)->v.context;
 }
 
 // Contexts are shared per device (as rdma_cm ids share them) and live until exit.
@@ -232,6 +260,10 @@ int ibv_get_pkey_index(ibv_context*, uint8_t port, __be16 pkey) {
 
 ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
   std::lock_guard lk(core().mu);
+  if (inherited(to_ctx(ctx))) {
+    refuse_inherited("ibv_alloc_pd");
+    return nullptr;
+  }
   if (core().faults.should_fail("pd")) {
     errno = ENOMEM;
     return nullptr;
