@@ -2,6 +2,8 @@
 """fio end-to-end tests through libfio_nvmeof.so against nvmeof-target over
 softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
 import os
+import socket
+import subprocess
 import sys
 import time
 
@@ -246,7 +248,64 @@ def test_gpu_job(job, registration):
           "through fake GPU memory")
 
 
+def free_tcp_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_client_server():
+    """fio --server runs the engine (as in distributed regression runs), and
+    fio --client gets the engine's start-up line, its results, and its errors."""
+    wd = h.workdir()
+    job = wd + "/client-server.fio"
+    h.write_job(job, """[global]
+{TARGET}rw=randwrite
+bs=4k
+size=8m
+iodepth=8
+verify=crc32c
+verify_fatal=1
+[client-server]
+""")
+    port = free_tcp_port()
+    with h.target(wd) as t:
+        env = dict(os.environ, NVMEOF_ENGINE=h.ENGINE, NVMEOF_TRADDR=t.address, NVMEOF_TRSVCID=str(t.port),
+                   NVMEOF_SUBNQN=h.NQN, NVMEOF_NSID="")
+        server = subprocess.Popen([h.SOFTVERBS_RUN, h.FIO, f"--server=ip:127.0.0.1,{port}"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            client = [h.FIO, f"--client=ip:127.0.0.1,{port}"]
+            ok = bad = None
+            for _ in range(50):  # the server needs a moment to listen
+                ok = subprocess.run(client + [job], env=env, capture_output=True, text=True, timeout=120)
+                if "connection refused" not in (ok.stdout + ok.stderr).lower():
+                    break
+                time.sleep(0.2)
+            bad = subprocess.run(client + [job], env=dict(env, NVMEOF_SUBNQN="nqn.2026-12.io.nvmeof:nope"),
+                                 capture_output=True, text=True, timeout=120)
+        finally:
+            server.terminate()
+            try:
+                server.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.communicate()
+        t.stop()
+    out = ok.stdout + ok.stderr
+    check(ok.returncode == 0, f"client run failed (rc {ok.returncode}):\n{out[-3000:]}")
+    check("nvmeof: client-server: target" in out, f"the engine's start-up line did not reach the client:\n{out[-3000:]}")
+    check("err= 0" in out, f"the job reported an error:\n{out[-3000:]}")
+    stats = t.stats()
+    check(stats["bytes"]["write"] == 8 * 1024 * 1024 and stats["bytes"]["read"] == 8 * 1024 * 1024,
+          f"target moved {stats['bytes']}, expected 8 MiB written and verified")
+    bad_out = bad.stdout + bad.stderr
+    check(bad.returncode != 0 and "SUBNQN" in bad_out, f"wrong NQN not reported to the client:\n{bad_out[-3000:]}")
+    print("client/server: start-up line, 8 MiB write+verify, and the wrong-NQN error all reached the client")
+
+
 TESTS = {
+    "client-server": test_client_server,
     "gpu": test_gpu_job,
     "trim-fsync": test_trim_and_fsync,
     "job": test_job,
