@@ -90,6 +90,11 @@ fio_option engine_options[] = {
                       "Deadline of each I/O, in milliseconds; an I/O the target never answers "
                       "fails with ETIMEDOUT",
                       "30000"),
+    NVMEOF_INT_OPTION("keep_alive_ms", keep_alive_ms,
+                      "Keep-alive timeout (KATO) asked for in the admin Connect, in milliseconds; "
+                      "0 disables keep-alive. Keep Alive goes out every half timeout while the "
+                      "job polls, so a job idle longer than that (thinktime) may be dropped",
+                      "0"),
     NVMEOF_STRING_OPTION("gpu", gpu,
                          "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
                          "visible GPUs by job); needs a CUDA build and driver"),

@@ -45,6 +45,7 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.io_queues = std::max(1u, options.nr_io_queues);
     o.timeout = std::chrono::milliseconds(options.connect_timeout_ms);
     o.io_timeout = std::chrono::milliseconds(options.io_timeout_ms);
+    o.keep_alive_ms = options.keep_alive_ms;
     return o;
 }
 
@@ -92,7 +93,8 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
     : td_(td),
       gpu_(job_gpu(td, options)),
       controller_(Controller::connect(job_options(td, spec, options, gpu_, gpu_source_note_))),
-      namespace_(controller_.namespace_at(spec.nsid)) {
+      namespace_(controller_.namespace_at(spec.nsid)),
+      keep_alive_(options.keep_alive_ms != 0) {
     for (std::size_t i = 0; i < controller_.io_queue_count(); ++i) {
         queues_.push_back(controller_.io(i));
     }
@@ -299,6 +301,19 @@ void Job::reap(const Completion& completion, unsigned int max) {
     }
 }
 
+// Keep Alive rides on fio's polling, as in SPDK's plugin: a job that stops
+// polling for longer than half the timeout (a long thinktime) can be dropped.
+void Job::service_keep_alive() noexcept {
+    if (!keep_alive_ || keep_alive_failed_) {
+        return;
+    }
+    std::string why;  // written (allocated) only on failure
+    if (!controller_.keep_alive(&why)) {
+        keep_alive_failed_ = true;
+        log_err("nvmeof: %s: keep-alive: %s\n", td_->o.name, why.c_str());
+    }
+}
+
 int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     nr_events_ = 0;
     max = std::min<unsigned int>(max, static_cast<unsigned int>(events_.size()));
@@ -312,6 +327,7 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     // fio commits before a blocking wait but not before a non-blocking pass;
     // anything still deferred would otherwise never leave.
     commit();
+    service_keep_alive();
     const bool one_pass = t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0;
     unsigned idle_polls = 0;
     while (nr_events_ < max) {
@@ -332,6 +348,7 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
         }
         if (found == 0 && ++idle_polls >= kIdlePollsBeforeYield) {
             idle_polls = 0;
+            service_keep_alive();  // a long wait for the target must not starve its timer
             sched_yield();
         }
     }

@@ -35,6 +35,7 @@ struct EngineOptions {
     unsigned int nr_io_queues;
     unsigned int connect_timeout_ms;
     unsigned int io_timeout_ms;
+    unsigned int keep_alive_ms;
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     // Learned by setup():
     unsigned int pieces_per_io_u;
@@ -67,6 +68,7 @@ private:
     std::size_t in_flight() const;
 
     void gpu_copy(io_u* unit, bool to_gpu);
+    void service_keep_alive() noexcept;
 
     thread_data* td_;
     int gpu_ = -1;               // GPU ordinal, or -1: host buffers
@@ -85,6 +87,8 @@ private:
     std::size_t nr_events_ = 0;
     std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
     std::size_t surplus_head_ = 0;
+    bool keep_alive_ = false;         // keep_alive_ms > 0: serviced from getevents
+    bool keep_alive_failed_ = false;  // said once
 };
 
 }  // namespace nvmeof::engine

@@ -87,6 +87,17 @@ MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {
     return MemoryRegion(std::move(record));
 }
 
+bool ControllerImpl::keep_alive(std::string* why) noexcept {
+    if (!keep_alive_) {
+        return true;
+    }
+    const bool alive = keep_alive_->service(KeepAlive::Clock::now());
+    if (!alive && why != nullptr) {
+        *why = keep_alive_->failure();
+    }
+    return alive;
+}
+
 void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
     require_open("I/O");
     const std::string what = "namespace " + std::to_string(ns.nsid);
@@ -137,6 +148,7 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
         }
         while (!queue.transfer_finished(index)) {
             queue.progress();
+            keep_alive(nullptr);  // a long transfer must not starve the target's timer
             if (!queue.transfer_finished(index)) {
                 std::this_thread::yield();
             }
@@ -169,6 +181,16 @@ void Controller::close() noexcept {
 }
 
 bool Controller::is_open() const noexcept { return impl_ && impl_->open(); }
+
+bool Controller::keep_alive(std::string* why) noexcept {
+    if (!impl_) {
+        if (why != nullptr) {
+            *why = "controller was moved from";
+        }
+        return false;
+    }
+    return impl_->keep_alive(why);
+}
 
 const Limits& Controller::limits() const {
     if (!impl_) {

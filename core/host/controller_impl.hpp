@@ -2,9 +2,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "host/keep_alive.hpp"
 #include "host/memory_record.hpp"
 #include "nvmeof/controller.hpp"
 #include "nvmeof/wire/registers.hpp"
@@ -46,6 +48,8 @@ public:
     RdmaQueue& io(std::size_t index);
     std::size_t io_count() const { return io_.size(); }
     RdmaQueue& admin() { return *admin_; }
+    // See Controller::keep_alive.
+    bool keep_alive(std::string* why) noexcept;
 
 private:
     // Remembers a registered record (closed with the controller) and hands it out.
@@ -79,6 +83,7 @@ private:
     std::unique_ptr<RdmaQueue> admin_;
     std::vector<std::unique_ptr<RdmaQueue>> io_;
     std::vector<std::weak_ptr<MemoryRecord>> memory_;
+    std::optional<KeepAlive> keep_alive_;  // with Options::keep_alive_ms; before the admin queue goes
 };
 
 }  // namespace nvmeof::detail

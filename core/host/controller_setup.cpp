@@ -28,10 +28,6 @@ void ControllerImpl::validate_options() const {
     auto bad = [](const std::string& what) {
         throw ConnectError(ConnectFailure::invalid_options, "options", what);
     };
-    if (options_.keep_alive_ms != 0) {
-        bad("keep_alive_ms " + std::to_string(options_.keep_alive_ms) +
-            " is not supported yet: only 0 (keep-alive disabled) is implemented");
-    }
     if (options_.queue_depth < kMinQueueSize) {
         bad("queue_depth must be at least 2 (one slot is always kept free)");
     }
@@ -105,6 +101,10 @@ void ControllerImpl::connect() {
     limits_.host_nqn = identity_.nqn;
     limits_.host_id = identity_.id_text;
     limits_.host_identity_origin = identity_.origin;
+    if (options_.keep_alive_ms != 0) {
+        keep_alive_.emplace(*admin_, std::chrono::milliseconds(options_.keep_alive_ms),
+                            KeepAlive::Clock::now());
+    }
     state_ = ControllerState::live;
     log_debug("controller %u live: %u I/O queues of %u entries, MDTS %llu bytes",
               unsigned{limits_.cntlid}, limits_.io_queues, unsigned{limits_.queue_size},
@@ -164,8 +164,9 @@ std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qi
         wire::connect_data(identity_.id, options_.subsystem_nqn, identity_.nqn, cntlid);
     std::memcpy(scratch_.get() + kScratchConnectOffset, &data, sizeof data);
     // Keyed on every queue: nvmet's admin receive buffers cannot take it in-capsule.
+    // KATO belongs to the controller: I/O queue Connects leave it 0 (reserved there).
     const wire::Sqe command = wire::connect_command(
-        qid, size, options_.keep_alive_ms,
+        qid, size, qid == 0 ? options_.keep_alive_ms : 0,
         wire::keyed_data_block(scratch(kScratchConnectOffset, wire::kConnectDataSize)));
     const Response response = execute(queue, command, step);
     if (!response.status.ok()) {
@@ -177,7 +178,9 @@ std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qi
         } else if (status.is(wire::FabricsStatus::connect_invalid_host)) {
             message += ": host " + identity_.nqn + " is not allowed";
         } else if (status.is(wire::GenericStatus::keep_alive_timeout_invalid)) {
-            message += ": the target refuses KATO 0, and keep-alive is not implemented yet";
+            message += options_.keep_alive_ms == 0
+                           ? ": the target refuses KATO 0; set a keep-alive timeout (keep_alive_ms, e.g. 5000)"
+                           : ": the target refuses KATO " + std::to_string(options_.keep_alive_ms) + " ms";
         }
         ConnectError::Details d;
         d.status = status;
@@ -328,6 +331,7 @@ void ControllerImpl::close() noexcept {
         return;
     }
     state_ = ControllerState::closing;
+    keep_alive_.reset();  // its request slot belongs to the admin queue
     for (auto& queue : io_) {
         queue->disconnect();
     }

@@ -304,7 +304,32 @@ verify_fatal=1
     print("client/server: start-up line, 8 MiB write+verify, and the wrong-NQN error all reached the client")
 
 
+def test_keep_alive():
+    """keep_alive_ms: the job outlives several timeouts, and the target counted
+    a Keep Alive every half timeout."""
+    wd = h.workdir()
+    job = wd + "/keep-alive.fio"
+    h.write_job(job, """[global]
+{TARGET}keep_alive_ms=1000
+rw=randread
+bs=4k
+iodepth=4
+time_based=1
+runtime=3
+[keep-alive]
+""")
+    with h.target(wd) as t:
+        proc, result = h.run_fio(job, t)
+        t.stop()
+    check(proc.returncode == 0 and result is not None and not h.job_errors(result),
+          f"fio failed:\n{proc.stderr[-3000:]}")
+    sent = t.stats()["commands"]["keep_alive"]
+    check(sent >= 4, f"the target saw {sent} Keep Alive commands in 3 s with a 1000 ms timeout")
+    print(f"keep-alive: {sent} Keep Alive commands in a 3 s job with keep_alive_ms=1000")
+
+
 TESTS = {
+    "keep-alive": test_keep_alive,
     "client-server": test_client_server,
     "gpu": test_gpu_job,
     "trim-fsync": test_trim_and_fsync,

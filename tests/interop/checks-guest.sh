@@ -128,6 +128,18 @@ stop_target() {
     target_pid=""
 }
 
+# The [global] lines every job written here shares: the engine and the kernel target.
+engine_job_header() {
+    cat <<JOB
+[global]
+ioengine=external:\${NVMEOF_ENGINE}
+traddr=\${NVMEOF_TRADDR}
+trsvcid=\${NVMEOF_TRSVCID}
+subnqn=\${NVMEOF_SUBNQN}
+io_timeout_ms=$io_timeout_ms
+JOB
+}
+
 # ---- 1. our fio engine -> kernel nvmet-rdma ---------------------------------------------
 check_engine_to_kernel() {
     begin engine-to-kernel
@@ -145,13 +157,7 @@ check_engine_to_kernel() {
     # Thread mode, numjobs > 1 (the process-mode run is multi-job above).
     run_fio multi-job-thread "$work/multi-job.fio" --thread
     # Block sizes above nvmet-rdma's MDTS (1 MiB): each I/O is split into several commands.
-    cat > "$work/above-mdts.fio" <<JOB
-[global]
-ioengine=external:\${NVMEOF_ENGINE}
-traddr=\${NVMEOF_TRADDR}
-trsvcid=\${NVMEOF_TRSVCID}
-subnqn=\${NVMEOF_SUBNQN}
-io_timeout_ms=$io_timeout_ms
+    { engine_job_header; cat <<JOB
 rw=write
 iodepth=2
 size=16m
@@ -165,7 +171,22 @@ stonewall
 bs=4m
 offset=32m
 JOB
+    } > "$work/above-mdts.fio"
     run_fio above-mdts "$work/above-mdts.fio"
+    # Keep-alive: the kernel must accept a Connect with KATO and the engine's
+    # Keep Alive commands for 4 timeouts. (It also counts I/O as keep-alive
+    # traffic; the core tests below keep a host alive with Keep Alive alone.)
+    { engine_job_header; cat <<JOB
+keep_alive_ms=1000
+rw=randread
+bs=4k
+iodepth=4
+time_based=1
+runtime=4
+[keep-alive]
+JOB
+    } > "$work/keep-alive.fio"
+    run_fio keep-alive "$work/keep-alive.fio"
     # The engine logs the MDTS the kernel target granted; 2 MiB must be above it.
     local mdts; mdts="$(grep -ho 'MDTS [0-9]* bytes' "$work"/*.json 2>/dev/null | head -1 | awk '{print $2}')"
     if [ -z "$mdts" ]; then say "  (engine did not log the MDTS)"

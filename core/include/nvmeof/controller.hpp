@@ -82,6 +82,15 @@ public:
     MemoryRegion register_gpu(void* device_ptr, std::size_t bytes,
                               std::shared_ptr<GpuOrdering> ordering = nullptr);
 
+    // Keep-alive, when Options::keep_alive_ms is set: sends a Keep Alive on the
+    // admin queue every half timeout and reaps the answer; never blocks. Call it
+    // regularly, e.g. whenever you poll an I/O queue (the fio engine does, and
+    // blocking Namespace transfers do). A target drops a controller that stays
+    // silent for a whole timeout. Returns false once a Keep Alive failed or went
+    // unanswered, or the admin queue failed (`why` says which); true when
+    // keep-alive is disabled.
+    bool keep_alive(std::string* why = nullptr) noexcept;
+
     IoQueue io(std::size_t index = 0);
     std::size_t io_queue_count() const noexcept;
     IoQueue admin();

@@ -27,7 +27,9 @@ struct Options {
     std::uint16_t queue_depth = kDefaultQueueDepth;  // I/O queue size asked for; negotiated down
     std::uint32_t io_queues = 1;
     std::chrono::milliseconds timeout = kDefaultTimeout;  // per step and per request
-    std::uint32_t keep_alive_ms = 0;   // only 0 (disabled) is supported so far
+    // Keep-alive timeout (KATO) asked for in the admin Connect; 0 disables it.
+    // With a timeout, call Controller::keep_alive() regularly (see there).
+    std::uint32_t keep_alive_ms = 0;
     bool random_host_id = false;       // a fresh random host ID instead of the stable default
     // Deadline of each I/O-queue request; 0 means the same as `timeout`.
     std::chrono::milliseconds io_timeout{0};
