@@ -88,6 +88,12 @@ MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {
 }
 
 bool ControllerImpl::keep_alive(std::string* why) noexcept {
+    if (options_.keep_alive_ms != 0 && !open()) {
+        if (why != nullptr) {
+            *why = "the controller is closed";
+        }
+        return false;
+    }
     if (!keep_alive_) {
         return true;
     }

@@ -177,6 +177,9 @@ TEST(KeepAlive, ServicedControllerOutlivesSeveralTimeouts) {
     }
     ns.read(block, 0, 1);  // still alive after 3 timeouts
     ctrl.close();
+    std::string why;
+    EXPECT_FALSE(ctrl.keep_alive(&why));
+    EXPECT_EQ(why, "the controller is closed");
     const std::string stats = target.stop();
     if (const auto sent = TargetProcess::stat(stats, "commands.keep_alive")) {
         EXPECT_GE(*sent, 5u) << "one Keep Alive per half second expected over 3.2 s";

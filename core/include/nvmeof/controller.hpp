@@ -87,8 +87,8 @@ public:
     // regularly, e.g. whenever you poll an I/O queue (the fio engine does, and
     // blocking Namespace transfers do). A target drops a controller that stays
     // silent for a whole timeout. Returns false once a Keep Alive failed or went
-    // unanswered, or the admin queue failed (`why` says which); true when
-    // keep-alive is disabled.
+    // unanswered, the admin queue failed, or the controller was closed (`why`
+    // says which); true when keep-alive is disabled.
     bool keep_alive(std::string* why = nullptr) noexcept;
 
     IoQueue io(std::size_t index = 0);
