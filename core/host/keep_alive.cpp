@@ -37,11 +37,10 @@ bool KeepAlive::service(Clock::time_point now) noexcept {
         return false;
     }
     admin_.progress();
-    if (waiting_) {
-        if (in_flight_.done()) {
-            const CompletionStatus status = in_flight_.response().status;
-            in_flight_ = Request();
-            waiting_ = false;
+    if (in_flight_) {
+        if (in_flight_->done()) {
+            const CompletionStatus status = in_flight_->response().status;
+            in_flight_.reset();
             if (!status.ok()) {
                 return fail("Keep Alive failed: " + describe(status));
             }
@@ -60,16 +59,14 @@ bool KeepAlive::service(Clock::time_point now) noexcept {
         }
         return fail("the admin queue failed, so keep-alive stopped");
     }
-    if (!waiting_ && now >= next_send_) {
+    if (!in_flight_ && now >= next_send_) {
         try {
-            in_flight_ = Request(&admin_, admin_.submit_command(wire::keep_alive_command()));
+            in_flight_.emplace(&admin_, admin_.submit_command(wire::keep_alive_command()));
         } catch (const std::exception& e) {
             return fail(std::string("cannot send Keep Alive: ") + e.what());
         }
-        waiting_ = true;
         sent_at_ = now;
         next_send_ = now + period_;
-        ++sent_;
     }
     return true;
 }

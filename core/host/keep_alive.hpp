@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "nvmeof/queue.hpp"
@@ -22,7 +23,6 @@ public:
     // or the admin queue failed; failure() then says why. Allocates only then.
     bool service(Clock::time_point now) noexcept;
     const std::string& failure() const noexcept { return failure_; }
-    std::uint64_t sent() const noexcept { return sent_; }
 
 private:
     bool fail(std::string why) noexcept;
@@ -33,9 +33,7 @@ private:
     Clock::time_point next_send_;
     Clock::time_point sent_at_;
     Clock::time_point last_contact_;  // connect, or the last Keep Alive answered
-    Request in_flight_;
-    bool waiting_ = false;
-    std::uint64_t sent_ = 0;
+    std::optional<Request> in_flight_;  // the Keep Alive sent and not yet answered
     std::string failure_;
 };
 

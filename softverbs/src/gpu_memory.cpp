@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -45,13 +46,15 @@ bool bind(void* lib, const char* name, Fn* fn) {
 }
 
 // The CUDA driver once the application has loaded one (device memory cannot
-// exist before that), else nullptr.  Bound once and kept for the process.
+// exist before that), else nullptr.  Bound once and kept for the process;
+// after that, copies on the data path find it without a lock.
 const Driver* driver() {
+  static std::atomic<const Driver*> bound{nullptr};
+  if (const Driver* ready = bound.load(std::memory_order_acquire)) return ready;
   static std::mutex mu;
   static Driver d;
-  static bool bound = false;
   std::lock_guard lk(mu);
-  if (bound) return &d;
+  if (const Driver* ready = bound.load(std::memory_order_relaxed)) return ready;
   const char* env = std::getenv("SOFTVERBS_CUDA_LIBRARY");
   const char* name = env && *env ? env : kDefaultDriver;
   void* lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
@@ -71,7 +74,7 @@ const Driver* driver() {
     dlclose(lib);
     return nullptr;
   }
-  bound = true;
+  bound.store(&d, std::memory_order_release);
   return &d;
 }
 

@@ -40,6 +40,24 @@ ibv_mr* add_mr(ibv_pd* pd, void* addr, std::size_t length, uint64_t iova, uint64
   return &m->mr;
 }
 
+// The checks every registration makes first (caller holds core().mu); false
+// with errno set when the registration is refused.
+bool admit(ibv_pd* pd, const char* call, bool bad_range, unsigned access) {
+  if (inherited(to_ctx(pd->context))) {
+    refuse_inherited(call);
+    return false;
+  }
+  if (!access_ok(access) || bad_range) {
+    errno = EINVAL;
+    return false;
+  }
+  if (core().faults.should_fail("mr")) {
+    errno = ENOMEM;
+    return false;
+  }
+  return true;
+}
+
 bool covers(uint64_t start, uint64_t length, uint64_t addr, uint64_t len) {
   return addr >= start && len <= length && addr - start <= length - len;
 }
@@ -83,20 +101,8 @@ using namespace sv;
 extern "C" {
 
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
-  Core& c = core();
-  std::lock_guard lk(c.mu);
-  if (inherited(to_ctx(pd->context))) {
-    refuse_inherited("ibv_reg_mr");
-    return nullptr;
-  }
-  if (!access_ok(access) || (!addr && length) || length > kMaxMrSize) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (c.faults.should_fail("mr")) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  std::lock_guard lk(core().mu);
+  if (!admit(pd, "ibv_reg_mr", (!addr && length) || length > kMaxMrSize, access)) return nullptr;
   // A device pointer here is the nvidia_peermem path: the "HCA" reaches GPU memory by its address.
   GpuMemory gpu;
   auto base = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(addr));
@@ -119,23 +125,11 @@ ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova, in
 // finds the memory by the iova, which GPUDirect users set to the device address
 // of the MR's first byte (offset is kept only as mr->addr, as rdma-core does).
 ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access) {
-  Core& c = core();
-  std::lock_guard lk(c.mu);
+  std::lock_guard lk(core().mu);
   const auto flags = static_cast<unsigned>(access);
-  if (inherited(to_ctx(pd->context))) {
-    refuse_inherited("ibv_reg_dmabuf_mr");
-    return nullptr;
-  }
-  if (!access_ok(flags) || !length || length > kMaxMrSize) {
-    errno = EINVAL;
-    return nullptr;
-  }
+  if (!admit(pd, "ibv_reg_dmabuf_mr", !length || length > kMaxMrSize, flags)) return nullptr;
   if (fcntl(fd, F_GETFD) < 0) {
     errno = EBADF;
-    return nullptr;
-  }
-  if (c.faults.should_fail("mr")) {
-    errno = ENOMEM;
     return nullptr;
   }
   GpuMemory gpu;

@@ -103,9 +103,10 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
     for (int i = 0; i < wr->num_sge; ++i) {
       const ibv_sge& s = wr->sg_list[i];
       if (s.length == 0) continue;
-      mrs[static_cast<std::size_t>(i)] = local_mr(qp, s, is_read ? IBV_ACCESS_LOCAL_WRITE : 0);
-      local_ok = local_ok && mrs[static_cast<std::size_t>(i)];
-      from_device = from_device || (local_ok && mrs[static_cast<std::size_t>(i)]->gpu.device());
+      const Mr* m = local_mr(qp, s, is_read ? IBV_ACCESS_LOCAL_WRITE : 0);
+      mrs[static_cast<std::size_t>(i)] = m;
+      local_ok = local_ok && m;
+      from_device = from_device || (m && m->gpu.device());
     }
   if (local_ok && from_device && !is_read) local_ok = gather_from_device(wr, mrs, &ch);
   if (!local_ok || !qp->conn) {

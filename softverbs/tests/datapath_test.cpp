@@ -30,14 +30,7 @@ TEST_F(Data, SendWithSeveralSgesAndInline) {
   fill(p.client.buf, 0, 100, 1);
   fill(p.client.buf, 1000, 300, 2);
   ibv_sge sg[2] = {{p.client.addr(0), 100, p.client.mr->lkey}, {p.client.addr(1000), 300, p.client.mr->lkey}};
-  ibv_send_wr wr{};
-  wr.wr_id = 8;
-  wr.opcode = IBV_WR_SEND;
-  wr.sg_list = sg;
-  wr.num_sge = 2;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(p.client.qp(), &wr, &bad), 0);
+  ASSERT_EQ(post_sges(p.client.qp(), IBV_WR_SEND, 8, sg, 2), 0);
   auto r = poll_n(p.server.cq, 1);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, IBV_WC_SUCCESS);

@@ -76,14 +76,7 @@ TEST(LocalAccess, BadLkeyIsLocalProtectionError) {
   Pair p;
   ASSERT_TRUE(p.connect());
   ibv_sge s{p.client.addr(0), 64, p.client.mr->lkey + 1000};
-  ibv_send_wr wr{};
-  wr.wr_id = 5;
-  wr.opcode = IBV_WR_SEND;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(p.client.qp(), &wr, &bad), 0);
+  ASSERT_EQ(post_sges(p.client.qp(), IBV_WR_SEND, 5, &s, 1), 0);
   auto w = poll_n(p.client.cq, 1);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].status, IBV_WC_LOC_PROT_ERR);

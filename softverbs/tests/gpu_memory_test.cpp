@@ -207,22 +207,10 @@ TEST_F(GpuMemory, LocalSgesInDeviceMemorySendReceiveAndRead) {
   // RECV into device memory; SEND gathers one host and one device SGE.
   ibv_sge recv_sge{reinterpret_cast<uintptr_t>(server_device.address(8192)), kHostPart + kDevicePart,
                    server_mr->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 11;
-  rwr.sg_list = &recv_sge;
-  rwr.num_sge = 1;
-  ibv_recv_wr* rbad = nullptr;
-  ASSERT_EQ(ibv_post_recv(p.server.qp(), &rwr, &rbad), 0);
+  ASSERT_EQ(post_recv_sges(p.server.qp(), 11, &recv_sge, 1), 0);
   ibv_sge sg[2] = {{p.client.addr(0), kHostPart, p.client.mr->lkey},
                    {reinterpret_cast<uintptr_t>(client_device.address()), kDevicePart, client_mr->lkey}};
-  ibv_send_wr wr{};
-  wr.wr_id = 12;
-  wr.opcode = IBV_WR_SEND;
-  wr.sg_list = sg;
-  wr.num_sge = 2;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(p.client.qp(), &wr, &bad), 0);
+  ASSERT_EQ(post_sges(p.client.qp(), IBV_WR_SEND, 12, sg, 2), 0);
   expect_ok(p.server.cq, IBV_WC_RECV);
   expect_ok(p.client.cq, IBV_WC_SEND);
   std::vector<uint8_t> got = server_device.read(8192, kHostPart + kDevicePart);
@@ -232,15 +220,7 @@ TEST_F(GpuMemory, LocalSgesInDeviceMemorySendReceiveAndRead) {
   // READ from the server's host buffer into the client's device memory.
   fill(p.server.buf, 0, kDevicePart, 6);
   ibv_sge read_sge{reinterpret_cast<uintptr_t>(client_device.address(65536)), kDevicePart, client_mr->lkey};
-  wr = ibv_send_wr{};
-  wr.wr_id = 13;
-  wr.opcode = IBV_WR_RDMA_READ;
-  wr.sg_list = &read_sge;
-  wr.num_sge = 1;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = p.server.addr(0);
-  wr.wr.rdma.rkey = p.server.mr->rkey;
-  ASSERT_EQ(ibv_post_send(p.client.qp(), &wr, &bad), 0);
+  ASSERT_EQ(post_sges(p.client.qp(), IBV_WR_RDMA_READ, 13, &read_sge, 1, p.server.addr(0), p.server.mr->rkey), 0);
   expect_ok(p.client.cq, IBV_WC_RDMA_READ);
   EXPECT_EQ(client_device.read(65536, kDevicePart),
             std::vector<uint8_t>(p.server.buf.begin(), p.server.buf.begin() + kDevicePart));

@@ -123,29 +123,38 @@ void Side::setup_qp(rdma_cm_id* on, unsigned access) {
   ASSERT_EQ(rdma_create_qp(id, pd, &a), 0);
 }
 
-int Side::post_recv(uint64_t wr_id, std::size_t off, uint32_t len) {
-  ibv_sge s{addr(off), len, mr->lkey};
+int post_sges(ibv_qp* qp, ibv_wr_opcode op, uint64_t wr_id, ibv_sge* sges, int n, uint64_t raddr, uint32_t rkey,
+              unsigned flags) {
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.sg_list = sges;
+  wr.num_sge = n;
+  wr.send_flags = flags;
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(qp, &wr, &bad);
+}
+
+int post_recv_sges(ibv_qp* qp, uint64_t wr_id, ibv_sge* sges, int n) {
   ibv_recv_wr wr{};
   wr.wr_id = wr_id;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
+  wr.sg_list = sges;
+  wr.num_sge = n;
   ibv_recv_wr* bad = nullptr;
-  return ibv_post_recv(qp(), &wr, &bad);
+  return ibv_post_recv(qp, &wr, &bad);
+}
+
+int Side::post_recv(uint64_t wr_id, std::size_t off, uint32_t len) {
+  ibv_sge s{addr(off), len, mr->lkey};
+  return post_recv_sges(qp(), wr_id, &s, 1);
 }
 
 int Side::post(ibv_wr_opcode op, uint64_t wr_id, std::size_t off, uint32_t len, uint64_t raddr, uint32_t rkey,
                unsigned flags) {
   ibv_sge s{addr(off), len, mr->lkey};
-  ibv_send_wr wr{};
-  wr.wr_id = wr_id;
-  wr.opcode = op;
-  wr.sg_list = &s;
-  wr.num_sge = len ? 1 : 0;
-  wr.send_flags = flags;
-  wr.wr.rdma.remote_addr = raddr;
-  wr.wr.rdma.rkey = rkey;
-  ibv_send_wr* bad = nullptr;
-  return ibv_post_send(qp(), &wr, &bad);
+  return post_sges(qp(), op, wr_id, &s, len ? 1 : 0, raddr, rkey, flags);
 }
 
 int Side::post_write_then_send(std::size_t data_off, uint32_t len, uint64_t raddr, uint32_t rkey,

@@ -41,6 +41,11 @@ std::vector<ibv_wc> poll_for(ibv_cq* cq, int ms);
 
 sockaddr_in loopback(const char* ip, uint16_t port);
 
+// One work request over explicit SGEs (any MR, any key); returns ibv_post_*'s result.
+int post_sges(ibv_qp* qp, ibv_wr_opcode op, uint64_t wr_id, ibv_sge* sges, int n, uint64_t raddr = 0,
+              uint32_t rkey = 0, unsigned flags = IBV_SEND_SIGNALED);
+int post_recv_sges(ibv_qp* qp, uint64_t wr_id, ibv_sge* sges, int n);
+
 // One side of an RC connection with its own channel, PD, CQ, QP and buffer.
 struct Side {
   rdma_event_channel* ch = nullptr;
