@@ -17,7 +17,12 @@
 #include <exception>
 #include <memory>
 
+#include <mutex>
+#include <set>
+
 #include "job.hpp"
+#include "job_facts.hpp"
+#include "output.hpp"
 
 #ifndef FIO_EXPECTED_VERSION
 #error "FIO_EXPECTED_VERSION must name the fio release the headers come from"
@@ -98,6 +103,9 @@ fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("gpu", gpu,
                          "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
                          "visible GPUs by job); needs a CUDA build and driver"),
+    NVMEOF_STRING_OPTION("info_file", info_file,
+                         "Append one JSON line of each job's start-up facts (target, namespace, "
+                         "queues, MDTS, controller) to this file; emptied when fio starts"),
     fio_option{.name = nullptr},
 };
 static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
@@ -201,6 +209,21 @@ Probe probe_in_child(thread_data* td, const fio_file* f) {
     return reply.probe;
 }
 
+// info_file is emptied once per fio run, by the first job's setup(), when
+// setup() runs in fio's parent before any job starts (create_serialize, the
+// default). Otherwise setup() runs in each job, and records are only appended.
+void start_info_file(const thread_data* td, const EngineOptions& options) {
+    if (options.info_file[0] == '\0' || !td->o.create_serialize) {
+        return;
+    }
+    static std::mutex lock;
+    static std::set<std::string> emptied;
+    const std::lock_guard guard(lock);
+    if (emptied.insert(options.info_file).second) {
+        truncate_file(options.info_file);
+    }
+}
+
 // Runs in fio's parent, before any job forks: learns the namespace size and the number of
 // commands per I/O. With process jobs the RDMA work happens in a short-lived child (see
 // probe_in_child); with thread jobs in this process. No RDMA resource survives it.
@@ -218,6 +241,7 @@ int nvmeof_setup(thread_data* td) {
                 throw SpecError("gpu=" + std::string(o.gpu) + ": " + why);
             }
         }
+        start_info_file(td, options_of(td));
         fio_file* f = td->files != nullptr ? td->files[0] : nullptr;
         const Probe p = td->o.use_thread ? probe(td, f) : probe_in_child(td, f);
         options_of(td).pieces_per_io_u = p.pieces_per_io_u;

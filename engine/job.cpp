@@ -9,6 +9,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "job_facts.hpp"
+#include "output.hpp"
+
 namespace nvmeof::engine {
 namespace {
 
@@ -112,7 +115,7 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
         fit += q.capacity() / pieces;
     }
     if (td->o.iodepth > fit) {
-        log_info("nvmeof: %s: iodepth %u clamped to %zu: the target granted %u I/O queue(s) of %u "
+        say_info("nvmeof: %s: iodepth %u clamped to %zu: the target granted %u I/O queue(s) of %u "
                  "usable slots and each I/O needs %zu command(s)\n",
                  td->o.name, td->o.iodepth, fit, limits.io_queues, limits.usable_slots, pieces);
         const auto depth = static_cast<unsigned int>(fit);
@@ -127,7 +130,7 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
     events_.resize(depth);
     surplus_.reserve(depth);
 
-    log_info("nvmeof: %s: target %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u I/O "
+    say_info("nvmeof: %s: target %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u I/O "
              "queue(s) of %u entries (%u usable); MDTS %llu bytes; source %s, device %s\n",
              td->o.name, limits.target_address.c_str(), limits.subsystem_nqn.c_str(),
              namespace_.nsid(), static_cast<unsigned long long>(namespace_.size_lbas()),
@@ -136,6 +139,50 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
              limits.io_queues, limits.queue_size, limits.usable_slots,
              static_cast<unsigned long long>(limits.max_transfer_bytes),
              limits.source_address.c_str(), limits.device_name.c_str());
+    if (options.info_file[0] != '\0') {
+        record_facts(spec, options, wanted_queue_depth(td, options));
+    }
+}
+
+void Job::record_facts(const TargetSpec& spec, const EngineOptions& options,
+                       std::uint16_t queue_size_asked) const {
+    const Limits& limits = controller_.limits();
+    ControllerFacts c;
+    c.traddr = spec.address;
+    c.trsvcid = spec.port;
+    c.subnqn = limits.subsystem_nqn;
+    c.host_nqn = limits.host_nqn;
+    c.cntlid = limits.cntlid;
+    c.model = limits.model;
+    c.serial = limits.serial;
+    c.firmware = limits.firmware;
+    c.io_queues = limits.io_queues;
+    c.io_queues_asked = std::max(1u, options.nr_io_queues);
+    c.queue_size = limits.queue_size;
+    c.queue_size_asked = queue_size_asked;
+    c.usable_slots = limits.usable_slots;
+    c.mdts_bytes = limits.mdts_bytes;
+    c.max_transfer_bytes = limits.max_transfer_bytes;
+    c.kas_ms = limits.kas * 100u;
+    c.keep_alive_ms = options.keep_alive_ms;
+    c.source = limits.source_address;
+    c.device = limits.device_name;
+    JobFacts facts;
+    facts.job = td_->o.name != nullptr ? td_->o.name : "";
+    facts.job_number = td_->thread_number;
+    facts.pid = static_cast<long>(getpid());
+    facts.iodepth = td_->o.iodepth;
+    facts.controllers.push_back(std::move(c));
+    const fio_file* f = td_->files != nullptr ? td_->files[0] : nullptr;
+    facts.namespaces.push_back(NamespaceFacts{
+        .file = f != nullptr && f->file_name != nullptr ? f->file_name : "",
+        .controller = 0,
+        .nsid = namespace_.nsid(),
+        .size_bytes = namespace_.info().size_bytes(),
+        .blocks = namespace_.size_lbas(),
+        .lba_size = namespace_.lba_size(),
+    });
+    append_line(options.info_file, to_json_line(facts));
 }
 
 void* Job::allocate_buffers(std::size_t bytes) {
@@ -161,7 +208,7 @@ void* Job::allocate_buffers(std::size_t bytes) {
     } catch (const std::exception&) {
         pci = "?";
     }
-    log_info("nvmeof: %s: I/O buffers in GPU %d (PCI %s): %zu bytes allocated with %s, registered by %s with "
+    say_info("nvmeof: %s: I/O buffers in GPU %d (PCI %s): %zu bytes allocated with %s, registered by %s with "
              "RDMA device %s, source %s (%s)%s\n",
              td_->o.name, gpu_, pci.c_str(), rounded, std::string(gpu_arena_.allocator()).c_str(),
              std::string(arena_.registration_path()).c_str(),

@@ -37,6 +37,7 @@ struct EngineOptions {
     unsigned int io_timeout_ms;
     unsigned int keep_alive_ms;
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
+    char info_file[kOptionTextSize];  // "": none; else one JSON line of start-up facts per job
     // Learned by setup():
     unsigned int pieces_per_io_u;
 };
@@ -67,6 +68,8 @@ private:
     void reap(const Completion& completion, unsigned int max);
     std::size_t in_flight() const;
 
+    void record_facts(const TargetSpec& spec, const EngineOptions& options,
+                      std::uint16_t queue_size_asked) const;
     void gpu_copy(io_u* unit, bool to_gpu);
     void service_keep_alive() noexcept;
 

@@ -262,6 +262,7 @@ void ControllerImpl::identify_controller() {
     limits_.maxcmd = id.maxcmd;
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
+    limits_.kas = id.kas;
     limits_.model = std::string(id.model());
     limits_.serial = std::string(id.serial());
     limits_.firmware = std::string(id.firmware());

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """fio end-to-end tests through libfio_nvmeof.so against nvmeof-target over
 softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import harness as h
 from harness import check
@@ -328,7 +330,137 @@ runtime=3
     print(f"keep-alive: {sent} Keep Alive commands in a 3 s job with keep_alive_ms=1000")
 
 
+def read_info_records(path):
+    return [json.loads(line) for line in open(path).read().splitlines()]
+
+
+def test_machine_output(fmt, numjobs, mode):
+    """In json, json+ and terse modes stdout is fio's report alone: the start-up
+    lines go to stderr and the info_file gets one JSON record per job."""
+    numjobs = int(numjobs)
+    wd = h.workdir()
+    job = wd + "/machine.fio"
+    info = wd + "/facts.jsonl"
+    Path(info).write_text("stale record from an earlier run\n")
+    threads = "thread=1\n" if mode == "thread" else ""
+    h.write_job(job, f"""[global]
+{{TARGET}}{threads}info_file={info}
+rw=randwrite
+bs=4k
+iodepth=4
+size=2m
+numjobs={numjobs}
+offset_increment=2m
+[machine]
+""")
+    with h.target(wd) as t:
+        proc, _ = h.run_fio(job, t, args=[f"--output-format={fmt}"])
+        t.stop()
+    check(proc.returncode == 0, f"fio failed (rc {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    if fmt == "terse":
+        lines = proc.stdout.splitlines()
+        check(len(lines) == numjobs and all(line.startswith("3;fio-") for line in lines),
+              f"stdout is not {numjobs} terse line(s):\n{proc.stdout[:2000]}")
+    else:
+        result = h.parse_report(proc.stdout)
+        check(result is not None, f"stdout does not parse as JSON:\n{proc.stdout[:2000]}")
+        check(len(result["jobs"]) == numjobs, f"{len(result['jobs'])} jobs in the report, expected {numjobs}")
+        if fmt == "json+":
+            check("bins" in result["jobs"][0]["write"]["clat_ns"], "json+ report has no latency bins")
+    started = [line for line in proc.stderr.splitlines() if "nvmeof: machine: target" in line]
+    check(len(started) == numjobs, f"expected {numjobs} start-up line(s) on stderr:\n{proc.stderr[-3000:]}")
+    records = read_info_records(info)
+    check(len(records) == numjobs, f"info_file holds {len(records)} records, expected {numjobs}")
+    check(len({r["job_number"] for r in records}) == numjobs, f"job numbers repeat: {records}")
+    for r in records:
+        c, ns = r["controllers"][0], r["namespaces"][0]
+        check(r["job"] == "machine" and c["subnqn"] == h.NQN and c["trsvcid"] == t.port, f"bad record {r}")
+        check(ns["size_bytes"] == 128 << 20 and ns["lba_size"] == 512 and ns["nsid"] == 1, f"bad namespace {ns}")
+        check(c["io_queues"] == c["io_queues_asked"] == 1 and c["queue_size"] >= 5, f"bad queues {c}")
+        check(c["mdts_bytes"] == 128 << 10 and c["model"] and c["serial"] and c["cntlid"] > 0, f"bad controller {c}")
+        check(c["rdma_device"] and c["source"], f"no device/source in {c}")
+    print(f"{fmt} {mode} numjobs={numjobs}: stdout parses, {len(started)} start-up line(s) on stderr, "
+          f"{len(records)} info record(s)")
+
+
+def test_client_server_json():
+    """--client/--server with --output-format=json after --client (the form in
+    which fio's backend knows the mode): the client's stdout parses."""
+    wd = h.workdir()
+    job = wd + "/cs-json.fio"
+    h.write_job(job, """[global]
+{TARGET}rw=randread
+bs=4k
+size=4m
+iodepth=4
+numjobs=3
+[cs-json]
+""")
+    port = free_tcp_port()
+    with h.target(wd) as t:
+        env = h.target_env(t)
+        server = subprocess.Popen([h.SOFTVERBS_RUN, h.FIO, f"--server=ip:127.0.0.1,{port}"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            runs = {}
+            for fmt in ("json", "json+"):
+                for _ in range(50):  # the server needs a moment to listen
+                    proc = subprocess.run([h.FIO, f"--client=ip:127.0.0.1,{port}", f"--output-format={fmt}", job],
+                                          env=env, capture_output=True, text=True, timeout=120)
+                    if "connection refused" not in (proc.stdout + proc.stderr).lower():
+                        break
+                    time.sleep(0.2)
+                runs[fmt] = proc
+        finally:
+            server.terminate()
+            try:
+                server_out, _ = server.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server_out, _ = server.communicate()
+        t.stop()
+    for fmt, proc in runs.items():
+        check(proc.returncode == 0, f"{fmt} client run failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+        result = h.parse_report(proc.stdout)
+        check(result is not None, f"{fmt}: the client's stdout does not parse as JSON:\n{proc.stdout[:2000]}")
+        per_job = [j for j in result["client_stats"] if j["jobname"] == "cs-json"]
+        check(len(per_job) == 3 and all(j["error"] == 0 for j in per_job), f"{fmt}: client_stats {per_job}")
+    check(server_out.count("nvmeof: cs-json: target") == 6,
+          f"the start-up lines did not reach the server's stderr:\n{server_out[-3000:]}")
+    print("client/server json and json+: the client's stdout parses; 6 start-up lines on the server's stderr")
+
+
+def test_every_job_json():
+    """Every shipped job file in jobs/ runs with stdout that parses as JSON (the
+    GPU jobs over the fake CUDA driver when it was built)."""
+    fake = os.environ.get("NVMEOF_FAKE_CUDA")
+    wd = h.workdir()
+    ran = []
+    for path in sorted(h.JOBS.glob("*.fio")):
+        env = {}
+        if path.name.startswith("gpu-"):
+            if not fake:
+                print(f"{path.name}: skipped (no fake CUDA driver in this build)")
+                continue
+            env = {"NVMEOF_GPU": "0", "NVMEOF_CUDA_LIBRARY": fake, "SOFTVERBS_CUDA_LIBRARY": fake,
+                   "FAKE_CUDA_OPAQUE": "1", "FAKE_CUDA_DMABUF": "1"}
+        if path.name == "spdk-compat.fio":
+            env["NVMEOF_SUBNQN"] = h.NQN.replace(":", "\\:")  # the filename form escapes colons
+        with h.target(wd) as t:
+            proc, result = h.run_fio(h.shortened_job(path.name, wd, runtime=1), t, extra_env=env)
+            t.stop()
+        check(proc.returncode == 0, f"{path.name}: fio failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}")
+        check(result is not None, f"{path.name}: stdout does not parse as JSON:\n{proc.stdout[:2000]}")
+        check(not h.job_errors(result), f"{path.name}: job errors {h.job_errors(result)}")
+        ran.append(path.name)
+    check(len(ran) >= 8, f"only {ran} ran")
+    print(f"stdout parsed as JSON for {len(ran)} job files: {' '.join(ran)}")
+
+
 TESTS = {
+    "machine-output": test_machine_output,
+    "client-server-json": test_client_server_json,
+    "every-job-json": test_every_job_json,
     "keep-alive": test_keep_alive,
     "client-server": test_client_server,
     "gpu": test_gpu_job,

@@ -94,14 +94,23 @@ def run_fio(job_path, t, extra_env=None, args=(), timeout=180):
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS", ""), "detect_leaks=0"]))
     cmd = [SOFTVERBS_RUN, FIO, "--output-format=json", *args, str(job_path)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    result = None
-    start = proc.stdout.find("{")
-    if start >= 0:
-        try:
-            result = json.loads(proc.stdout[start:])
-        except json.JSONDecodeError:
-            result = None
-    return proc, result
+    return proc, parse_report(proc.stdout)
+
+
+def parse_report(stdout):
+    """fio's JSON report: the whole of stdout, nothing before or after it
+    (None when stdout is not exactly one JSON document)."""
+    try:
+        return json.loads(stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def target_env(t, extra=None):
+    env = dict(os.environ, NVMEOF_ENGINE=ENGINE, NVMEOF_TRADDR=t.address, NVMEOF_TRSVCID=str(t.port),
+               NVMEOF_SUBNQN=NQN, NVMEOF_NSID="")
+    env.update(extra or {})
+    return env
 
 
 TARGET_LINES = """ioengine=external:${NVMEOF_ENGINE}
