@@ -69,6 +69,31 @@ void* string_callback() {
         .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
     }
 
+// An SPDK plugin option with no effect here: accepted with any value (or
+// none), remembered as one bit so setup() can name it once per job.
+template <std::size_t Bit>
+int mark_ignored(void* data, const char*) {
+    static_cast<EngineOptions*>(data)->spdk_ignored |= std::uint64_t{1} << Bit;
+    return 0;
+}
+
+template <std::size_t Bit>
+void* ignored_callback() {
+    int (*fn)(void*, const char*) = mark_ignored<Bit>;
+    void* cb = nullptr;
+    std::memcpy(&cb, &fn, sizeof cb);  // fio keeps callbacks as void*
+    return cb;
+}
+
+#define NVMEOF_IGNORED_OPTION(bit)                                                                  \
+    fio_option {                                                                                    \
+        .name = kSpdkIgnoredOptions[bit].data(), .lname = kSpdkIgnoredOptions[bit].data(),          \
+        .type = FIO_OPT_STR, .off1 = offsetof(EngineOptions, spdk_ignored),                         \
+        .cb = ignored_callback<bit>(),                                                              \
+        .help = "SPDK plugin option, accepted for SPDK job files; no effect on NVMe/RDMA here",     \
+        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
+    }
+
 #define NVMEOF_INT_OPTION(option_name, field, help_text, default_value)                             \
     fio_option {                                                                                    \
         .name = option_name, .lname = option_name, .type = FIO_OPT_INT,                              \
@@ -88,17 +113,25 @@ fio_option engine_options[] = {
                          "/etc/machine-id)"),
     NVMEOF_STRING_OPTION("host_traddr", host_traddr,
                          "Local source address: binds RDMA-CM and so picks the RDMA device"),
-    NVMEOF_INT_OPTION("nr_io_queues", nr_io_queues, "I/O queues per job", "1"),
+    NVMEOF_INT_OPTION("nr_io_queues", nr_io_queues,
+                      "I/O queues per job and controller, 1 to 65534 (a note says so when the "
+                      "target grants fewer)",
+                      "1"),
+    NVMEOF_INT_OPTION("queue_size", queue_size,
+                      "I/O queue entries asked for (nvme-cli -Q), 2 to 65535; 0: derived from "
+                      "iodepth (the target may grant fewer; iodepth is then clamped)",
+                      "0"),
     NVMEOF_INT_OPTION("connect_timeout_ms", connect_timeout_ms,
-                      "Deadline of each connect step, in milliseconds", "30000"),
+                      "Deadline of each connect step, in milliseconds (at least 1)", "30000"),
     NVMEOF_INT_OPTION("io_timeout_ms", io_timeout_ms,
-                      "Deadline of each I/O, in milliseconds; an I/O the target never answers "
-                      "fails with ETIMEDOUT",
+                      "Deadline of each I/O, in milliseconds (at least 1; there is no \"no "
+                      "timeout\"); an I/O the target never answers fails with ETIMEDOUT",
                       "30000"),
     NVMEOF_INT_OPTION("keep_alive_ms", keep_alive_ms,
-                      "Keep-alive timeout (KATO) asked for in the admin Connect, in milliseconds; "
-                      "0 disables keep-alive. Keep Alive goes out every half timeout while the "
-                      "job polls, so a job idle longer than that (thinktime) may be dropped",
+                      "Keep-alive timeout (KATO) asked for in the admin Connect, in milliseconds: "
+                      "0 (off) or at least 1000 and at least the controller's KAS granularity. "
+                      "Keep Alive goes out every half timeout while the job polls, so a job idle "
+                      "longer than that (thinktime) may be dropped",
                       "0"),
     NVMEOF_STRING_OPTION("gpu", gpu,
                          "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
@@ -106,8 +139,19 @@ fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("info_file", info_file,
                          "Append one JSON line of each job's start-up facts (target, namespace, "
                          "queues, MDTS, controller) to this file; emptied when fio starts"),
+    NVMEOF_IGNORED_OPTION(0),  NVMEOF_IGNORED_OPTION(1),  NVMEOF_IGNORED_OPTION(2),
+    NVMEOF_IGNORED_OPTION(3),  NVMEOF_IGNORED_OPTION(4),  NVMEOF_IGNORED_OPTION(5),
+    NVMEOF_IGNORED_OPTION(6),  NVMEOF_IGNORED_OPTION(7),  NVMEOF_IGNORED_OPTION(8),
+    NVMEOF_IGNORED_OPTION(9),  NVMEOF_IGNORED_OPTION(10), NVMEOF_IGNORED_OPTION(11),
+    NVMEOF_IGNORED_OPTION(12), NVMEOF_IGNORED_OPTION(13), NVMEOF_IGNORED_OPTION(14),
+    NVMEOF_IGNORED_OPTION(15), NVMEOF_IGNORED_OPTION(16), NVMEOF_IGNORED_OPTION(17),
+    NVMEOF_IGNORED_OPTION(18), NVMEOF_IGNORED_OPTION(19), NVMEOF_IGNORED_OPTION(20),
+    NVMEOF_IGNORED_OPTION(21), NVMEOF_IGNORED_OPTION(22), NVMEOF_IGNORED_OPTION(23),
+    NVMEOF_IGNORED_OPTION(24), NVMEOF_IGNORED_OPTION(25), NVMEOF_IGNORED_OPTION(26),
+    NVMEOF_IGNORED_OPTION(27),
     fio_option{.name = nullptr},
 };
+static_assert(kSpdkIgnoredOptions.size() == 28, "one NVMEOF_IGNORED_OPTION per ignored name");
 static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
               "keep the option defaults above in step");
 
@@ -144,10 +188,12 @@ Probe probe(thread_data* td, const fio_file* f) {
             }
         }
     }
+    check_keep_alive_granularity(options.keep_alive_ms, controller.limits().kas);
     const std::uint64_t per_command = controller.limits().max_transfer_bytes;
     Probe result{ns.info().size_bytes(),
                  static_cast<unsigned int>(per_command == 0 ? 1 : (td_max_bs(td) + per_command - 1) /
                                                                       per_command)};
+    check_queue_size_holds_one_io(options.queue_size, result.pieces_per_io_u, td_max_bs(td));
     controller.close();
     return result;
 }
@@ -241,7 +287,17 @@ int nvmeof_setup(thread_data* td) {
                 throw SpecError("gpu=" + std::string(o.gpu) + ": " + why);
             }
         }
-        start_info_file(td, options_of(td));
+        const EngineOptions& o = options_of(td);
+        check_numeric_options({o.queue_size, o.nr_io_queues, o.keep_alive_ms,
+                               o.connect_timeout_ms, o.io_timeout_ms});
+        for (unsigned int i = 0; i < td->o.nr_files; ++i) {  // every spec resolves, before any connect
+            spec_of(td, td->files != nullptr ? td->files[i] : nullptr);
+        }
+        if (o.spdk_ignored != 0) {
+            say_note("nvmeof: %s: SPDK plugin option(s) with no effect on NVMe/RDMA, ignored: %s\n",
+                     td->o.name, ignored_option_names(o.spdk_ignored).c_str());
+        }
+        start_info_file(td, o);
         fio_file* f = td->files != nullptr ? td->files[0] : nullptr;
         const Probe p = td->o.use_thread ? probe(td, f) : probe_in_child(td, f);
         options_of(td).pieces_per_io_u = p.pieces_per_io_u;

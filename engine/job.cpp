@@ -45,7 +45,7 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.host_nqn = spec.host_nqn;
     o.host_id = spec.host_id;
     o.queue_depth = queue_depth;
-    o.io_queues = std::max(1u, options.nr_io_queues);
+    o.io_queues = options.nr_io_queues;  // 1..65534, checked in setup()
     o.timeout = std::chrono::milliseconds(options.connect_timeout_ms);
     o.io_timeout = std::chrono::milliseconds(options.io_timeout_ms);
     o.keep_alive_ms = options.keep_alive_ms;
@@ -61,6 +61,12 @@ std::uint16_t wanted_queue_depth(const thread_data* td, const EngineOptions& opt
     const std::uint64_t pieces = std::max(1u, options.pieces_per_io_u);
     const std::uint64_t per_queue = (td->o.iodepth * pieces + queues - 1) / queues + 1;
     return static_cast<std::uint16_t>(std::min<std::uint64_t>(per_queue, 0xFFFF));
+}
+
+// queue_size when given, else what iodepth needs.
+std::uint16_t asked_queue_size(const thread_data* td, const EngineOptions& options) {
+    return options.queue_size != 0 ? static_cast<std::uint16_t>(options.queue_size)
+                                   : wanted_queue_depth(td, options);
 }
 
 // The GPU this job's buffers go to (-1: host memory), checked against the
@@ -81,7 +87,7 @@ int job_gpu(const thread_data* td, const EngineOptions& options) {
 // With GPU buffers and no host_traddr: bind to the RDMA device closest to the GPU.
 Options job_options(const thread_data* td, const TargetSpec& spec, const EngineOptions& options, int gpu,
                     std::string& note) {
-    Options o = controller_options(spec, options, wanted_queue_depth(td, options));
+    Options o = controller_options(spec, options, asked_queue_size(td, options));
     if (gpu >= 0 && o.source.empty()) {
         o.source = source_near_gpu(gpu, &note);
     } else if (gpu >= 0) {
@@ -102,6 +108,10 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
         queues_.push_back(controller_.io(i));
     }
     const Limits& limits = controller_.limits();
+    if (limits.io_queues < options.nr_io_queues) {
+        say_note("nvmeof: %s: nr_io_queues=%u: the target granted %u I/O queue(s)\n", td->o.name,
+                 options.nr_io_queues, limits.io_queues);
+    }
     const std::uint64_t max_blocks = td_max_bs(td) / namespace_.lba_size();
     Transfer largest{.op = Op::write, .slba = 0, .blocks = max_blocks};
     const std::size_t pieces = queues_.front().pieces(namespace_, largest);
@@ -140,7 +150,7 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
              static_cast<unsigned long long>(limits.max_transfer_bytes),
              limits.source_address.c_str(), limits.device_name.c_str());
     if (options.info_file[0] != '\0') {
-        record_facts(spec, options, wanted_queue_depth(td, options));
+        record_facts(spec, options, asked_queue_size(td, options));
     }
 }
 
@@ -157,7 +167,7 @@ void Job::record_facts(const TargetSpec& spec, const EngineOptions& options,
     c.serial = limits.serial;
     c.firmware = limits.firmware;
     c.io_queues = limits.io_queues;
-    c.io_queues_asked = std::max(1u, options.nr_io_queues);
+    c.io_queues_asked = options.nr_io_queues;
     c.queue_size = limits.queue_size;
     c.queue_size_asked = queue_size_asked;
     c.usable_slots = limits.usable_slots;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nvmeof/nvmeof.hpp"
+#include "option_rules.hpp"
 #include "target_spec.hpp"
 // After the C++ headers: see fio_headers.hpp.
 #include "fio_headers.hpp"
@@ -38,6 +39,8 @@ struct EngineOptions {
     unsigned int keep_alive_ms;
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     char info_file[kOptionTextSize];  // "": none; else one JSON line of start-up facts per job
+    unsigned int queue_size;          // I/O queue entries asked for; 0: derived from iodepth
+    std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;
 };

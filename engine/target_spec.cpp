@@ -67,7 +67,51 @@ void apply_nsid(TargetSpec& spec, std::string_view text, std::string_view what) 
     spec.nsid = parse_number<std::uint32_t>(text, what, 1, 0xFFFFFFFE);
 }
 
+constexpr std::size_t kMaxNqnBytes = 223;
+constexpr std::string_view kUuidNqnPrefix = "nqn.2014-08.org.nvmexpress:uuid:";
+
+bool is_uuid(std::string_view text) {
+    if (text.size() != 36) {
+        return false;
+    }
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? text[i] != '-' : !std::isxdigit(static_cast<unsigned char>(text[i]))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// "nqn.yyyy-mm." followed by a naming authority.
+bool has_date_form(std::string_view nqn) {
+    constexpr std::string_view kShape = "nqn.dddd-dd.";
+    if (nqn.size() <= kShape.size()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < kShape.size(); ++i) {
+        const bool ok = kShape[i] == 'd' ? std::isdigit(static_cast<unsigned char>(nqn[i])) != 0
+                                         : nqn[i] == kShape[i];
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
+
+void check_host_nqn(std::string_view nqn) {
+    const bool uuid_form = nqn.substr(0, kUuidNqnPrefix.size()) == kUuidNqnPrefix;
+    const bool ok = nqn.size() <= kMaxNqnBytes &&
+                    (uuid_form ? is_uuid(nqn.substr(kUuidNqnPrefix.size())) : has_date_form(nqn));
+    if (!ok) {
+        throw SpecError("hostnqn=\"" + std::string(nqn.substr(0, 64)) +
+                        (nqn.size() > 64 ? "..." : "") +
+                        "\" is not an NVMe Qualified Name: expected \"nqn.yyyy-mm.domain:name\" or "
+                        "\"nqn.2014-08.org.nvmexpress:uuid:<UUID>\", at most 223 bytes");
+    }
+}
 
 std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
     if (filename.find('=') == std::string_view::npos) {
@@ -137,6 +181,9 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
         throw SpecError("no target address: traddr is empty (the shipped job files take it from "
                         "${NVMEOF_TRADDR}, which is unset?); set traddr=ADDR or "
                         "filename=\"traddr=ADDR ...\"");
+    }
+    if (!spec.host_nqn.empty()) {
+        check_host_nqn(spec.host_nqn);
     }
     if (spec.subsystem_nqn.empty()) {
         throw SpecError("no subsystem NQN: subnqn is empty (the shipped job files take it from "

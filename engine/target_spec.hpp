@@ -49,6 +49,11 @@ struct OptionValues {
     std::string_view host_traddr;
 };
 
+// A host NQN as NVMe specifies it: "nqn.yyyy-mm.reverse-domain..." or the
+// uuid form "nqn.2014-08.org.nvmexpress:uuid:<UUID>", at most 223 bytes.
+// Throws SpecError naming hostnqn.
+void check_host_nqn(std::string_view nqn);
+
 // Options win over the filename; what neither gives takes the default. Throws
 // SpecError naming the missing or malformed option (traddr and subnqn have no
 // default).

@@ -457,7 +457,96 @@ def test_every_job_json():
     print(f"stdout parsed as JSON for {len(ran)} job files: {' '.join(ran)}")
 
 
+BAD_OPTIONS = [  # (option line, target options, what the one error line must say)
+    ("nr_io_queues=0", [], "nr_io_queues=0:"),
+    ("nr_io_queues=65535", [], "nr_io_queues=65535:"),
+    ("queue_size=1", [], "queue_size=1:"),
+    ("queue_size=70000", [], "queue_size=70000:"),
+    ("bs=1m\nqueue_size=4", ["--mdts", "5"], "queue_size=4: too small"),  # 8 commands per I/O
+    ("keep_alive_ms=1", [], "keep_alive_ms=1:"),
+    ("keep_alive_ms=1500", ["--kas", "20"], "keep-alive granularity (KAS) of 2000 ms"),
+    ("io_timeout_ms=0", [], "io_timeout_ms=0:"),
+    ("hostnqn=myhost", [], 'hostnqn="myhost" is not an NVMe Qualified Name'),
+]
+
+
+def test_bad_options():
+    """Each bad option value: fio exits non-zero before any job runs, with one
+    line naming the option."""
+    wd = h.workdir()
+    for option, target_args, needle in BAD_OPTIONS:
+        job = wd + "/bad.fio"
+        h.write_job(job, f"""[global]
+{{TARGET}}rw=randread
+bs=4k
+iodepth=4
+size=1m
+{option}
+[bad]
+""")
+        with h.target(wd, extra=target_args) as t:
+            proc, _ = h.run_fio(job, t)
+            t.stop()
+        lines = [line for line in proc.stderr.splitlines() if "nvmeof:" in line]
+        check(proc.returncode != 0, f"{option!r}: fio exited 0")
+        check(len(lines) == 1 and needle in lines[0],
+              f"{option!r}: expected one engine line with {needle!r}, got:\n{proc.stderr[-2000:]}")
+        check(t.stats()["bytes"]["read"] == 0, f"{option!r}: I/O ran although the option was refused")
+        print(f"{option.splitlines()[-1]}: {lines[0].strip()}")
+
+
+def test_queues_granted_fewer():
+    """nr_io_queues above what the target grants: the job runs on what was
+    granted, and one note says so."""
+    wd = h.workdir()
+    job = wd + "/queues.fio"
+    info = wd + "/facts.jsonl"
+    h.write_job(job, f"""[global]
+{{TARGET}}nr_io_queues=1000
+queue_size=16
+info_file={info}
+rw=randread
+bs=4k
+iodepth=8
+size=1m
+[queues]
+""")
+    with h.target(wd, extra=["--max-io-queues", "3"]) as t:
+        proc, result = h.run_fio(job, t)
+        t.stop()
+    check(proc.returncode == 0 and result is not None and not h.job_errors(result),
+          f"fio failed:\n{proc.stderr[-3000:]}")
+    notes = [line for line in proc.stderr.splitlines() if "nr_io_queues=1000: the target granted 3" in line]
+    check(len(notes) == 1, f"no note about the granted queues:\n{proc.stderr[-2000:]}")
+    c = read_info_records(info)[0]["controllers"][0]
+    check(c["io_queues"] == 3 and c["io_queues_asked"] == 1000 and c["queue_size_asked"] == 16,
+          f"info record says {c}")
+    print(f"{notes[0].strip()}; queue_size asked 16, granted {c['queue_size']}")
+
+
+def test_spdk_compat():
+    """jobs/spdk-compat.fio, an SPDK plugin job file with only ioengine changed,
+    runs; its SPDK-only options are named once on stderr."""
+    wd = h.workdir()
+    with h.target(wd) as t:
+        proc, result = h.run_fio(h.shortened_job("spdk-compat.fio", wd), t,
+                                 extra_env={"NVMEOF_SUBNQN": h.NQN.replace(":", "\\:")})
+        t.stop()
+    check(proc.returncode == 0 and result is not None and not h.job_errors(result),
+          f"fio failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}")
+    notes = [line for line in proc.stderr.splitlines() if "no effect on NVMe/RDMA" in line]
+    check(len(notes) == 1 and "enable_sgl" in notes[0] and "digest_enable" in notes[0],
+          f"expected one note naming the ignored options:\n{proc.stderr[-2000:]}")
+    sums, stats = h.totals(result), t.stats()
+    check(sums["read"]["bytes"] > 0 and stats["bytes"]["read"] == sums["read"]["bytes"]
+          and stats["bytes"]["write"] == sums["write"]["bytes"], f"target moved {stats['bytes']}, fio {sums}")
+    print(f"spdk-compat: {notes[0].strip()}")
+
+
 TESTS = {
+    "bad-options": test_bad_options,
+    "queues-granted-fewer": test_queues_granted_fewer,
+    "spdk-compat": test_spdk_compat,
     "machine-output": test_machine_output,
     "client-server-json": test_client_server_json,
     "every-job-json": test_every_job_json,

@@ -1,0 +1,75 @@
+#include "option_rules.hpp"
+
+#include "target_spec.hpp"
+
+namespace nvmeof::engine {
+namespace {
+
+[[noreturn]] void refuse(std::string_view option, unsigned int value, std::string_view why) {
+    throw SpecError(std::string(option) + "=" + std::to_string(value) + ": " + std::string(why));
+}
+
+}  // namespace
+
+void check_numeric_options(const NumericOptions& o) {
+    if (o.queue_size != 0 && (o.queue_size < kMinQueueSize || o.queue_size > kMaxQueueSize)) {
+        refuse("queue_size", o.queue_size,
+               "I/O queue entries must be from " + std::to_string(kMinQueueSize) + " to " +
+                   std::to_string(kMaxQueueSize) + " (0 or unset: derived from iodepth)");
+    }
+    if (o.nr_io_queues < 1 || o.nr_io_queues > kMaxIoQueues) {
+        refuse("nr_io_queues", o.nr_io_queues,
+               "I/O queues per job must be from 1 to " + std::to_string(kMaxIoQueues));
+    }
+    if (o.keep_alive_ms != 0 && o.keep_alive_ms < kMinKeepAliveMs) {
+        refuse("keep_alive_ms", o.keep_alive_ms,
+               "a keep-alive timeout is at least " + std::to_string(kMinKeepAliveMs) +
+                   " ms (it is in milliseconds; 0 turns keep-alive off)");
+    }
+    if (o.connect_timeout_ms == 0) {
+        refuse("connect_timeout_ms", 0, "the deadline must be at least 1 ms (default 30000)");
+    }
+    if (o.io_timeout_ms == 0) {
+        refuse("io_timeout_ms", 0,
+               "the deadline must be at least 1 ms; there is no \"no timeout\" (default 30000)");
+    }
+}
+
+void check_queue_size_holds_one_io(unsigned int queue_size, std::uint64_t commands_per_io,
+                                   std::uint64_t io_bytes) {
+    if (queue_size != 0 && queue_size < commands_per_io + 1) {
+        refuse("queue_size", queue_size,
+               "too small: a " + std::to_string(io_bytes) + "-byte I/O takes " +
+                   std::to_string(commands_per_io) + " command(s) at this target's MDTS, and " +
+                   "NVMe keeps one entry free, so at least " + std::to_string(commands_per_io + 1) +
+                   " entries are needed");
+    }
+}
+
+void check_keep_alive_granularity(unsigned int keep_alive_ms, unsigned int kas) {
+    if (keep_alive_ms == 0) {
+        return;
+    }
+    if (kas == 0) {
+        refuse("keep_alive_ms", keep_alive_ms,
+               "the controller does not support keep-alive (Identify KAS is 0); use 0");
+    }
+    const unsigned int granularity = kas * kKasUnitMs;
+    if (keep_alive_ms < granularity) {
+        refuse("keep_alive_ms", keep_alive_ms,
+               "below the controller's keep-alive granularity (KAS) of " +
+                   std::to_string(granularity) + " ms");
+    }
+}
+
+std::string ignored_option_names(std::uint64_t given) {
+    std::string names;
+    for (std::size_t i = 0; i < kSpdkIgnoredOptions.size(); ++i) {
+        if ((given >> i) & 1u) {
+            names += (names.empty() ? "" : ", ") + std::string(kSpdkIgnoredOptions[i]);
+        }
+    }
+    return names;
+}
+
+}  // namespace nvmeof::engine
