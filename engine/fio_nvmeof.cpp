@@ -17,8 +17,11 @@
 #include <exception>
 #include <memory>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "job.hpp"
 #include "job_facts.hpp"
@@ -166,35 +169,76 @@ TargetSpec spec_of(thread_data* td, const fio_file* f) {
     return resolve_target(option_values(options_of(td)), f != nullptr ? f->file_name : "");
 }
 
-// What setup() learns from the target.
+// Every file's target spec, in fio's file order (one from the options alone
+// when fio gave the job no file).
+std::vector<TargetSpec> specs_of(thread_data* td) {
+    std::vector<TargetSpec> specs;
+    for (unsigned int i = 0; td->files != nullptr && i < td->o.nr_files; ++i) {
+        specs.push_back(spec_of(td, td->files[i]));
+    }
+    if (specs.empty()) {
+        specs.push_back(spec_of(td, nullptr));
+    }
+    return specs;
+}
+
+// Files one job may name: the probe's reply to fio's parent is a fixed-size record.
+constexpr std::size_t kMaxFilesPerJob = 256;
+
+// What setup() learns from the targets.
 struct Probe {
-    unsigned long long file_size;
-    unsigned int pieces_per_io_u;
+    unsigned int file_count;
+    unsigned long long file_size[kMaxFilesPerJob];  // per file, in fio's file order
+    unsigned int pieces_per_io_u;                   // commands per largest I/O, most of any file
 };
 
-// Connect, read the namespace, check the block sizes, disconnect.
-Probe probe(thread_data* td, const fio_file* f) {
-    const TargetSpec spec = spec_of(td, f);
+// Connect to each distinct controller once, read every file's namespace,
+// check the block sizes and the options that depend on the controller,
+// disconnect.
+Probe probe(thread_data* td) {
+    const std::vector<TargetSpec> specs = specs_of(td);
+    if (specs.size() > kMaxFilesPerJob) {
+        throw SpecError("filename: " + std::to_string(specs.size()) + " files; at most " +
+                        std::to_string(kMaxFilesPerJob) + " per job");
+    }
     const EngineOptions& options = options_of(td);
-    Controller controller =
-        Controller::connect(controller_options(spec, options, kProbeQueueDepth));
-    Namespace ns = controller.namespace_at(spec.nsid);
-    for (int d = DDIR_READ; d < DDIR_RWDIR_CNT; ++d) {
-        for (unsigned long long bs : {td->o.min_bs[d], td->o.max_bs[d]}) {
-            if (bs % ns.lba_size() != 0) {
-                throw SpecError("block size " + std::to_string(bs) +
-                                " is not a multiple of the namespace's " +
-                                std::to_string(ns.lba_size()) + "-byte LBA size");
+    Probe result{};
+    result.file_count = static_cast<unsigned int>(specs.size());
+    result.pieces_per_io_u = 1;
+    std::vector<std::pair<std::string, Controller>> controllers;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        const TargetSpec& spec = specs[i];
+        const std::string key = controller_key(spec);
+        auto it = std::find_if(controllers.begin(), controllers.end(),
+                               [&](const auto& c) { return c.first == key; });
+        if (it == controllers.end()) {
+            controllers.emplace_back(
+                key, Controller::connect(controller_options(spec, options, kProbeQueueDepth)));
+            it = controllers.end() - 1;
+            check_keep_alive_granularity(options.keep_alive_ms, it->second.limits().kas);
+        }
+        Controller& controller = it->second;
+        Namespace ns = controller.namespace_at(spec.nsid);
+        for (int d = DDIR_READ; d < DDIR_RWDIR_CNT; ++d) {
+            for (unsigned long long bs : {td->o.min_bs[d], td->o.max_bs[d]}) {
+                if (bs % ns.lba_size() != 0) {
+                    throw SpecError("block size " + std::to_string(bs) +
+                                    " is not a multiple of the " + std::to_string(ns.lba_size()) +
+                                    "-byte LBA size of namespace " + std::to_string(spec.nsid) +
+                                    " of " + spec.subsystem_nqn);
+                }
             }
         }
+        result.file_size[i] = ns.info().size_bytes();
+        const std::uint64_t per_command = controller.limits().max_transfer_bytes;
+        const auto pieces = static_cast<unsigned int>(
+            per_command == 0 ? 1 : (td_max_bs(td) + per_command - 1) / per_command);
+        result.pieces_per_io_u = std::max(result.pieces_per_io_u, pieces);
     }
-    check_keep_alive_granularity(options.keep_alive_ms, controller.limits().kas);
-    const std::uint64_t per_command = controller.limits().max_transfer_bytes;
-    Probe result{ns.info().size_bytes(),
-                 static_cast<unsigned int>(per_command == 0 ? 1 : (td_max_bs(td) + per_command - 1) /
-                                                                      per_command)};
     check_queue_size_holds_one_io(options.queue_size, result.pieces_per_io_u, td_max_bs(td));
-    controller.close();
+    for (auto& c : controllers) {
+        c.second.close();
+    }
     return result;
 }
 
@@ -203,7 +247,7 @@ Probe probe(thread_data* td, const fio_file* f) {
 // the process, a forked job inherits them, and the kernel refuses every write() on a
 // uverbs file opened under other credentials (EACCES; fork gives the child new creds), so
 // the job's first ibv_post_send fails on rxe and other write()-path providers.
-Probe probe_in_child(thread_data* td, const fio_file* f) {
+Probe probe_in_child(thread_data* td) {
     struct Reply {
         int ok;
         Probe probe;
@@ -224,7 +268,7 @@ Probe probe_in_child(thread_data* td, const fio_file* f) {
         ::close(fds[0]);
         Reply reply{};
         try {
-            reply.probe = probe(td, f);
+            reply.probe = probe(td);
             reply.ok = 1;
         } catch (const std::exception& error) {
             std::snprintf(reply.error, sizeof reply.error, "%s", error.what());
@@ -275,9 +319,6 @@ void start_info_file(const thread_data* td, const EngineOptions& options) {
 // probe_in_child); with thread jobs in this process. No RDMA resource survives it.
 int nvmeof_setup(thread_data* td) {
     try {
-        if (td->o.nr_files > 1) {
-            throw SpecError("one target per job: use one filename (or none) per job");
-        }
         // gpu=: refused here, before any job starts, when it cannot work. Only
         // looked for, never initialised: CUDA does not survive fio's fork.
         if (const EngineOptions& o = options_of(td);
@@ -290,20 +331,17 @@ int nvmeof_setup(thread_data* td) {
         const EngineOptions& o = options_of(td);
         check_numeric_options({o.queue_size, o.nr_io_queues, o.keep_alive_ms,
                                o.connect_timeout_ms, o.io_timeout_ms});
-        for (unsigned int i = 0; i < td->o.nr_files; ++i) {  // every spec resolves, before any connect
-            spec_of(td, td->files != nullptr ? td->files[i] : nullptr);
-        }
+        specs_of(td);  // every file's spec resolves, before anything connects
         if (o.spdk_ignored != 0) {
             say_note("nvmeof: %s: SPDK plugin option(s) with no effect on NVMe/RDMA, ignored: %s\n",
                      td->o.name, ignored_option_names(o.spdk_ignored).c_str());
         }
         start_info_file(td, o);
-        fio_file* f = td->files != nullptr ? td->files[0] : nullptr;
-        const Probe p = td->o.use_thread ? probe(td, f) : probe_in_child(td, f);
+        const Probe p = td->o.use_thread ? probe(td) : probe_in_child(td);
         options_of(td).pieces_per_io_u = p.pieces_per_io_u;
-        if (f != nullptr) {
-            f->real_file_size = p.file_size;
-            fio_file_set_size_known(f);
+        for (unsigned int i = 0; td->files != nullptr && i < td->o.nr_files; ++i) {
+            td->files[i]->real_file_size = p.file_size[i];
+            fio_file_set_size_known(td->files[i]);
         }
         return 0;
     } catch (const std::exception& error) {
@@ -314,8 +352,7 @@ int nvmeof_setup(thread_data* td) {
 
 int nvmeof_init(thread_data* td) {
     try {
-        const fio_file* f = td->files != nullptr ? td->files[0] : nullptr;
-        td->io_ops_data = new Job(td, spec_of(td, f), options_of(td));
+        td->io_ops_data = new Job(td, specs_of(td), options_of(td));
         return 0;
     } catch (const std::exception& error) {
         report(td, "init", error);

@@ -98,119 +98,191 @@ Options job_options(const thread_data* td, const TargetSpec& spec, const EngineO
 
 }  // namespace
 
-Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
-    : td_(td),
-      gpu_(job_gpu(td, options)),
-      controller_(Controller::connect(job_options(td, spec, options, gpu_, gpu_source_note_))),
-      namespace_(controller_.namespace_at(spec.nsid)),
-      keep_alive_(options.keep_alive_ms != 0) {
-    for (std::size_t i = 0; i < controller_.io_queue_count(); ++i) {
-        queues_.push_back(controller_.io(i));
-    }
-    const Limits& limits = controller_.limits();
-    if (limits.io_queues < options.nr_io_queues) {
-        say_note("nvmeof: %s: nr_io_queues=%u: the target granted %u I/O queue(s)\n", td->o.name,
-                 options.nr_io_queues, limits.io_queues);
-    }
-    const std::uint64_t max_blocks = td_max_bs(td) / namespace_.lba_size();
-    Transfer largest{.op = Op::write, .slba = 0, .blocks = max_blocks};
-    const std::size_t pieces = queues_.front().pieces(namespace_, largest);
-    if (pieces == 0) {
-        throw InvalidArgument("a " + std::to_string(td_max_bs(td)) +
-                              "-byte I/O needs more commands than the target's queue of " +
-                              std::to_string(limits.usable_slots) + " usable slots holds");
-    }
-    std::size_t fit = 0;
-    for (const IoQueue& q : queues_) {
-        fit += q.capacity() / pieces;
-    }
-    if (td->o.iodepth > fit) {
-        say_info("nvmeof: %s: iodepth %u clamped to %zu: the target granted %u I/O queue(s) of %u "
-                 "usable slots and each I/O needs %zu command(s)\n",
-                 td->o.name, td->o.iodepth, fit, limits.io_queues, limits.usable_slots, pieces);
-        const auto depth = static_cast<unsigned int>(fit);
-        td->o.iodepth = depth;
-        clamp_to(td->o.iodepth_low, depth);
-        clamp_to(td->o.iodepth_batch, depth);
-        clamp_to(td->o.iodepth_batch_complete_min, depth);
-        clamp_to(td->o.iodepth_batch_complete_max, depth);
-    }
+Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOptions& options)
+    : td_(td), gpu_(job_gpu(td, options)), keep_alive_(options.keep_alive_ms != 0) {
+    connect_all(specs, options);
+    clamp_iodepth();
     const std::size_t depth = std::max(1u, td->o.iodepth);
     scratch_.resize(depth);
     events_.resize(depth);
     surplus_.reserve(depth);
-
-    say_info("nvmeof: %s: target %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u I/O "
-             "queue(s) of %u entries (%u usable); MDTS %llu bytes; source %s, device %s\n",
-             td->o.name, limits.target_address.c_str(), limits.subsystem_nqn.c_str(),
-             namespace_.nsid(), static_cast<unsigned long long>(namespace_.size_lbas()),
-             namespace_.lba_size(),
-             static_cast<unsigned long long>(namespace_.info().size_bytes() >> 20),
-             limits.io_queues, limits.queue_size, limits.usable_slots,
-             static_cast<unsigned long long>(limits.max_transfer_bytes),
-             limits.source_address.c_str(), limits.device_name.c_str());
+    announce(options);
     if (options.info_file[0] != '\0') {
-        record_facts(spec, options, asked_queue_size(td, options));
+        record_facts(options);
     }
 }
 
-void Job::record_facts(const TargetSpec& spec, const EngineOptions& options,
-                       std::uint16_t queue_size_asked) const {
-    const Limits& limits = controller_.limits();
-    ControllerFacts c;
-    c.traddr = spec.address;
-    c.trsvcid = spec.port;
-    c.subnqn = limits.subsystem_nqn;
-    c.host_nqn = limits.host_nqn;
-    c.cntlid = limits.cntlid;
-    c.model = limits.model;
-    c.serial = limits.serial;
-    c.firmware = limits.firmware;
-    c.io_queues = limits.io_queues;
-    c.io_queues_asked = options.nr_io_queues;
-    c.queue_size = limits.queue_size;
-    c.queue_size_asked = queue_size_asked;
-    c.usable_slots = limits.usable_slots;
-    c.mdts_bytes = limits.mdts_bytes;
-    c.max_transfer_bytes = limits.max_transfer_bytes;
-    c.kas_ms = limits.kas * 100u;
-    c.keep_alive_ms = options.keep_alive_ms;
-    c.source = limits.source_address;
-    c.device = limits.device_name;
+// One controller per distinct (target, port, subsystem, host, source), in the
+// order the files first name them; each file's namespace on its controller.
+void Job::connect_all(const std::vector<TargetSpec>& specs, const EngineOptions& options) {
+    controllers_.reserve(specs.size());
+    files_.reserve(specs.size());
+    for (const TargetSpec& spec : specs) {
+        const std::string key = controller_key(spec);
+        auto same =
+            std::find_if(controllers_.begin(), controllers_.end(),
+                         [&](const ControllerSlot& c) { return controller_key(c.spec) == key; });
+        if (same == controllers_.end()) {
+            std::string note;
+            Options o = job_options(td_, spec, options, gpu_, note);
+            if (!note.empty()) {
+                gpu_source_note_ = note;
+            }
+            controllers_.push_back(ControllerSlot{.spec = spec,
+                                                  .queue_size_asked = o.queue_depth,
+                                                  .controller = Controller::connect(o)});
+            ControllerSlot& c = controllers_.back();
+            c.first_queue = queues_.size();
+            c.queue_count = c.controller.io_queue_count();
+            for (std::size_t i = 0; i < c.queue_count; ++i) {
+                queues_.push_back(c.controller.io(i));
+            }
+            const Limits& limits = c.controller.limits();
+            if (limits.io_queues < options.nr_io_queues) {
+                say_note("nvmeof: %s: nr_io_queues=%u: the target granted %u I/O queue(s)\n",
+                         td_->o.name, options.nr_io_queues, limits.io_queues);
+            }
+            same = controllers_.end() - 1;
+        }
+        const auto index = static_cast<std::size_t>(same - controllers_.begin());
+        files_.push_back(FileSlot{controllers_[index].controller.namespace_at(spec.nsid), index});
+    }
+}
+
+// iodepth I/Os may all go to one file, so each controller's queues must hold
+// them all: clamp to what the tightest controller holds.
+void Job::clamp_iodepth() {
+    const std::uint64_t max_bytes = td_max_bs(td_);
+    std::size_t fit = SIZE_MAX;
+    std::size_t pieces_most = 1;
+    const ControllerSlot* tightest = nullptr;
+    for (std::size_t c = 0; c < controllers_.size(); ++c) {
+        ControllerSlot& slot = controllers_[c];
+        std::size_t pieces = 1;
+        for (const FileSlot& f : files_) {
+            if (f.controller != c) {
+                continue;
+            }
+            Transfer largest{.op = Op::write, .slba = 0, .blocks = max_bytes / f.ns.lba_size()};
+            const std::size_t p = queues_[slot.first_queue].pieces(f.ns, largest);
+            if (p == 0) {
+                throw InvalidArgument("a " + std::to_string(max_bytes) +
+                                      "-byte I/O needs more commands than the target's queue of " +
+                                      std::to_string(slot.controller.limits().usable_slots) +
+                                      " usable slots holds");
+            }
+            pieces = std::max(pieces, p);
+        }
+        std::size_t holds = 0;
+        for (std::size_t q = slot.first_queue; q < slot.first_queue + slot.queue_count; ++q) {
+            holds += queues_[q].capacity() / pieces;
+        }
+        if (holds < fit) {
+            fit = holds;
+            pieces_most = pieces;
+            tightest = &slot;
+        }
+    }
+    if (tightest == nullptr || td_->o.iodepth <= fit) {
+        return;
+    }
+    const Limits& limits = tightest->controller.limits();
+    say_info("nvmeof: %s: iodepth %u clamped to %zu: the target granted %u I/O queue(s) of %u "
+             "usable slots and each I/O needs %zu command(s)\n",
+             td_->o.name, td_->o.iodepth, fit, limits.io_queues, limits.usable_slots, pieces_most);
+    const auto depth = static_cast<unsigned int>(fit);
+    td_->o.iodepth = depth;
+    clamp_to(td_->o.iodepth_low, depth);
+    clamp_to(td_->o.iodepth_batch, depth);
+    clamp_to(td_->o.iodepth_batch_complete_min, depth);
+    clamp_to(td_->o.iodepth_batch_complete_max, depth);
+}
+
+// The start-up line, one per file.
+void Job::announce(const EngineOptions&) const {
+    for (const FileSlot& f : files_) {
+        const Limits& limits = controllers_[f.controller].controller.limits();
+        say_info("nvmeof: %s: target %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u I/O "
+                 "queue(s) of %u entries (%u usable); MDTS %llu bytes; source %s, device %s\n",
+                 td_->o.name, limits.target_address.c_str(), limits.subsystem_nqn.c_str(),
+                 f.ns.nsid(), static_cast<unsigned long long>(f.ns.size_lbas()), f.ns.lba_size(),
+                 static_cast<unsigned long long>(f.ns.info().size_bytes() >> 20), limits.io_queues,
+                 limits.queue_size, limits.usable_slots,
+                 static_cast<unsigned long long>(limits.max_transfer_bytes),
+                 limits.source_address.c_str(), limits.device_name.c_str());
+    }
+}
+
+void Job::record_facts(const EngineOptions& options) const {
     JobFacts facts;
     facts.job = td_->o.name != nullptr ? td_->o.name : "";
     facts.job_number = td_->thread_number;
     facts.pid = static_cast<long>(getpid());
     facts.iodepth = td_->o.iodepth;
-    facts.controllers.push_back(std::move(c));
-    const fio_file* f = td_->files != nullptr ? td_->files[0] : nullptr;
-    facts.namespaces.push_back(NamespaceFacts{
-        .file = f != nullptr && f->file_name != nullptr ? f->file_name : "",
-        .controller = 0,
-        .nsid = namespace_.nsid(),
-        .size_bytes = namespace_.info().size_bytes(),
-        .blocks = namespace_.size_lbas(),
-        .lba_size = namespace_.lba_size(),
-    });
+    for (const ControllerSlot& slot : controllers_) {
+        const Limits& limits = slot.controller.limits();
+        ControllerFacts c;
+        c.traddr = slot.spec.address;
+        c.trsvcid = slot.spec.port;
+        c.subnqn = limits.subsystem_nqn;
+        c.host_nqn = limits.host_nqn;
+        c.cntlid = limits.cntlid;
+        c.model = limits.model;
+        c.serial = limits.serial;
+        c.firmware = limits.firmware;
+        c.io_queues = limits.io_queues;
+        c.io_queues_asked = options.nr_io_queues;
+        c.queue_size = limits.queue_size;
+        c.queue_size_asked = slot.queue_size_asked;
+        c.usable_slots = limits.usable_slots;
+        c.mdts_bytes = limits.mdts_bytes;
+        c.max_transfer_bytes = limits.max_transfer_bytes;
+        c.kas_ms = limits.kas * kKasUnitMs;
+        c.keep_alive_ms = options.keep_alive_ms;
+        c.source = limits.source_address;
+        c.device = limits.device_name;
+        facts.controllers.push_back(std::move(c));
+    }
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+        const FileSlot& f = files_[i];
+        const fio_file* file =
+            td_->files != nullptr && i < td_->o.nr_files ? td_->files[i] : nullptr;
+        facts.namespaces.push_back(NamespaceFacts{
+            .file = file != nullptr && file->file_name != nullptr ? file->file_name : "",
+            .controller = f.controller,
+            .nsid = f.ns.nsid(),
+            .size_bytes = f.ns.info().size_bytes(),
+            .blocks = f.ns.size_lbas(),
+            .lba_size = f.ns.lba_size(),
+        });
+    }
     append_line(options.info_file, to_json_line(facts));
 }
 
 void* Job::allocate_buffers(std::size_t bytes) {
     if (gpu_ < 0) {
-        arena_ = controller_.allocate(bytes);
-        return arena_.data();
+        // Allocated (and owned) through the first controller, registered with the others.
+        controllers_.front().arena = controllers_.front().controller.allocate(bytes);
+        arena_base_ = controllers_.front().arena.data();
+        for (std::size_t c = 1; c < controllers_.size(); ++c) {
+            controllers_[c].arena = controllers_[c].controller.register_memory(arena_base_, bytes);
+        }
+        return arena_base_;
     }
     // GPU arena, registered here; fio's buffers are a host mirror of it, used
     // only to carry verify data (as fio's GPUDirect Storage engine does).
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     const std::size_t rounded = (bytes + page - 1) / page * page;
     gpu_arena_ = GpuBuffer::allocate(gpu_, rounded);
-    arena_ = controller_.register_gpu(gpu_arena_.data(), rounded);
+    for (ControllerSlot& slot : controllers_) {
+        slot.arena = slot.controller.register_gpu(gpu_arena_.data(), rounded);
+    }
     mirror_ = static_cast<std::byte*>(std::aligned_alloc(page, rounded));
     if (mirror_ == nullptr) {
         throw Error("out of memory allocating the " + std::to_string(rounded) + "-byte host mirror");
     }
     std::memset(mirror_, 0, rounded);
+    arena_base_ = mirror_;
     gpu_verify_ = td_->o.verify != 0;  // VERIFY_NONE (verify.h is not C++-clean)
     std::string pci;
     try {
@@ -218,19 +290,26 @@ void* Job::allocate_buffers(std::size_t bytes) {
     } catch (const std::exception&) {
         pci = "?";
     }
+    const ControllerSlot& first = controllers_.front();
     say_info("nvmeof: %s: I/O buffers in GPU %d (PCI %s): %zu bytes allocated with %s, registered by %s with "
              "RDMA device %s, source %s (%s)%s\n",
              td_->o.name, gpu_, pci.c_str(), rounded, std::string(gpu_arena_.allocator()).c_str(),
-             std::string(arena_.registration_path()).c_str(),
-             controller_.limits().device_name.c_str(), controller_.limits().source_address.c_str(),
+             std::string(first.arena.registration_path()).c_str(),
+             first.controller.limits().device_name.c_str(),
+             first.controller.limits().source_address.c_str(),
              gpu_source_note_.empty() ? "default route" : gpu_source_note_.c_str(),
              gpu_verify_ ? "; verify data copied through a host mirror" : "");
     return mirror_;
 }
 
 void Job::close() noexcept {
-    arena_.reset();
-    controller_.close();
+    // The first controller's region owns the host arena: deregister the others first.
+    for (auto slot = controllers_.rbegin(); slot != controllers_.rend(); ++slot) {
+        slot->arena.reset();
+    }
+    for (ControllerSlot& slot : controllers_) {
+        slot.controller.close();
+    }
     gpu_arena_.reset();
     std::free(mirror_);
     mirror_ = nullptr;
@@ -265,8 +344,9 @@ void Job::complete_with_error(io_u* unit, int error, const std::string& why) {
             static_cast<unsigned long long>(unit->offset), why.c_str());
 }
 
-bool Job::build_transfer(io_u* unit, Transfer& transfer) {
-    const std::uint32_t lba = namespace_.lba_size();
+bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& controller,
+                         Transfer& transfer) {
+    const std::uint32_t lba = file.ns.lba_size();
     switch (unit->ddir) {
         case DDIR_READ: transfer.op = Op::read; break;
         case DDIR_WRITE: transfer.op = Op::write; break;
@@ -290,18 +370,21 @@ bool Job::build_transfer(io_u* unit, Transfer& transfer) {
     transfer.slba = unit->offset / lba;
     transfer.blocks = unit->xfer_buflen / lba;
     if (transfer.op == Op::read || transfer.op == Op::write) {
-        transfer.memory = &arena_;
-        // GPU buffers: the same offset in the GPU arena as in the host mirror.
-        const std::byte* base = gpu_ < 0 ? arena_.data() : mirror_;
-        transfer.offset = static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - base);
+        // This controller's registration of the arena; GPU buffers: the same
+        // offset in the GPU arena as in the host mirror.
+        transfer.memory = &controller.arena;
+        transfer.offset =
+            static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - arena_base_);
     }
     return true;
 }
 
 fio_q_status Job::queue(io_u* unit) {
     fio_ro_check(td_, unit);
+    const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+    ControllerSlot& controller = controllers_[file.controller];
     Transfer transfer;
-    if (!build_transfer(unit, transfer)) {
+    if (!build_transfer(unit, file, controller, transfer)) {
         return FIO_Q_COMPLETED;
     }
     if (gpu_verify_ && transfer.op == Op::write) [[unlikely]] {
@@ -310,13 +393,13 @@ fio_q_status Job::queue(io_u* unit) {
             return FIO_Q_COMPLETED;
         }
     }
-    for (std::size_t tried = 0; tried < queues_.size(); ++tried) {
-        const std::size_t index = (next_queue_ + tried) % queues_.size();
-        IoQueue& q = queues_[index];
+    for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
+        const std::size_t index = (controller.next_queue + tried) % controller.queue_count;
+        IoQueue& q = queues_[controller.first_queue + index];
         // Deferred: commit() posts the batch, one doorbell for iodepth_batch I/Os.
-        switch (q.submit(namespace_, transfer, Post::deferred)) {
+        switch (q.submit(file.ns, transfer, Post::deferred)) {
             case SubmitResult::queued:
-                next_queue_ = (index + 1) % queues_.size();
+                controller.next_queue = (index + 1) % controller.queue_count;
                 ++queued_since_commit_;
                 return FIO_Q_QUEUED;
             case SubmitResult::busy: continue;
@@ -361,13 +444,19 @@ void Job::reap(const Completion& completion, unsigned int max) {
 // Keep Alive rides on fio's polling, as in SPDK's plugin: a job that stops
 // polling for longer than half the timeout (a long thinktime) can be dropped.
 void Job::service_keep_alive() noexcept {
-    if (!keep_alive_ || keep_alive_failed_) {
+    if (!keep_alive_) {
         return;
     }
-    std::string why;  // written (allocated) only on failure
-    if (!controller_.keep_alive(&why)) {
-        keep_alive_failed_ = true;
-        log_err("nvmeof: %s: keep-alive: %s\n", td_->o.name, why.c_str());
+    for (ControllerSlot& slot : controllers_) {
+        if (slot.keep_alive_failed) {
+            continue;
+        }
+        std::string why;  // written (allocated) only on failure
+        if (!slot.controller.keep_alive(&why)) {
+            slot.keep_alive_failed = true;
+            log_err("nvmeof: %s: keep-alive (%s): %s\n", td_->o.name,
+                    slot.controller.limits().subsystem_nqn.c_str(), why.c_str());
+        }
     }
 }
 

@@ -49,14 +49,35 @@ OptionValues option_values(const EngineOptions& options);
 Options controller_options(const TargetSpec& spec, const EngineOptions& options,
                            std::uint16_t queue_depth);
 
+// One controller of a job: files naming the same target and subsystem (and
+// host identity and source) share it. Its queues are a range of Job::queues_.
+struct ControllerSlot {
+    TargetSpec spec;
+    std::uint16_t queue_size_asked = 0;
+    Controller controller;
+    MemoryRegion arena;  // the job's one buffer arena, registered with this controller
+    std::size_t first_queue = 0;
+    std::size_t queue_count = 0;
+    std::size_t next_queue = 0;      // round-robin within the range
+    bool keep_alive_failed = false;  // said once
+};
+
+// One fio file: a namespace on one of the job's controllers.
+struct FileSlot {
+    Namespace ns;
+    std::size_t controller;
+};
+
 class Job {
 public:
-    Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options);
+    // One spec per fio file, in fio's file order (file->fileno).
+    Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOptions& options);
 
-    // Allocates the registered buffer arena fio slices into io_u buffers. With
-    // gpu=, the arena is GPU memory and what fio gets is its host mirror.
+    // Allocates the registered buffer arena fio slices into io_u buffers and
+    // registers it with every controller. With gpu=, the arena is GPU memory
+    // and what fio gets is its host mirror.
     void* allocate_buffers(std::size_t bytes);
-    // Closes the controller: every queue drained, memory deregistered.
+    // Closes every controller: every queue drained, memory deregistered.
     void close() noexcept;
 
     fio_q_status queue(io_u* unit);
@@ -66,27 +87,29 @@ public:
     io_u* event(int index) { return events_[static_cast<std::size_t>(index)]; }
 
 private:
-    bool build_transfer(io_u* unit, Transfer& transfer);
+    void connect_all(const std::vector<TargetSpec>& specs, const EngineOptions& options);
+    void clamp_iodepth();
+    void announce(const EngineOptions& options) const;
+    void record_facts(const EngineOptions& options) const;
+    bool build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& controller,
+                        Transfer& transfer);
     void complete_with_error(io_u* unit, int error, const std::string& why);
     void reap(const Completion& completion, unsigned int max);
     std::size_t in_flight() const;
 
-    void record_facts(const TargetSpec& spec, const EngineOptions& options,
-                      std::uint16_t queue_size_asked) const;
     void gpu_copy(io_u* unit, bool to_gpu);
     void service_keep_alive() noexcept;
 
     thread_data* td_;
     int gpu_ = -1;               // GPU ordinal, or -1: host buffers
     std::string gpu_source_note_;
-    Controller controller_;
-    Namespace namespace_;
-    GpuBuffer gpu_arena_;        // declared before arena_: deregistered first
-    MemoryRegion arena_;
+    std::vector<ControllerSlot> controllers_;
+    std::vector<FileSlot> files_;  // index: fio's file number
+    GpuBuffer gpu_arena_;        // outlives every registration of it (close() order)
+    std::byte* arena_base_ = nullptr;  // what io_u buffers are offsets from
     std::byte* mirror_ = nullptr;  // host mirror of the GPU arena (fio's orig_buffer)
     bool gpu_verify_ = false;      // copy through the mirror around each I/O
-    std::vector<IoQueue> queues_;
-    std::size_t next_queue_ = 0;
+    std::vector<IoQueue> queues_;  // every controller's, in controller order
     unsigned int queued_since_commit_ = 0;
     std::vector<Completion> scratch_;  // poll() output, sized once
     std::vector<io_u*> events_;        // handed to fio by event()
@@ -94,7 +117,6 @@ private:
     std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
     std::size_t surplus_head_ = 0;
     bool keep_alive_ = false;         // keep_alive_ms > 0: serviced from getevents
-    bool keep_alive_failed_ = false;  // said once
 };
 
 }  // namespace nvmeof::engine

@@ -11,11 +11,12 @@
 
 namespace nvmeof::engine {
 
-inline constexpr unsigned kMaxQueueSize = 65535;     // NVMe queue entries (16-bit SQSIZE + 1)
-inline constexpr unsigned kMinQueueSize = 2;         // one entry always stays free
-inline constexpr unsigned kMaxIoQueues = 65534;      // Set Features Number of Queues: 0's based, 0xFFFF reserved
+inline constexpr unsigned kMaxQueueSize = 65535;  // NVMe queue entries (16-bit SQSIZE + 1)
+inline constexpr unsigned kMinQueueSize = 2;      // one entry always stays free
+inline constexpr unsigned kMaxIoQueues =
+    65534;  // Set Features Number of Queues: 0's based, 0xFFFF reserved
 inline constexpr unsigned kMinKeepAliveMs = 1000;
-inline constexpr unsigned kKasUnitMs = 100;          // Identify Controller KAS unit
+inline constexpr unsigned kKasUnitMs = 100;  // Identify Controller KAS unit
 
 // The numeric options as fio stored them (0 where fio's default is 0).
 struct NumericOptions {
@@ -38,13 +39,34 @@ void check_keep_alive_granularity(unsigned int keep_alive_ms, unsigned int kas);
 // that have no effect on NVMe/RDMA here: accepted so that SPDK job files run
 // by changing only ioengine, and named once per job in a note.
 inline constexpr std::array<std::string_view, 28> kSpdkIgnoredOptions = {
-    "enable_wrr",         "arbitration_burst", "low_weight",          "medium_weight",
-    "high_weight",        "wrr_priority",      "mem_size_mb",         "shm_id",
-    "enable_sgl",         "sge_size",          "bit_bucket_data_len", "pi_act",
-    "pi_chk",             "md_per_io_size",    "apptag",              "apptag_mask",
-    "digest_enable",      "enable_vmd",        "initial_zone_reset",  "zone_append",
-    "print_qid_mappings", "log_flags",         "spdk_tracing",        "spdk_conf",
-    "spdk_json_conf",     "spdk_mem",          "spdk_single_seg",     "disable_pcie_sgl_merge",
+    "enable_wrr",
+    "arbitration_burst",
+    "low_weight",
+    "medium_weight",
+    "high_weight",
+    "wrr_priority",
+    "mem_size_mb",
+    "shm_id",
+    "enable_sgl",
+    "sge_size",
+    "bit_bucket_data_len",
+    "pi_act",
+    "pi_chk",
+    "md_per_io_size",
+    "apptag",
+    "apptag_mask",
+    "digest_enable",
+    "enable_vmd",
+    "initial_zone_reset",
+    "zone_append",
+    "print_qid_mappings",
+    "log_flags",
+    "spdk_tracing",
+    "spdk_conf",
+    "spdk_json_conf",
+    "spdk_mem",
+    "spdk_single_seg",
+    "disable_pcie_sgl_merge",
 };
 static_assert(kSpdkIgnoredOptions.size() <= 64, "one bit each in a 64-bit mask");
 

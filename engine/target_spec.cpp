@@ -99,6 +99,18 @@ bool has_date_form(std::string_view nqn) {
     return true;
 }
 
+constexpr std::string_view kKnownKeys =
+    "trtype adrfam traddr trsvcid subnqn ns hostnqn hostid host_traddr hostaddr";
+
+bool is_known_key(std::string_view key) {
+    for (std::string_view known : split_words(kKnownKeys)) {
+        if (iequals(key, known) || iequals(key, "nsid")) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 void check_host_nqn(std::string_view nqn) {
@@ -113,12 +125,48 @@ void check_host_nqn(std::string_view nqn) {
     }
 }
 
+Address parse_address(std::string_view text, std::string_view what) {
+    Address address;
+    if (text.empty() || text.front() != '[') {
+        if (text.find_first_of("[]") != std::string_view::npos) {
+            throw SpecError(std::string(what) + "=" + std::string(text) +
+                            ": a bracketed address starts with '[' (\"[::1]\" or \"[::1]:4420\")");
+        }
+        address.host = text;
+        return address;
+    }
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos || close == 1) {
+        throw SpecError(std::string(what) + "=" + std::string(text) +
+                        ": expected \"[IPv6 address]\" or \"[IPv6 address]:port\"");
+    }
+    address.host = text.substr(1, close - 1);
+    const std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+        if (rest.front() != ':') {
+            throw SpecError(std::string(what) + "=" + std::string(text) +
+                            ": only \":port\" may follow the closing bracket");
+        }
+        address.port = parse_number<std::uint16_t>(rest.substr(1), std::string(what) + " port", 1,
+                                                   std::numeric_limits<std::uint16_t>::max());
+    }
+    return address;
+}
+
+std::string controller_key(const TargetSpec& spec) {
+    // '\n' never occurs in a value fio hands over (it ends a job file line).
+    return spec.address + '\n' + std::to_string(spec.port) + '\n' + spec.subsystem_nqn + '\n' +
+           spec.host_nqn + '\n' + spec.host_id + '\n' + spec.source;
+}
+
 std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
     if (filename.find('=') == std::string_view::npos) {
         return std::nullopt;
     }
     const std::string text = unescape(filename);
     TargetSpec spec;
+    std::optional<std::uint16_t> bracket_port;
+    bool port_given = false;
     for (std::string_view word : split_words(text)) {
         const std::size_t eq = word.find('=');
         if (eq == std::string_view::npos || eq == 0) {
@@ -126,20 +174,30 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
         }
         const std::string_view key = word.substr(0, eq);
         const std::string_view value = word.substr(eq + 1);
+        if (value.empty()) {  // an unset ${VAR}: the default
+            if (!is_known_key(key)) {
+                throw SpecError("filename: unknown key \"" + std::string(key) + "\" (known: " +
+                                std::string(kKnownKeys) + ")");
+            }
+            continue;
+        }
         if (iequals(key, "trtype")) {
             if (!iequals(value, "rdma")) {
                 throw SpecError("filename: trtype=" + std::string(value) +
                                 " is not supported (this engine speaks NVMe/RDMA only)");
             }
         } else if (iequals(key, "adrfam")) {
-            if (!iequals(value, "ipv4")) {
+            if (!iequals(value, "ipv4") && !iequals(value, "ipv6")) {
                 throw SpecError("filename: adrfam=" + std::string(value) +
-                                " is not supported (IPv4 only)");
+                                " is not supported (IPv4 or IPv6)");
             }
         } else if (iequals(key, "traddr")) {
-            spec.address = value;
+            Address address = parse_address(value, "filename traddr");
+            spec.address = std::move(address.host);
+            bracket_port = address.port;
         } else if (iequals(key, "trsvcid")) {
             apply_port(spec, value, "filename trsvcid");
+            port_given = true;
         } else if (iequals(key, "subnqn")) {
             spec.subsystem_nqn = value;
         } else if (iequals(key, "ns") || iequals(key, "nsid")) {
@@ -148,13 +206,15 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
             spec.host_nqn = value;
         } else if (iequals(key, "hostid")) {
             spec.host_id = value;
-        } else if (iequals(key, "host_traddr")) {
-            spec.source = value;
+        } else if (iequals(key, "host_traddr") || iequals(key, "hostaddr")) {
+            spec.source = parse_address(value, key).host;
         } else {
-            throw SpecError("filename: unknown key \"" + std::string(key) +
-                            "\" (known: trtype adrfam traddr trsvcid subnqn ns hostnqn hostid "
-                            "host_traddr)");
+            throw SpecError("filename: unknown key \"" + std::string(key) + "\" (known: " +
+                            std::string(kKnownKeys) + ")");
         }
+    }
+    if (bracket_port && !port_given) {
+        spec.port = *bracket_port;
     }
     return spec;
 }
@@ -166,13 +226,22 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
             field = unescape(value);
         }
     };
-    take(spec.address, options.traddr);
+    std::optional<std::uint16_t> bracket_port;
+    if (!options.traddr.empty()) {
+        Address address = parse_address(unescape(options.traddr), "traddr");
+        spec.address = std::move(address.host);
+        bracket_port = address.port;
+    }
     take(spec.subsystem_nqn, options.subnqn);
     take(spec.host_nqn, options.hostnqn);
     take(spec.host_id, options.hostid);
-    take(spec.source, options.host_traddr);
+    if (!options.host_traddr.empty()) {
+        spec.source = parse_address(unescape(options.host_traddr), "host_traddr").host;
+    }
     if (!options.trsvcid.empty()) {
         apply_port(spec, options.trsvcid, "trsvcid");
+    } else if (bracket_port) {
+        spec.port = *bracket_port;
     }
     if (!options.nsid.empty()) {
         apply_nsid(spec, options.nsid, "nsid");
@@ -194,7 +263,8 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
 }
 
 std::string canonical_filename(const TargetSpec& spec) {
-    return "traddr=" + spec.address + " trsvcid=" + std::to_string(spec.port) +
+    const bool ipv6 = spec.address.find(':') != std::string::npos;
+    return "traddr=" + (ipv6 ? "[" + spec.address + "]" : spec.address) + " trsvcid=" + std::to_string(spec.port) +
            " subnqn=" + spec.subsystem_nqn + " ns=" + std::to_string(spec.nsid);
 }
 

@@ -32,8 +32,9 @@ class SpecError : public std::invalid_argument {
 
 // The filename's key=value pairs, separated by spaces. Colons may arrive
 // escaped as "\:" (fio strips the backslash itself, but a value copied from a
-// shell or a job generator may still carry it). Unknown keys, a transport other
-// than RDMA and an address family other than IPv4 are errors.
+// shell or a job generator may still carry it). An empty value means the
+// default. Unknown keys, a transport other than RDMA and an address family
+// other than IPv4/IPv6 are errors. SPDK's `hostaddr` names the source address.
 // Returns nullopt when `filename` is not in that form at all (no '=').
 std::optional<TargetSpec> parse_filename_spec(std::string_view filename);
 
@@ -53,6 +54,18 @@ struct OptionValues {
 // uuid form "nqn.2014-08.org.nvmexpress:uuid:<UUID>", at most 223 bytes.
 // Throws SpecError naming hostnqn.
 void check_host_nqn(std::string_view nqn);
+
+// A target address as written: "10.0.0.2", "fe80::1", "[::1]" or "[::1]:4420"
+// (brackets, and a port only after brackets). Throws SpecError naming `what`.
+struct Address {
+    std::string host;                  // without brackets
+    std::optional<std::uint16_t> port;  // from "[addr]:port"
+};
+Address parse_address(std::string_view text, std::string_view what);
+
+// Files of one job that name the same (address, port, subsystem, host
+// identity, source) share one controller: equal keys, one connection.
+std::string controller_key(const TargetSpec& spec);
 
 // Options win over the filename; what neither gives takes the default. Throws
 // SpecError naming the missing or malformed option (traddr and subnqn have no

@@ -130,6 +130,9 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
             if (done.status.ok()) {
                 done.data_length = static_cast<std::uint32_t>(data.size());
                 stats_.bytes_read += data.size();
+                NamespaceStats& counters = stats_.of_namespace(subsystem.nqn, sqe.nsid);
+                ++counters.read_commands;
+                counters.bytes_read += data.size();
             }
             return done;
         }
@@ -137,6 +140,9 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
             Completion done = storage_status(ns->storage->write(offset, data));
             if (done.status.ok()) {
                 stats_.bytes_written += data.size();
+                NamespaceStats& counters = stats_.of_namespace(subsystem.nqn, sqe.nsid);
+                ++counters.write_commands;
+                counters.bytes_written += data.size();
             }
             return done;
         }

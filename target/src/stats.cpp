@@ -81,6 +81,18 @@ std::string Stats::to_json() const {
            ", \"admin\": " + std::to_string(max_inflight_admin) + "}";
     out += ", \"controllers\": " + std::to_string(controllers);
     out += ", \"faults_injected\": " + std::to_string(faults_injected);
+    out += ", \"namespaces\": [";
+    bool first = true;
+    for (const auto& [key, ns] : namespaces) {
+        out += std::string(first ? "" : ", ") + "{\"subnqn\": \"" + key.first +
+               "\", \"nsid\": " + std::to_string(key.second) +
+               ", \"commands\": {\"read\": " + std::to_string(ns.read_commands) +
+               ", \"write\": " + std::to_string(ns.write_commands) +
+               "}, \"bytes\": {\"read\": " + std::to_string(ns.bytes_read) +
+               ", \"write\": " + std::to_string(ns.bytes_written) + "}}";
+        first = false;
+    }
+    out += "]";
     out += "}\n";
     return out;
 }

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "nvmeof/wire/command.hpp"
 
@@ -28,6 +30,15 @@ enum class CommandKind : std::uint8_t {
 
 CommandKind command_kind(const wire::Sqe& sqe, wire::QueueKind queue);
 
+// Data moved per namespace, so a test can prove each I/O reached the namespace
+// the host meant.
+struct NamespaceStats {
+    std::uint64_t read_commands = 0;
+    std::uint64_t write_commands = 0;
+    std::uint64_t bytes_read = 0;
+    std::uint64_t bytes_written = 0;
+};
+
 struct Stats {
     std::uint64_t commands[static_cast<std::size_t>(CommandKind::count_)] = {};
     std::uint64_t bytes_read = 0;     // sent to the host by Read
@@ -40,6 +51,11 @@ struct Stats {
     std::uint64_t max_inflight_admin = 0;
     std::uint64_t controllers = 0;
     std::uint64_t faults_injected = 0;
+    std::map<std::pair<std::string, std::uint32_t>, NamespaceStats> namespaces;  // (NQN, NSID)
+
+    NamespaceStats& of_namespace(const std::string& nqn, std::uint32_t nsid) {
+        return namespaces[{nqn, nsid}];
+    }
 
     void count(CommandKind kind) { ++commands[static_cast<std::size_t>(kind)]; }
     std::uint64_t count_of(CommandKind kind) const {

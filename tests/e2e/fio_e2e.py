@@ -543,7 +543,56 @@ def test_spdk_compat():
     print(f"spdk-compat: {notes[0].strip()}")
 
 
+def test_multi_namespace(mode):
+    """One job, three namespaces across two subsystems of one target (fio's
+    filename=a:b:c, SPDK's form): write then verify each whole namespace. The
+    namespaces differ in size, so each receives exactly its size in bytes, and
+    the target's per-namespace counters prove every I/O went where fio meant."""
+    wd = h.workdir()
+    job = wd + "/multi.fio"
+    info = wd + "/facts.jsonl"
+    nqn2 = h.NQN + "-second"
+    sizes = {(h.NQN, 1): 4 << 20, (h.NQN, 2): 6 << 20, (nqn2, 1): 10 << 20}
+    extra = ["--namespace", "ram:6M", "--subsystem", nqn2, "--namespace", "ram:10M"]
+    threads = "thread=1\n" if mode == "thread" else ""
+    with h.target(wd, namespace="ram:4M", extra=extra) as t:
+        files = ":".join(f"traddr={t.address} trsvcid={t.port} subnqn={nqn.replace(':', chr(92) + ':')} ns={ns}"
+                         for nqn, ns in sizes)
+        Path(job).write_text(f"""[global]
+ioengine=external:{h.ENGINE}
+{threads}filename={files}
+info_file={info}
+rw=write
+bsrange=4k-256k
+iodepth=8
+verify=crc32c
+verify_fatal=1
+[multi]
+""")
+        proc, result = h.run_fio(job, t, args=[])
+        t.stop()
+    check(proc.returncode == 0 and result is not None and not h.job_errors(result),
+          f"fio failed (rc {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    sums = h.totals(result)
+    total = sum(sizes.values())
+    check(sums["write"]["bytes"] == total and sums["read"]["bytes"] == total,
+          f"fio wrote {sums['write']['bytes']} and verified {sums['read']['bytes']} bytes, expected {total} each")
+    per_ns = {(n["subnqn"], n["nsid"]): n for n in t.stats()["namespaces"]}
+    check(set(per_ns) == set(sizes), f"the target saw I/O on {sorted(per_ns)}, expected {sorted(sizes)}")
+    for key, size in sizes.items():
+        got = per_ns[key]["bytes"]
+        check(got["write"] == size and got["read"] == size,
+              f"namespace {key}: the target wrote {got['write']} / read {got['read']} bytes, expected {size}")
+    record = read_info_records(info)[0]
+    check(len(record["controllers"]) == 2 and len(record["namespaces"]) == 3,
+          f"expected 2 controllers and 3 namespaces in {record}")
+    check([n["controller"] for n in record["namespaces"]] == [0, 0, 1], f"namespaces map {record['namespaces']}")
+    print(f"{mode}: 3 namespaces on 2 controllers; target per namespace = "
+          + ", ".join(f"{k[0].split(':')[-1]}/{k[1]}: {per_ns[k]['bytes']}" for k in sizes))
+
+
 TESTS = {
+    "multi-namespace": test_multi_namespace,
     "bad-options": test_bad_options,
     "queues-granted-fewer": test_queues_granted_fewer,
     "spdk-compat": test_spdk_compat,

@@ -30,8 +30,11 @@ e::NumericOptions with(void (*change)(e::NumericOptions&)) {
 TEST(OptionRules, DefaultsAndLimitsPass) {
     EXPECT_EQ(refusal({}), "");
     EXPECT_EQ(refusal({.queue_size = 2, .nr_io_queues = 65534, .keep_alive_ms = 1000}), "");
-    EXPECT_EQ(refusal({.queue_size = 65535, .nr_io_queues = 1, .keep_alive_ms = 0,
-                       .connect_timeout_ms = 1, .io_timeout_ms = 1}),
+    EXPECT_EQ(refusal({.queue_size = 65535,
+                       .nr_io_queues = 1,
+                       .keep_alive_ms = 0,
+                       .connect_timeout_ms = 1,
+                       .io_timeout_ms = 1}),
               "");
 }
 
@@ -40,15 +43,15 @@ TEST(OptionRules, EachRefusalNamesItsOption) {
     EXPECT_EQ(refusal(with([](auto& o) { o.queue_size = 65536; })).rfind("queue_size=65536:", 0),
               0u);
     EXPECT_EQ(refusal(with([](auto& o) { o.nr_io_queues = 0; })).rfind("nr_io_queues=0:", 0), 0u);
-    EXPECT_EQ(refusal(with([](auto& o) { o.nr_io_queues = 65535; })).rfind("nr_io_queues=65535:", 0),
-              0u);
+    EXPECT_EQ(
+        refusal(with([](auto& o) { o.nr_io_queues = 65535; })).rfind("nr_io_queues=65535:", 0), 0u);
     EXPECT_EQ(refusal(with([](auto& o) { o.keep_alive_ms = 1; })).rfind("keep_alive_ms=1:", 0), 0u);
     EXPECT_EQ(refusal(with([](auto& o) { o.keep_alive_ms = 999; })).rfind("keep_alive_ms=999:", 0),
               0u);
     EXPECT_EQ(refusal(with([](auto& o) { o.io_timeout_ms = 0; })).rfind("io_timeout_ms=0:", 0), 0u);
-    EXPECT_EQ(refusal(with([](auto& o) { o.connect_timeout_ms = 0; }))
-                  .rfind("connect_timeout_ms=0:", 0),
-              0u);
+    EXPECT_EQ(
+        refusal(with([](auto& o) { o.connect_timeout_ms = 0; })).rfind("connect_timeout_ms=0:", 0),
+        0u);
     EXPECT_EQ(refusal(with([](auto& o) { o.io_timeout_ms = 0; })).find('\n'), std::string::npos);
 }
 
@@ -59,13 +62,14 @@ TEST(OptionRules, QueueSizeMustHoldOneIo) {
         e::check_queue_size_holds_one_io(8, 8, 1 << 20);
         FAIL() << "a queue of 8 cannot hold an I/O of 8 commands";
     } catch (const e::SpecError& error) {
-        EXPECT_EQ(std::string(error.what()).rfind("queue_size=8: too small", 0), 0u) << error.what();
+        EXPECT_EQ(std::string(error.what()).rfind("queue_size=8: too small", 0), 0u)
+            << error.what();
         EXPECT_NE(std::string(error.what()).find("at least 9"), std::string::npos);
     }
 }
 
 TEST(OptionRules, KeepAliveAgainstKas) {
-    EXPECT_NO_THROW(e::check_keep_alive_granularity(0, 0));     // off: nothing to check
+    EXPECT_NO_THROW(e::check_keep_alive_granularity(0, 0));      // off: nothing to check
     EXPECT_NO_THROW(e::check_keep_alive_granularity(1000, 10));  // 1000 ms granularity
     EXPECT_NO_THROW(e::check_keep_alive_granularity(5000, 50));
     try {
@@ -92,10 +96,12 @@ TEST(OptionRules, IgnoredSpdkOptionNames) {
 }
 
 TEST(HostNqn, AcceptsTheTwoFormsNvmeSpecifies) {
-    EXPECT_NO_THROW(e::check_host_nqn("nqn.2014-08.org.nvmexpress:uuid:"
-                                      "f81d4fae-7dec-11d0-a765-00a0c91e6bf6"));
+    EXPECT_NO_THROW(
+        e::check_host_nqn("nqn.2014-08.org.nvmexpress:uuid:"
+                          "f81d4fae-7dec-11d0-a765-00a0c91e6bf6"));
     EXPECT_NO_THROW(e::check_host_nqn("nqn.2016-06.io.spdk:host1"));
-    EXPECT_NO_THROW(e::check_host_nqn("nqn.2026-12.io.nvmeof:" + std::string(200, 'a')));  // 222 bytes
+    EXPECT_NO_THROW(
+        e::check_host_nqn("nqn.2026-12.io.nvmeof:" + std::string(200, 'a')));  // 222 bytes
 }
 
 TEST(HostNqn, RefusesWithAMessageNamingHostnqn) {

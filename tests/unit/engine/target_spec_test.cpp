@@ -28,7 +28,7 @@ TEST(FilenameSpec, PlainFilenameIsNotASpec) {
 
 TEST(FilenameSpec, RejectsWhatItCannotServe) {
     EXPECT_THROW(e::parse_filename_spec("trtype=TCP traddr=1.2.3.4"), e::SpecError);
-    EXPECT_THROW(e::parse_filename_spec("adrfam=IPv6 traddr=::1"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("adrfam=IB traddr=::1"), e::SpecError);
     EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 trsvcid=70000"), e::SpecError);
     EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 ns=0"), e::SpecError);
     EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 bogus=1"), e::SpecError);
@@ -74,4 +74,76 @@ TEST(ResolveTarget, CanonicalFilename) {
     options.subnqn = "nqn.t";
     EXPECT_EQ(e::canonical_filename(e::resolve_target(options, "")),
               "traddr=127.0.0.1 trsvcid=4420 subnqn=nqn.t ns=1");
+}
+
+TEST(FilenameSpec, EmptyValuesMeanDefault) {
+    // An unset ${NVMEOF_TRSVCID} in an SPDK-style filename.
+    const auto spec =
+        e::parse_filename_spec("trtype=RDMA traddr=10.0.0.1 trsvcid= subnqn=nqn.a ns=");
+    ASSERT_TRUE(spec.has_value());
+    EXPECT_EQ(spec->port, e::kDefaultPort);
+    EXPECT_EQ(spec->nsid, e::kDefaultNsid);
+    EXPECT_THROW(e::parse_filename_spec("traddr=10.0.0.1 bogus="), e::SpecError);
+}
+
+TEST(FilenameSpec, SpdkHostaddrIsTheSource) {
+    const auto spec = e::parse_filename_spec("traddr=10.0.0.1 hostaddr=10.0.0.9 subnqn=nqn.a");
+    ASSERT_TRUE(spec.has_value());
+    EXPECT_EQ(spec->source, "10.0.0.9");
+}
+
+TEST(Ipv6, PlainAndBracketedAddresses) {
+    // In a filename fio has already turned "\:" into ':'; the engine also
+    // accepts the escapes left in.
+    for (const char* filename :
+         {"adrfam=IPv6 traddr=::1 subnqn=nqn.a", R"(traddr=\:\:1 subnqn=nqn.a)",
+          "traddr=[::1] subnqn=nqn.a", R"(traddr=[\:\:1] subnqn=nqn.a)"}) {
+        const auto spec = e::parse_filename_spec(filename);
+        ASSERT_TRUE(spec.has_value()) << filename;
+        EXPECT_EQ(spec->address, "::1") << filename;
+        EXPECT_EQ(spec->port, e::kDefaultPort) << filename;
+    }
+    const auto with_port = e::parse_filename_spec("traddr=[fe80::2]:4421 subnqn=nqn.a");
+    ASSERT_TRUE(with_port.has_value());
+    EXPECT_EQ(with_port->address, "fe80::2");
+    EXPECT_EQ(with_port->port, 4421);
+    // An explicit trsvcid wins over the bracket's port, in either order.
+    EXPECT_EQ(e::parse_filename_spec("trsvcid=4430 traddr=[::1]:4421")->port, 4430);
+    EXPECT_EQ(e::parse_filename_spec("traddr=[::1]:4421 trsvcid=4430")->port, 4430);
+}
+
+TEST(Ipv6, TraddrOption) {
+    e::OptionValues options;
+    options.subnqn = "nqn.2026-12.io.nvmeof:t";
+    options.traddr = "::1";
+    EXPECT_EQ(e::resolve_target(options, "").address, "::1");
+    options.traddr = "[::1]";
+    EXPECT_EQ(e::resolve_target(options, "").address, "::1");
+    options.traddr = "[::1]:4500";
+    EXPECT_EQ(e::resolve_target(options, "").port, 4500);
+    options.trsvcid = "4501";
+    EXPECT_EQ(e::resolve_target(options, "").port, 4501);
+    EXPECT_EQ(e::canonical_filename(e::resolve_target(options, "")),
+              "traddr=[::1] trsvcid=4501 subnqn=nqn.2026-12.io.nvmeof:t ns=1");
+}
+
+TEST(Ipv6, MalformedBracketsNameTheOption) {
+    for (const char* bad : {"[::1", "[]", "[::1]4420", "[::1]:", "[::1]:70000", "::1]"}) {
+        try {
+            e::parse_address(bad, "traddr");
+            FAIL() << bad << " was accepted";
+        } catch (const e::SpecError& error) {
+            EXPECT_EQ(std::string(error.what()).rfind("traddr", 0), 0u) << error.what();
+        }
+    }
+}
+
+TEST(ControllerKey, SameTargetAndSubsystemShareOneController) {
+    const auto a = *e::parse_filename_spec("traddr=10.0.0.1 subnqn=nqn.a ns=1");
+    const auto b = *e::parse_filename_spec("traddr=10.0.0.1 subnqn=nqn.a ns=2");
+    const auto c = *e::parse_filename_spec("traddr=10.0.0.1 subnqn=nqn.b ns=1");
+    const auto d = *e::parse_filename_spec("traddr=10.0.0.1 trsvcid=4421 subnqn=nqn.a ns=1");
+    EXPECT_EQ(e::controller_key(a), e::controller_key(b));
+    EXPECT_NE(e::controller_key(a), e::controller_key(c));
+    EXPECT_NE(e::controller_key(a), e::controller_key(d));
 }
