@@ -1,0 +1,92 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "job_facts.hpp"
+#include "target_spec.hpp"
+
+namespace e = nvmeof::engine;
+
+namespace {
+
+e::JobFacts two_namespaces() {
+    e::JobFacts facts;
+    facts.job = "multi \"job\"";
+    facts.job_number = 3;
+    facts.pid = 42;
+    facts.iodepth = 16;
+    e::ControllerFacts c;
+    c.traddr = "::1";
+    c.trsvcid = 4420;
+    c.subnqn = "nqn.2026-12.io.nvmeof:t";
+    c.model = "back\\slash";
+    c.serial = "tab\there";
+    c.cntlid = 7;
+    c.io_queues = 2;
+    c.io_queues_asked = 4;
+    c.kas_ms = 1000;
+    facts.controllers.push_back(c);
+    facts.namespaces.push_back({.file = "a",
+                                .controller = 0,
+                                .nsid = 1,
+                                .size_bytes = 4096,
+                                .blocks = 8,
+                                .lba_size = 512});
+    facts.namespaces.push_back({.file = "b",
+                                .controller = 0,
+                                .nsid = 2,
+                                .size_bytes = 8192,
+                                .blocks = 2,
+                                .lba_size = 4096});
+    return facts;
+}
+
+}  // namespace
+
+TEST(JobFacts, OneJsonLineWithEscapedText) {
+    const std::string line = e::to_json_line(two_namespaces());
+    ASSERT_FALSE(line.empty());
+    EXPECT_EQ(line.back(), '\n');
+    EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line per record";
+    EXPECT_EQ(
+        line.rfind(R"({"job": "multi \"job\"", "job_number": 3, "pid": 42, "iodepth": 16, )", 0),
+        0u)
+        << line;
+    EXPECT_NE(line.find(R"("model": "back\\slash", "serial": "tab\there")"), std::string::npos)
+        << line;
+    EXPECT_NE(line.find(R"("traddr": "::1", "trsvcid": 4420, "subnqn": "nqn.2026-12.io.nvmeof:t")"),
+              std::string::npos);
+    EXPECT_NE(line.find(R"("io_queues": 2, "io_queues_asked": 4)"), std::string::npos);
+    EXPECT_NE(line.find(R"({"file": "b", "controller": 0, "nsid": 2, "size_bytes": 8192, )"
+                        R"("blocks": 2, "lba_size": 4096})"),
+              std::string::npos)
+        << line;
+}
+
+TEST(JobFacts, AppendsWholeLinesAndTruncates) {
+    char path[] = "/tmp/nvmeof-facts-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    e::append_line(path, "one\n");
+    e::append_line(path, "two\n");
+    std::ifstream file(path);
+    std::ostringstream text;
+    text << file.rdbuf();
+    EXPECT_EQ(text.str(), "one\ntwo\n");
+    e::truncate_file(path);
+    std::ifstream emptied(path);
+    EXPECT_EQ(emptied.peek(), std::ifstream::traits_type::eof());
+    unlink(path);
+    try {
+        e::append_line("/nonexistent-dir/facts.jsonl", "x\n");
+        FAIL() << "an unwritable path was accepted";
+    } catch (const e::SpecError& error) {
+        EXPECT_EQ(std::string(error.what()).rfind("info_file=/nonexistent-dir/facts.jsonl: ", 0),
+                  0u);
+    }
+}
