@@ -106,7 +106,7 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
     scratch_.resize(depth);
     events_.resize(depth);
     surplus_.reserve(depth);
-    announce(options);
+    announce();
     if (options.info_file[0] != '\0') {
         record_facts(options);
     }
@@ -199,7 +199,7 @@ void Job::clamp_iodepth() {
 }
 
 // The start-up line, one per file.
-void Job::announce(const EngineOptions&) const {
+void Job::announce() const {
     for (const FileSlot& f : files_) {
         const Limits& limits = controllers_[f.controller].controller.limits();
         say_info("nvmeof: %s: target %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u I/O "

@@ -89,7 +89,7 @@ public:
 private:
     void connect_all(const std::vector<TargetSpec>& specs, const EngineOptions& options);
     void clamp_iodepth();
-    void announce(const EngineOptions& options) const;
+    void announce() const;
     void record_facts(const EngineOptions& options) const;
     bool build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& controller,
                         Transfer& transfer);
