@@ -16,6 +16,12 @@ namespace {
 // idle waits pay for it; it keeps a job that spins in getevents from starving
 // a software RDMA device or target sharing the CPU.
 constexpr unsigned kIdlePollsBeforeYield = 256;
+// Empty polls between two looks at the clock while spinning idle (a clock read
+// costs about as much as an empty poll).
+constexpr unsigned kIdlePollsPerClockRead = 32;
+// Longest single sleep in getevents; the controller wakes sooner for request
+// deadlines and keep-alive.
+constexpr std::chrono::seconds kLongestIdleSleep{1};
 
 template <typename T>
 void clamp_to(T& value, unsigned int limit) {
@@ -94,6 +100,7 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
       gpu_(job_gpu(td, options)),
       controller_(Controller::connect(job_options(td, spec, options, gpu_, gpu_source_note_))),
       namespace_(controller_.namespace_at(spec.nsid)),
+      poll_spin_(options.poll_spin_us),
       keep_alive_(options.keep_alive_ms != 0) {
     for (std::size_t i = 0; i < controller_.io_queue_count(); ++i) {
         queues_.push_back(controller_.io(i));
@@ -329,7 +336,9 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     commit();
     service_keep_alive();
     const bool one_pass = t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0;
+    using Clock = std::chrono::steady_clock;
     unsigned idle_polls = 0;
+    Clock::time_point idle_since{};  // first empty poll of this idle stretch
     while (nr_events_ < max) {
         std::size_t found = 0;
         for (IoQueue& q : queues_) {
@@ -346,7 +355,26 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
         if (found == 0 && in_flight() == 0) {
             break;
         }
-        if (found == 0 && ++idle_polls >= kIdlePollsBeforeYield) {
+        if (found != 0) {
+            idle_since = {};
+            continue;
+        }
+        ++idle_polls;
+        if (idle_polls % kIdlePollsPerClockRead == 1 || poll_spin_.count() == 0) {
+            // Spun idle long enough: sleep on the completion channel instead
+            // of burning a core while the target takes its time (or is dead).
+            const auto now = Clock::now();
+            if (idle_since == Clock::time_point{}) {
+                idle_since = now;
+            } else if (now - idle_since >= poll_spin_) {
+                controller_.wait_for_completions(now + kLongestIdleSleep);
+                service_keep_alive();
+                idle_since = {};
+                idle_polls = 0;
+                continue;
+            }
+        }
+        if (idle_polls >= kIdlePollsBeforeYield) {
             idle_polls = 0;
             service_keep_alive();  // a long wait for the target must not starve its timer
             sched_yield();

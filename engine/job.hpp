@@ -3,6 +3,7 @@
 // torn down in iomem_free, before fio frees the buffers.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@ struct EngineOptions {
     unsigned int connect_timeout_ms;
     unsigned int io_timeout_ms;
     unsigned int keep_alive_ms;
+    unsigned int poll_spin_us;  // idle polling before getevents sleeps on the completion channel
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     // Learned by setup():
     unsigned int pieces_per_io_u;
@@ -87,6 +89,7 @@ private:
     std::size_t nr_events_ = 0;
     std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
     std::size_t surplus_head_ = 0;
+    std::chrono::microseconds poll_spin_;  // idle polling before sleeping in getevents
     bool keep_alive_ = false;         // keep_alive_ms > 0: serviced from getevents
     bool keep_alive_failed_ = false;  // said once
 };

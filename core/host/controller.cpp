@@ -1,7 +1,10 @@
 // Controller facade, memory registration, namespaces and blocking transfers.
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "host/controller_impl.hpp"
@@ -104,6 +107,43 @@ bool ControllerImpl::keep_alive(std::string* why) noexcept {
     return alive;
 }
 
+bool ControllerImpl::wait_for_completions(std::chrono::steady_clock::time_point until) noexcept {
+    using Clock = std::chrono::steady_clock;
+    if (!open() || !completion_channel_) {
+        return false;
+    }
+    auto wake = until;
+    for (auto& queue : io_) {
+        if (!queue->arm_if_quiet()) {
+            return true;  // something to hand back already
+        }
+        wake = std::min(wake, queue->earliest_deadline());
+    }
+    if (keep_alive_) {
+        wake = std::min(wake, keep_alive_->next_due());
+    }
+    const auto now = Clock::now();
+    if (wake <= now) {
+        return false;
+    }
+    constexpr auto kLongestSleep = std::chrono::milliseconds(std::numeric_limits<int>::max());
+    const auto sleep = std::min(std::chrono::ceil<std::chrono::milliseconds>(wake - now), kLongestSleep);
+    pollfd pfd{completion_channel_->fd, POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(sleep.count())) <= 0) {
+        return false;  // woke for a deadline (or EINTR): the caller's poll checks deadlines
+    }
+    // Every event is taken and acknowledged now (a CQ cannot be destroyed
+    // with events unacknowledged); the CQs are re-armed on the next wait.
+    bool woke = false;
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    while (ibv_get_cq_event(completion_channel_.get(), &cq, &context) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        woke = true;
+    }
+    return woke;
+}
+
 void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
     require_open("I/O");
     const std::string what = "namespace " + std::to_string(ns.nsid);
@@ -196,6 +236,10 @@ bool Controller::keep_alive(std::string* why) noexcept {
         return false;
     }
     return impl_->keep_alive(why);
+}
+
+bool Controller::wait_for_completions(std::chrono::steady_clock::time_point until) noexcept {
+    return impl_ && impl_->wait_for_completions(until);
 }
 
 const Limits& Controller::limits() const {

@@ -307,6 +307,17 @@ void RdmaQueue::progress() noexcept {
     }
 }
 
+bool RdmaQueue::arm_if_quiet() noexcept {
+    if (!cq_ || failed() || finished_count_ > 0) {
+        return false;
+    }
+    if (ibv_req_notify_cq(cq_.get(), 0) != 0) {
+        return false;  // cannot sleep on this CQ: the caller keeps polling
+    }
+    progress();
+    return finished_count_ == 0 && !failed();
+}
+
 void RdmaQueue::handle_completion(const ibv_wc& wc) noexcept {
     const bool is_receive = (wc.wr_id & kRecvTag) != 0;
     if (wc.status != IBV_WC_SUCCESS) {

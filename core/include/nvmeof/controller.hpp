@@ -8,6 +8,7 @@
 // No static state: a process may connect, close and fork, then connect again.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -90,6 +91,15 @@ public:
     // unanswered, the admin queue failed, or the controller was closed (`why`
     // says which); true when keep-alive is disabled.
     bool keep_alive(std::string* why = nullptr) noexcept;
+
+    // Idle waiting without burning a core: blocks on the I/O queues' completion
+    // channel until a completion arrives, the earliest request deadline or the
+    // next keep-alive is due, or `until`, whichever comes first. Returns true
+    // when completions may be waiting (poll the queues next), false when it woke
+    // for time (polling then enforces deadlines) or cannot wait (closed, failed).
+    // A system call and a wake-up latency: call it only after polling found
+    // nothing for a while (the fio engine spins poll_spin_us first).
+    bool wait_for_completions(std::chrono::steady_clock::time_point until) noexcept;
 
     IoQueue io(std::size_t index = 0);
     std::size_t io_queue_count() const noexcept;
