@@ -94,7 +94,8 @@ public:
     void commit() noexcept;
     std::size_t deferred() const noexcept { return deferred_count_; }
     std::size_t reap(std::span<Completion> out) noexcept;
-    void progress() noexcept;
+    // Takes up to kPollBatch completions off the CQ; returns how many.
+    int progress() noexcept;
     std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
     // Internal transfers (blocking callers): finished yet? Then take its status.
     bool transfer_finished(std::uint32_t index) const noexcept;
