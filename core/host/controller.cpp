@@ -127,7 +127,8 @@ bool ControllerImpl::wait_for_completions(std::chrono::steady_clock::time_point 
         return false;
     }
     constexpr auto kLongestSleep = std::chrono::milliseconds(std::numeric_limits<int>::max());
-    const auto sleep = std::min(std::chrono::ceil<std::chrono::milliseconds>(wake - now), kLongestSleep);
+    const auto sleep =
+        std::min(std::chrono::ceil<std::chrono::milliseconds>(wake - now), kLongestSleep);
     pollfd pfd{completion_channel_->fd, POLLIN, 0};
     if (poll(&pfd, 1, static_cast<int>(sleep.count())) <= 0) {
         return false;  // woke for a deadline (or EINTR): the caller's poll checks deadlines

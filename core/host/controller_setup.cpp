@@ -61,10 +61,10 @@ void ControllerImpl::connect() {
     log_debug("connecting to %s as %s (host ID %s, %s)", peer_.target_text.c_str(),
               identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
 
-    admin_ = std::make_unique<RdmaQueue>(
-        QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin, options_.timeout,
-                    options_.timeout, deadline_},
-        peer_);
+    admin_ =
+        std::make_unique<RdmaQueue>(QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin,
+                                                options_.timeout, options_.timeout, deadline_},
+                                    peer_);
     if (ibv_query_device(admin_->device(), &device_) != 0) {
         throw ConnectError(ConnectFailure::device_error, "ibv_query_device", std::strerror(errno));
     }
@@ -294,7 +294,8 @@ void ControllerImpl::create_io_queues() {
     } catch (const std::system_error& e) {
         ConnectError::Details d;
         d.sys_errno = e.code().value();
-        throw ConnectError(ConnectFailure::device_error, "creating the completion channel", e.what(), d);
+        throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
+                           e.what(), d);
     }
     // Non-blocking, so draining its events after poll() never blocks.
     const int flags = fcntl(completion_channel_->fd, F_GETFL);

@@ -114,7 +114,8 @@ public:
     bool arm_if_quiet() noexcept;
     // The earliest deadline of a request in flight (may be early, never late).
     std::chrono::steady_clock::time_point earliest_deadline() const noexcept {
-        return cids_.outstanding() > 0 ? earliest_deadline_ : std::chrono::steady_clock::time_point::max();
+        return cids_.outstanding() > 0 ? earliest_deadline_
+                                       : std::chrono::steady_clock::time_point::max();
     }
 
     // Fails every outstanding request with `code` after QP → error and drain.

@@ -44,7 +44,8 @@ std::uint8_t ack_timeout_for(std::chrono::milliseconds request_timeout) {
 }
 
 int cm_timeout_ms(const ConnectDeadline& deadline) {
-    return static_cast<int>(std::clamp(deadline.left(), std::chrono::milliseconds{1}, kCmOperationTimeout).count());
+    return static_cast<int>(
+        std::clamp(deadline.left(), std::chrono::milliseconds{1}, kCmOperationTimeout).count());
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
@@ -139,7 +140,8 @@ RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
                            address_text(source) + " is not a local RDMA address: " + errno_text(error),
                            with_errno(error));
     }
-    if (rdma_resolve_addr(id_.get(), nullptr, target, cm_timeout_ms(config_.connect_deadline)) != 0) {
+    const int resolve_ms = cm_timeout_ms(config_.connect_deadline);
+    if (rdma_resolve_addr(id_.get(), nullptr, target, resolve_ms) != 0) {
         const int error = errno;
         throw ConnectError(peer.has_source ? ConnectFailure::bad_source_address
                                            : ConnectFailure::address_unreachable,
@@ -188,7 +190,8 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
     const std::uint32_t size = config_.size;
     const std::uint32_t slots = size - 1;
     try {
-        cq_ = verbs::create_cq(id_->verbs, static_cast<int>(cq_entry_count(size)), completion_channel);
+        cq_ = verbs::create_cq(id_->verbs, static_cast<int>(cq_entry_count(size)),
+                               completion_channel);
         ibv_qp_init_attr attr{};
         attr.send_cq = cq_.get();
         attr.recv_cq = cq_.get();
@@ -292,9 +295,10 @@ void RdmaQueue::connect_cm(const ibv_device_attr& device) {
     std::uint8_t ack_timeout = ack_timeout_for(config_.request_timeout);
     if (rdma_set_option(id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
                         sizeof ack_timeout) != 0) {
-        log_debug("qid %u: cannot set the ACK timeout (%s); the transport's retry window stays the "
-                  "device's default and may end requests before their timeout",
-                  unsigned{config_.qid}, errno_text(errno).c_str());
+        log_debug(
+            "qid %u: cannot set the ACK timeout (%s); the transport's retry window stays the "
+            "device's default and may end requests before their timeout",
+            unsigned{config_.qid}, errno_text(errno).c_str());
     }
     if (rdma_connect(id_.get(), &param) != 0) {
         const int error = errno;

@@ -338,7 +338,8 @@ TEST(Bounds, WholeConnectHasOneDeadline) {
     REQUIRE_CONFIGURABLE();
     TargetProcess target({"--fault", "delay-ms=300"});
     const auto start = std::chrono::steady_clock::now();
-    const ConnectError e = expect_connect_error([&] { Controller::connect(target.options(1200ms)); });
+    const ConnectError e =
+        expect_connect_error([&] { Controller::connect(target.options(1200ms)); });
     const auto took = std::chrono::steady_clock::now() - start;
     EXPECT_EQ(e.cause(), ConnectFailure::timeout) << e.what();
     EXPECT_NE(std::string(e.what()).find("connect deadline of 1200 ms (every step together)"),
@@ -404,7 +405,8 @@ TEST(Bounds, WaitForCompletionsWakesForACompletion) {
 TEST(Bounds, WaitForCompletionsSleepsWithoutSpinning) {
     REQUIRE_CONFIGURABLE();
     TargetProcess target({"--fault", "stop-answering-after=12"});
-    auto ctrl = Controller::connect(target.options(2s));  // the shutdown at the end waits at most 2 s
+    // 2 s: the shutdown in close() at the end waits at most that long.
+    auto ctrl = Controller::connect(target.options(2s));
     auto ns = ctrl.namespace_at(1);
     auto buf = ctrl.allocate(ns.lba_size());
     auto io = ctrl.io();
