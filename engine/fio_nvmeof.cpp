@@ -125,7 +125,9 @@ fio_option engine_options[] = {
                       "iodepth (the target may grant fewer; iodepth is then clamped)",
                       "0"),
     NVMEOF_INT_OPTION("connect_timeout_ms", connect_timeout_ms,
-                      "Deadline of each connect step, in milliseconds (at least 1)", "30000"),
+                      "Deadline of the whole connect, every step together, in milliseconds (at "
+                      "least 1)",
+                      "30000"),
     NVMEOF_INT_OPTION("io_timeout_ms", io_timeout_ms,
                       "Deadline of each I/O, in milliseconds (at least 1; there is no \"no "
                       "timeout\"); an I/O the target never answers fails with ETIMEDOUT",
@@ -136,6 +138,10 @@ fio_option engine_options[] = {
                       "Keep Alive goes out every half timeout while the job polls, so a job idle "
                       "longer than that (thinktime) may be dropped",
                       "0"),
+    NVMEOF_INT_OPTION("poll_spin_us", poll_spin_us,
+                      "How long a job waiting for completions polls before it sleeps on the "
+                      "completion channel, in microseconds (0: sleep at once)",
+                      "200"),
     NVMEOF_STRING_OPTION("gpu", gpu,
                          "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
                          "visible GPUs by job); needs a CUDA build and driver"),

@@ -19,6 +19,12 @@ namespace {
 // idle waits pay for it; it keeps a job that spins in getevents from starving
 // a software RDMA device or target sharing the CPU.
 constexpr unsigned kIdlePollsBeforeYield = 256;
+// Empty polls between two looks at the clock while spinning idle (a clock read
+// costs about as much as an empty poll).
+constexpr unsigned kIdlePollsPerClockRead = 32;
+// Longest single sleep in getevents; the controller wakes sooner for request
+// deadlines and keep-alive.
+constexpr std::chrono::seconds kLongestIdleSleep{1};
 
 template <typename T>
 void clamp_to(T& value, unsigned int limit) {
@@ -99,9 +105,14 @@ Options job_options(const thread_data* td, const TargetSpec& spec, const EngineO
 }  // namespace
 
 Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOptions& options)
-    : td_(td), gpu_(job_gpu(td, options)), keep_alive_(options.keep_alive_ms != 0) {
+    : td_(td), gpu_(job_gpu(td, options)),
+      poll_spin_(options.poll_spin_us),
+      keep_alive_(options.keep_alive_ms != 0) {
     connect_all(specs, options);
     clamp_iodepth();
+    for (ControllerSlot& slot : controllers_) {
+        waitable_.push_back(&slot.controller);
+    }
     const std::size_t depth = std::max(1u, td->o.iodepth);
     scratch_.resize(depth);
     events_.resize(depth);
@@ -475,7 +486,9 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     commit();
     service_keep_alive();
     const bool one_pass = t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0;
+    using Clock = std::chrono::steady_clock;
     unsigned idle_polls = 0;
+    Clock::time_point idle_since{};  // first empty poll of this idle stretch
     while (nr_events_ < max) {
         std::size_t found = 0;
         for (IoQueue& q : queues_) {
@@ -492,7 +505,26 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
         if (found == 0 && in_flight() == 0) {
             break;
         }
-        if (found == 0 && ++idle_polls >= kIdlePollsBeforeYield) {
+        if (found != 0) {
+            idle_since = {};
+            continue;
+        }
+        ++idle_polls;
+        if (idle_polls % kIdlePollsPerClockRead == 1 || poll_spin_.count() == 0) {
+            // Spun idle long enough: sleep on the completion channel instead
+            // of burning a core while the target takes its time (or is dead).
+            const auto now = Clock::now();
+            if (idle_since == Clock::time_point{}) {
+                idle_since = now;
+            } else if (now - idle_since >= poll_spin_) {
+                wait_for_completions(waitable_, now + kLongestIdleSleep);
+                service_keep_alive();
+                idle_since = {};
+                idle_polls = 0;
+                continue;
+            }
+        }
+        if (idle_polls >= kIdlePollsBeforeYield) {
             idle_polls = 0;
             service_keep_alive();  // a long wait for the target must not starve its timer
             sched_yield();

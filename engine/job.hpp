@@ -3,6 +3,7 @@
 // torn down in iomem_free, before fio frees the buffers.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,6 +38,7 @@ struct EngineOptions {
     unsigned int connect_timeout_ms;
     unsigned int io_timeout_ms;
     unsigned int keep_alive_ms;
+    unsigned int poll_spin_us;  // idle polling before getevents sleeps on the completion channel
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     char info_file[kOptionTextSize];  // "": none; else one JSON line of start-up facts per job
     unsigned int queue_size;          // I/O queue entries asked for; 0: derived from iodepth
@@ -110,12 +112,14 @@ private:
     std::byte* mirror_ = nullptr;  // host mirror of the GPU arena (fio's orig_buffer)
     bool gpu_verify_ = false;      // copy through the mirror around each I/O
     std::vector<IoQueue> queues_;  // every controller's, in controller order
+    std::vector<Controller*> waitable_;  // every controller, for idle waiting
     unsigned int queued_since_commit_ = 0;
     std::vector<Completion> scratch_;  // poll() output, sized once
     std::vector<io_u*> events_;        // handed to fio by event()
     std::size_t nr_events_ = 0;
     std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
     std::size_t surplus_head_ = 0;
+    std::chrono::microseconds poll_spin_;  // idle polling before sleeping in getevents
     bool keep_alive_ = false;         // keep_alive_ms > 0: serviced from getevents
 };
 

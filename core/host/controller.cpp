@@ -1,7 +1,11 @@
 // Controller facade, memory registration, namespaces and blocking transfers.
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "host/controller_impl.hpp"
@@ -104,6 +108,37 @@ bool ControllerImpl::keep_alive(std::string* why) noexcept {
     return alive;
 }
 
+IdlePreparation ControllerImpl::prepare_idle_wait(std::chrono::steady_clock::time_point& wake,
+                                                  int& fd) noexcept {
+    if (!open() || !completion_channel_) {
+        return IdlePreparation::cannot_wait;
+    }
+    for (auto& queue : io_) {
+        if (!queue->arm_if_quiet()) {
+            return IdlePreparation::work_waiting;
+        }
+        wake = std::min(wake, queue->earliest_deadline());
+    }
+    if (keep_alive_) {
+        wake = std::min(wake, keep_alive_->next_due());
+    }
+    fd = completion_channel_->fd;
+    return IdlePreparation::armed;
+}
+
+bool ControllerImpl::take_wakeups() noexcept {
+    // Every event is taken and acknowledged now (a CQ cannot be destroyed
+    // with events unacknowledged); the CQs are re-armed on the next wait.
+    bool woke = false;
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    while (ibv_get_cq_event(completion_channel_.get(), &cq, &context) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        woke = true;
+    }
+    return woke;
+}
+
 void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
     require_open("I/O");
     const std::string what = "namespace " + std::to_string(ns.nsid);
@@ -196,6 +231,60 @@ bool Controller::keep_alive(std::string* why) noexcept {
         return false;
     }
     return impl_->keep_alive(why);
+}
+
+bool Controller::wait_for_completions(std::chrono::steady_clock::time_point until) noexcept {
+    Controller* self = this;
+    return nvmeof::wait_for_completions(std::span<Controller* const>(&self, 1), until);
+}
+
+bool wait_for_completions(std::span<Controller* const> controllers,
+                          std::chrono::steady_clock::time_point until) noexcept {
+    using Clock = std::chrono::steady_clock;
+    // A fixed array: idle waiting allocates nothing either. Controllers past it
+    // are still polled by the caller; only their wake-up is coarser.
+    constexpr std::size_t kMaxWaited = 64;
+    constexpr auto kCoarseWake = std::chrono::milliseconds(1);
+    std::array<pollfd, kMaxWaited> fds{};
+    std::array<detail::ControllerImpl*, kMaxWaited> armed{};
+    std::size_t count = 0;
+    auto wake = until;
+    for (Controller* controller : controllers) {
+        detail::ControllerImpl* impl = controller != nullptr ? controller->impl_.get() : nullptr;
+        if (impl == nullptr) {
+            continue;
+        }
+        if (count == kMaxWaited) {
+            wake = std::min(wake, Clock::now() + kCoarseWake);
+            break;
+        }
+        int fd = -1;
+        switch (impl->prepare_idle_wait(wake, fd)) {
+            case detail::IdlePreparation::work_waiting: return true;
+            case detail::IdlePreparation::cannot_wait: continue;
+            case detail::IdlePreparation::armed:
+                fds[count] = pollfd{fd, POLLIN, 0};
+                armed[count] = impl;
+                ++count;
+                break;
+        }
+    }
+    const auto now = Clock::now();
+    if (count == 0 || wake <= now) {
+        return false;
+    }
+    constexpr auto kLongestSleep = std::chrono::milliseconds(std::numeric_limits<int>::max());
+    const auto sleep = std::min(std::chrono::ceil<std::chrono::milliseconds>(wake - now), kLongestSleep);
+    if (poll(fds.data(), count, static_cast<int>(sleep.count())) <= 0) {
+        return false;  // woke for a deadline (or EINTR): the caller's poll checks deadlines
+    }
+    bool woke = false;
+    for (std::size_t i = 0; i < count; ++i) {
+        if ((fds[i].revents & POLLIN) != 0) {
+            woke = armed[i]->take_wakeups() || woke;
+        }
+    }
+    return woke;
 }
 
 const Limits& Controller::limits() const {

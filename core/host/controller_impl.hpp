@@ -10,6 +10,7 @@
 #include "host/memory_record.hpp"
 #include "nvmeof/controller.hpp"
 #include "nvmeof/wire/registers.hpp"
+#include "transport/connect_deadline.hpp"
 #include "transport/rdma_queue.hpp"
 #include "verbs/resources.hpp"
 
@@ -23,6 +24,10 @@ inline constexpr std::size_t kScratchSize = kScratchConnectOffset + wire::kConne
 static_assert(kScratchConnectOffset + wire::kConnectDataSize <= kScratchSize);
 
 enum class ControllerState : std::uint8_t { connecting, live, closing, closed };
+
+// What a controller says before an idle wait: its CQs are armed and `fd` reports
+// the next completion; or a completion is already there; or it cannot wait.
+enum class IdlePreparation : std::uint8_t { armed, work_waiting, cannot_wait };
 
 class ControllerImpl {
 public:
@@ -50,6 +55,11 @@ public:
     RdmaQueue& admin() { return *admin_; }
     // See Controller::keep_alive.
     bool keep_alive(std::string* why) noexcept;
+    // Idle waiting (nvmeof::wait_for_completions): arms every I/O queue's CQ
+    // and lowers `wake` to the earliest request deadline and keep-alive time.
+    IdlePreparation prepare_idle_wait(std::chrono::steady_clock::time_point& wake, int& fd) noexcept;
+    // Takes and acknowledges every completion event; true if there was one.
+    bool take_wakeups() noexcept;
 
 private:
     // Remembers a registered record (closed with the controller) and hands it out.
@@ -64,6 +74,10 @@ private:
     void identify_controller();
     void create_io_queues();
     void shutdown() noexcept;
+    // A queue failed (timeout, WC error, lost connection) or keep-alive did: the
+    // target is dead or stalled, so close() waits for nothing from it.
+    bool target_lost() const noexcept;
+    std::chrono::milliseconds io_request_timeout() const;
     wire::RemoteBuffer scratch(std::size_t offset, std::size_t length) const;
     void validate_options() const;
 
@@ -72,6 +86,7 @@ private:
     PeerAddress peer_;
     Limits limits_;
     ControllerState state_ = ControllerState::connecting;
+    ConnectDeadline deadline_;  // the whole connect (Options::timeout)
     bool enabled_ = false;
     wire::Capabilities cap_;
     ibv_device_attr device_{};
@@ -80,6 +95,7 @@ private:
     verbs::ProtectionDomain pd_;
     std::unique_ptr<std::byte[]> scratch_;
     verbs::MemoryRegion scratch_mr_;
+    verbs::CompletionChannel completion_channel_;  // the I/O queues' CQs report here once armed
     std::unique_ptr<RdmaQueue> admin_;
     std::vector<std::unique_ptr<RdmaQueue>> io_;
     std::vector<std::weak_ptr<MemoryRecord>> memory_;

@@ -1,4 +1,6 @@
 // Controller bring-up and teardown (§9.1, §9.2 of the wire digest).
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -53,15 +55,16 @@ wire::RemoteBuffer ControllerImpl::scratch(std::size_t offset, std::size_t lengt
 
 void ControllerImpl::connect() {
     validate_options();
+    deadline_ = ConnectDeadline(options_.timeout);
     identity_ = resolve_host_identity(options_);
     peer_ = resolve_peer(options_.target, options_.port, options_.source);
     log_debug("connecting to %s as %s (host ID %s, %s)", peer_.target_text.c_str(),
               identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
 
-    admin_ = std::make_unique<RdmaQueue>(
-        QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin, options_.timeout,
-                    options_.timeout},
-        peer_);
+    admin_ =
+        std::make_unique<RdmaQueue>(QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin,
+                                                options_.timeout, options_.timeout, deadline_},
+                                    peer_);
     if (ibv_query_device(admin_->device(), &device_) != 0) {
         throw ConnectError(ConnectFailure::device_error, "ibv_query_device", std::strerror(errno));
     }
@@ -112,6 +115,10 @@ void ControllerImpl::connect() {
 }
 
 Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step) {
+    if (state_ == ControllerState::connecting) {
+        deadline_.check(step);
+        queue.set_request_timeout(deadline_.left());
+    }
     try {
         Request request(&queue, queue.submit_command(command));
         while (!request.done()) {
@@ -131,9 +138,10 @@ Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, con
         }
         ConnectError::Details d;
         d.sys_errno = e.sys_errno();
-        throw ConnectError(e.code() == TransportErrc::timeout ? ConnectFailure::timeout
-                                                              : ConnectFailure::device_error,
-                           step, e.what(), d);
+        if (e.code() == TransportErrc::timeout) {
+            throw ConnectError(ConnectFailure::timeout, step, deadline_.ran_out(), d);
+        }
+        throw ConnectError(ConnectFailure::device_error, step, e.what(), d);
     }
 }
 
@@ -212,7 +220,7 @@ void ControllerImpl::enable() {
     property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC.EN");
     enabled_ = true;
     const auto wait = std::max(std::chrono::milliseconds(cap_.timeout_ms()), kMinReadyWait);
-    const auto deadline = Clock::now() + wait;
+    const auto deadline = std::min(Clock::now() + wait, deadline_.at());
     for (;;) {
         const wire::ControllerStatus csts{static_cast<std::uint32_t>(
             property_get(wire::Property::csts, "Property Get CSTS"))};
@@ -224,6 +232,7 @@ void ControllerImpl::enable() {
             return;
         }
         if (Clock::now() >= deadline) {
+            deadline_.check("waiting for CSTS.RDY");
             ConnectError::Details d;
             d.sys_errno = ETIMEDOUT;
             throw ConnectError(ConnectFailure::timeout, "waiting for CSTS.RDY",
@@ -281,22 +290,46 @@ void ControllerImpl::create_io_queues() {
     limits_.usable_slots = static_cast<std::uint16_t>(size.size - 1);
     limits_.queue_size_limit = std::string(size.limit);
     limits_.io_queues = count;
+    try {
+        completion_channel_ = verbs::create_comp_channel(admin_->device());
+    } catch (const std::system_error& e) {
+        ConnectError::Details d;
+        d.sys_errno = e.code().value();
+        throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
+                           e.what(), d);
+    }
+    // Non-blocking, so draining its events after poll() never blocks.
+    const int flags = fcntl(completion_channel_->fd, F_GETFL);
+    if (flags < 0 || fcntl(completion_channel_->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
+                           std::string("fcntl O_NONBLOCK: ") + std::strerror(errno));
+    }
     for (std::uint32_t i = 1; i <= count; ++i) {
         const auto qid = static_cast<std::uint16_t>(i);
         auto queue = std::make_unique<RdmaQueue>(
             QueueConfig{qid, size.size, limits_.cntlid, wire::QueueKind::io, options_.timeout,
-                        options_.io_timeout.count() > 0 ? options_.io_timeout : options_.timeout},
+                        io_request_timeout(), deadline_},
             peer_);
         if (queue->device() != admin_->device()) {
             throw ConnectError(ConnectFailure::device_error, "I/O queue address resolution",
                                qid_text(qid) + " resolved to another RDMA device than the admin queue");
         }
         queue->set_owner(this);
-        queue->connect(pd_.get(), device_, limits_.max_transfer_bytes);
+        queue->connect(pd_.get(), device_, limits_.max_transfer_bytes, completion_channel_.get());
         io_.push_back(std::move(queue));
         fabrics_connect(*io_.back(), qid, size.size, limits_.cntlid);
         io_.back()->mark_live();
     }
+    // Connect commands ran on what was left of the connect deadline; from now
+    // on each request gets its configured timeout.
+    admin_->set_request_timeout(options_.timeout);
+    for (auto& queue : io_) {
+        queue->set_request_timeout(io_request_timeout());
+    }
+}
+
+std::chrono::milliseconds ControllerImpl::io_request_timeout() const {
+    return options_.io_timeout.count() > 0 ? options_.io_timeout : options_.timeout;
 }
 
 void ControllerImpl::shutdown() noexcept {
@@ -327,18 +360,31 @@ void ControllerImpl::shutdown() noexcept {
     }
 }
 
+bool ControllerImpl::target_lost() const noexcept {
+    const auto lost = [](const std::unique_ptr<RdmaQueue>& queue) {
+        return queue && queue->state() == QueueState::failed;
+    };
+    return lost(admin_) || std::any_of(io_.begin(), io_.end(), lost) ||
+           (keep_alive_ && !keep_alive_->failure().empty());
+}
+
 void ControllerImpl::close() noexcept {
     if (state_ == ControllerState::closed) {
         return;
     }
     state_ = ControllerState::closing;
+    // Nothing waits on a target already known dead or stalled: no shutdown
+    // (CC.SHN would only time out), no wait for DISCONNECTED.
+    const bool healthy = !target_lost();
     keep_alive_.reset();  // its request slot belongs to the admin queue
     for (auto& queue : io_) {
-        queue->disconnect();
+        queue->disconnect(healthy);
     }
-    shutdown();
+    if (healthy) {
+        shutdown();
+    }
     if (admin_) {
-        admin_->disconnect();
+        admin_->disconnect(healthy);
     }
     for (auto& queue : io_) {
         queue->release_verbs();
@@ -353,6 +399,7 @@ void ControllerImpl::close() noexcept {
     }
     memory_.clear();
     scratch_mr_.reset();
+    completion_channel_.reset();  // after every CQ that reports to it
     pd_.reset();
     // The queue objects (now closed: their CM ids only) stay until the controller
     // is destroyed, so Request and IoQueue handles held past close() see a closed

@@ -23,6 +23,8 @@ public:
     // or the admin queue failed; failure() then says why. Allocates only then.
     bool service(Clock::time_point now) noexcept;
     const std::string& failure() const noexcept { return failure_; }
+    // When service() next has something to do (send the next Keep Alive).
+    Clock::time_point next_due() const noexcept { return next_send_; }
 
 private:
     bool fail(std::string why) noexcept;

@@ -23,6 +23,7 @@
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/io.hpp"
 #include "transport/cid_pool.hpp"
+#include "transport/connect_deadline.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::detail {
@@ -44,8 +45,9 @@ struct QueueConfig {
     std::uint16_t size = 0;    // entries; size − 1 usable slots
     std::uint16_t cntlid = 0;  // for the CM REQ of I/O queues
     wire::QueueKind kind = wire::QueueKind::admin;
-    std::chrono::milliseconds timeout{};          // each connect step
+    std::chrono::milliseconds timeout{};          // bounds close-time waits (drain, disconnect)
     std::chrono::milliseconds request_timeout{};  // each request once live
+    ConnectDeadline connect_deadline{};           // every connect step together
 };
 
 enum class QueueState : std::uint8_t { resolving, resolved, connected, live, failed, closed };
@@ -68,10 +70,13 @@ public:
     RdmaQueue& operator=(const RdmaQueue&) = delete;
 
     ibv_context* device() const { return id_->verbs; }
-    // Creates CQ, QP and rings in `pd`, resolves the route and connects.
-    void connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes);
+    // Creates CQ, QP and rings in `pd`, resolves the route and connects. With
+    // `completion_channel`, the CQ reports there once armed (wait_for_completions).
+    void connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes,
+                 ibv_comp_channel* completion_channel = nullptr);
     // Orderly close: rdma_disconnect, QP to error, drain, fail what is left.
-    void disconnect() noexcept;
+    // `wait_for_peer` false skips the wait for DISCONNECTED (a peer known dead).
+    void disconnect(bool wait_for_peer = true) noexcept;
     // Destroys QP, CQ and ring MRs (before the PD goes), keeps the CM id.
     void release_verbs() noexcept;
     std::string local_address() const;
@@ -89,7 +94,8 @@ public:
     void commit() noexcept;
     std::size_t deferred() const noexcept { return deferred_count_; }
     std::size_t reap(std::span<Completion> out) noexcept;
-    void progress() noexcept;
+    // Takes up to kPollBatch completions off the CQ; returns how many.
+    int progress() noexcept;
     std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
     // Internal transfers (blocking callers): finished yet? Then take its status.
     bool transfer_finished(std::uint32_t index) const noexcept;
@@ -100,6 +106,17 @@ public:
     bool slot_done(std::uint16_t slot) const noexcept;
     const Response& slot_response(std::uint16_t slot) const noexcept;
     void release_request(std::uint16_t slot) noexcept;
+
+    // Idle waiting (off the busy path): arms the CQ's completion event, then
+    // polls once more so nothing that arrived before arming is slept through.
+    // True when there is nothing to hand back, so the caller may block on the
+    // completion channel; false when completions are ready or the queue failed.
+    bool arm_if_quiet() noexcept;
+    // The earliest deadline of a request in flight (may be early, never late).
+    std::chrono::steady_clock::time_point earliest_deadline() const noexcept {
+        return cids_.outstanding() > 0 ? earliest_deadline_
+                                       : std::chrono::steady_clock::time_point::max();
+    }
 
     // Fails every outstanding request with `code` after QP → error and drain.
     void fail(TransportErrc code, int sys_errno, const char* why) noexcept;
@@ -145,7 +162,7 @@ private:
     };
 
     // setup helpers
-    void create_resources(ibv_pd* pd, const ibv_device_attr& device);
+    void create_resources(ibv_pd* pd, ibv_comp_channel* completion_channel);
     void post_all_receives();
     void connect_cm(const ibv_device_attr& device);
     verbs::CmEvent expect_event(const char* step);

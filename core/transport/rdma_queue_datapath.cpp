@@ -281,9 +281,9 @@ void RdmaQueue::account_polled(const ibv_wc* wc, int n) noexcept {
     }
 }
 
-void RdmaQueue::progress() noexcept {
+int RdmaQueue::progress() noexcept {
     if (!cq_ || state_ == QueueState::failed || state_ == QueueState::closed) {
-        return;
+        return 0;
     }
     ibv_wc wc[kPollBatch];
     const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
@@ -295,7 +295,7 @@ void RdmaQueue::progress() noexcept {
     }
     if (n < 0) {
         fail(TransportErrc::queue_error, EIO, "ibv_poll_cq failed");
-        return;
+        return 0;
     }
     // Reading the clock on every poll costs more than the poll itself on a busy
     // queue; deadlines only need checking when the CQ is quiet, or now and then
@@ -305,6 +305,21 @@ void RdmaQueue::progress() noexcept {
         busy_polls_since_deadline_check_ = 0;
         check_deadlines();
     }
+    return n;
+}
+
+bool RdmaQueue::arm_if_quiet() noexcept {
+    if (!cq_ || failed() || finished_count_ > 0) {
+        return false;
+    }
+    if (ibv_req_notify_cq(cq_.get(), 0) != 0) {
+        return false;  // cannot sleep on this CQ: the caller keeps polling
+    }
+    // Arming reports only completions that come after it: empty the CQ of
+    // those already there, or the wait could sleep with work waiting.
+    while (progress() == kPollBatch) {
+    }
+    return finished_count_ == 0 && !failed();
 }
 
 void RdmaQueue::handle_completion(const ibv_wc& wc) noexcept {

@@ -22,8 +22,30 @@ constexpr std::uint8_t kRetryCount = 7;
 constexpr std::uint8_t kRnrRetryInfinite = 7;
 constexpr int kMaxResponderResources = 255;  // rdma_conn_param fields are 8 bits
 
-int cm_timeout_ms(std::chrono::milliseconds timeout) {
-    return static_cast<int>(std::min(timeout, kCmOperationTimeout).count());
+// Each CM operation gets what is left of the connect deadline, at most what
+// Linux gives one (a lost resolution is retried by the caller's next step).
+// The RC transport gives up on an unacknowledged request after about
+// retry_count x 4.096 us x 2^timeout (IB local ACK timeout), then fails the QP.
+// A request timeout longer than that window would be cut short by the
+// transport (a target stalled for 20 s dropped at ~8 s), so the ACK timeout is
+// raised until the window covers the request timeout. The field has 5 bits
+// (at most about 2.4 hours with 7 retries), and an RNIC may clamp it further.
+constexpr std::int64_t kAckTimeoutUnitNs = 4096;
+constexpr std::uint8_t kMaxAckTimeout = 31;
+
+std::uint8_t ack_timeout_for(std::chrono::milliseconds request_timeout) {
+    const std::int64_t wanted_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(request_timeout).count();
+    std::uint8_t timeout = 1;
+    while (timeout < kMaxAckTimeout && kRetryCount * (kAckTimeoutUnitNs << timeout) < wanted_ns) {
+        ++timeout;
+    }
+    return timeout;
+}
+
+int cm_timeout_ms(const ConnectDeadline& deadline) {
+    return static_cast<int>(
+        std::clamp(deadline.left(), std::chrono::milliseconds{1}, kCmOperationTimeout).count());
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
@@ -118,7 +140,8 @@ RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
                            address_text(source) + " is not a local RDMA address: " + errno_text(error),
                            with_errno(error));
     }
-    if (rdma_resolve_addr(id_.get(), nullptr, target, cm_timeout_ms(config_.timeout)) != 0) {
+    const int resolve_ms = cm_timeout_ms(config_.connect_deadline);
+    if (rdma_resolve_addr(id_.get(), nullptr, target, resolve_ms) != 0) {
         const int error = errno;
         throw ConnectError(peer.has_source ? ConnectFailure::bad_source_address
                                            : ConnectFailure::address_unreachable,
@@ -148,25 +171,27 @@ RdmaQueue::~RdmaQueue() {
 }
 
 verbs::CmEvent RdmaQueue::expect_event(const char* step) {
+    const std::string queue = "qid " + std::to_string(config_.qid);
+    const ConnectDeadline& deadline = config_.connect_deadline;
+    deadline.check(std::string(step) + " (" + queue + ")");
     try {
-        return channel_.expect(config_.timeout, step);
-    } catch (const std::system_error& e) {
-        if (e.code().value() == ETIMEDOUT) {
-            throw ConnectError(ConnectFailure::timeout, step,
-                               "qid " + std::to_string(config_.qid) + ": " + e.what(),
-                               with_errno(ETIMEDOUT));
+        if (auto event = channel_.wait(deadline.left())) {
+            return std::move(*event);
         }
+        throw ConnectError(ConnectFailure::timeout, std::string(step) + " (" + queue + ")",
+                           deadline.ran_out(), with_errno(ETIMEDOUT));
+    } catch (const std::system_error& e) {
         throw ConnectError(ConnectFailure::device_error, step, e.what(),
                            with_errno(e.code().value()));
     }
 }
 
-void RdmaQueue::create_resources(ibv_pd* pd, const ibv_device_attr& device) {
-    (void)device;
+void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channel) {
     const std::uint32_t size = config_.size;
     const std::uint32_t slots = size - 1;
     try {
-        cq_ = verbs::create_cq(id_->verbs, static_cast<int>(cq_entry_count(size)));
+        cq_ = verbs::create_cq(id_->verbs, static_cast<int>(cq_entry_count(size)),
+                               completion_channel);
         ibv_qp_init_attr attr{};
         attr.send_cq = cq_.get();
         attr.recv_cq = cq_.get();
@@ -231,10 +256,11 @@ void RdmaQueue::post_all_receives() {
     }
 }
 
-void RdmaQueue::connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes) {
+void RdmaQueue::connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes,
+                        ibv_comp_channel* completion_channel) {
     max_transfer_bytes_ = max_transfer_bytes;
-    create_resources(pd, device);
-    if (rdma_resolve_route(id_.get(), cm_timeout_ms(config_.timeout)) != 0) {
+    create_resources(pd, completion_channel);
+    if (rdma_resolve_route(id_.get(), cm_timeout_ms(config_.connect_deadline)) != 0) {
         const int error = errno;
         throw ConnectError(ConnectFailure::address_unreachable, "route resolution",
                            "rdma_resolve_route: " + errno_text(error), with_errno(error));
@@ -266,6 +292,14 @@ void RdmaQueue::connect_cm(const ibv_device_attr& device) {
     param.flow_control = 1;
     param.retry_count = kRetryCount;
     param.rnr_retry_count = kRnrRetryInfinite;
+    std::uint8_t ack_timeout = ack_timeout_for(config_.request_timeout);
+    if (rdma_set_option(id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                        sizeof ack_timeout) != 0) {
+        log_debug(
+            "qid %u: cannot set the ACK timeout (%s); the transport's retry window stays the "
+            "device's default and may end requests before their timeout",
+            unsigned{config_.qid}, errno_text(errno).c_str());
+    }
     if (rdma_connect(id_.get(), &param) != 0) {
         const int error = errno;
         throw ConnectError(ConnectFailure::device_error, "RDMA-CM connect",
@@ -325,12 +359,12 @@ std::string RdmaQueue::local_address() const {
     return address_text(rdma_get_local_addr(id_.get()));
 }
 
-void RdmaQueue::disconnect() noexcept {
+void RdmaQueue::disconnect(bool wait_for_peer) noexcept {
     if (state_ == QueueState::closed || !id_) {
         return;
     }
     const bool was_connected = state_ == QueueState::connected || state_ == QueueState::live;
-    if (was_connected && rdma_disconnect(id_.get()) == 0) {
+    if (was_connected && rdma_disconnect(id_.get()) == 0 && wait_for_peer) {
         // Best effort: wait briefly for DISCONNECTED so the target sees an orderly close.
         try {
             const auto deadline = std::chrono::steady_clock::now() + std::min(config_.timeout, kDisconnectWait);

@@ -204,8 +204,20 @@ ibv_context** sv_rdma_get_devices(int* n) {
 
 void sv_rdma_free_devices(ibv_context** list) { std::free(list); }
 
-// Options (TOS, REUSEADDR, AFONLY, ACK timeout) have no effect on loopback TCP.
-int sv_rdma_set_option(rdma_cm_id*, int, int, void*, size_t) { return 0; }
+// The ACK timeout goes to the id's QP (now, or when it connects) and drives the
+// transport retry emulation; other options (TOS, REUSEADDR, AFONLY) have no
+// effect on loopback TCP.
+int sv_rdma_set_option(rdma_cm_id* cid, int level, int name, void* val, size_t len) {
+  if (level != RDMA_OPTION_ID || name != RDMA_OPTION_ID_ACK_TIMEOUT) return 0;
+  if (!val || len != sizeof(uint8_t)) return fail(EINVAL);
+  const uint8_t timeout = *static_cast<const uint8_t*>(val);
+  if (timeout > kMaxAckTimeout) return fail(EINVAL);
+  std::lock_guard lk(core().mu);
+  Id* id = to_id(cid);
+  id->ack_timeout = timeout;
+  if (id->id.qp) to_qp(id->id.qp)->timeout = timeout;
+  return 0;
+}
 
 int sv_rdma_create_qp(rdma_cm_id* cid, ibv_pd* pd, ibv_qp_init_attr* attr) {
   Id* id = to_id(cid);

@@ -59,6 +59,7 @@ void link_qp(Conn* c, Id* id, uint8_t rnr_retry) {
   c->qp = qp;
   qp->conn = c;
   qp->rnr_retry = rnr_retry;
+  if (id->ack_timeout >= 0) qp->timeout = static_cast<uint8_t>(id->ack_timeout);
   note_addresses(c);
 }
 

@@ -90,6 +90,12 @@ struct Conn {
   bool ack_pending = false;
   uint8_t peer_rnr_retry = 7;  // the requester's rnr_retry decides RNR handling here
   uint64_t rnr_timer = 0;
+  // Transport retry emulation (requester.cpp): ACK progress counted, checked
+  // by a timer while requests are outstanding.
+  uint64_t ack_timer = 0;
+  uint64_t acks = 0;
+  uint64_t acks_at_check = 0;
+  int quiet_checks = 0;
   int rnr_tries = 0;
   bool shut_after_flush = false;
   bool dead = false;

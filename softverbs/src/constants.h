@@ -35,6 +35,19 @@ inline constexpr uint8_t kRnrRetryInfinite = 7;
 // Time one RNR retry waits before the next; real HW uses min_rnr_timer (~ms range).
 inline constexpr int kRnrRetryIntervalMs = 20;
 
+// RC transport retries: a request the peer does not acknowledge within
+// (retry_cnt + 1) x 4.096 us x 2^timeout fails with IBV_WC_RETRY_EXC_ERR and the
+// connection is lost, as on an RNIC whose peer stopped (a stalled or dead node).
+// The default timeout (unless ibv_modify_qp IBV_QP_TIMEOUT or rdma_set_option
+// RDMA_OPTION_ID_ACK_TIMEOUT set one) stands in for a fabric's: 18 is about
+// 1.07 s per try, 8.6 s with 7 retries. Timeout 0 means wait forever (IB).
+inline constexpr uint8_t kDefaultAckTimeout = 18;
+inline constexpr int64_t kAckTimeoutUnitNs = 4096;
+inline constexpr uint8_t kMaxAckTimeout = 31;  // a 5-bit field
+// The retry window is checked this many times over its length, so a lost peer
+// is declared within an eighth of a window after the window.
+inline constexpr int kAckChecksPerWindow = 8;
+
 // Default bound for a CM request to be answered before UNREACHABLE.
 inline constexpr int kDefaultCmTimeoutMs = 3000;
 // TIMEWAIT_EXIT follows DISCONNECTED after this delay on ids that have a QP.

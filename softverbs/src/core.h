@@ -49,6 +49,7 @@ struct Id {
   int unacked = 0;                  // events handed out and not yet acked
   bool disconnect_reported = false;
   uint64_t connect_timer = 0;
+  int ack_timeout = -1;             // rdma_set_option ACK timeout for the QP; -1: device default
   Id* listen_parent = nullptr;
   CmPayload peer{};                 // what the other side sent in REQ/REP
   std::vector<ibv_cq*> own_cqs;     // created by rdma_create_qp for NULL CQs

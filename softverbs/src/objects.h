@@ -101,6 +101,7 @@ struct Qp {
   uint32_t next_msn = 1;        // next request msn this side sends
   uint8_t rnr_retry = kRnrRetryDefault;
   uint8_t retry_cnt = 7;
+  uint8_t timeout = kDefaultAckTimeout;  // local ACK timeout: 4.096 us x 2^timeout
   uint8_t min_rnr_timer = 12;
   uint8_t max_rd_atomic = 0;
   uint8_t max_dest_rd_atomic = 0;

@@ -133,6 +133,10 @@ int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
   Qp* qp = to_qp(ibqp);
   if (mask & IBV_QP_RNR_RETRY) qp->rnr_retry = attr->rnr_retry;
   if (mask & IBV_QP_RETRY_CNT) qp->retry_cnt = attr->retry_cnt;
+  if (mask & IBV_QP_TIMEOUT) {
+    if (attr->timeout > kMaxAckTimeout) return EINVAL;
+    qp->timeout = attr->timeout;
+  }
   if (mask & IBV_QP_MIN_RNR_TIMER) qp->min_rnr_timer = attr->min_rnr_timer;
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) qp->max_rd_atomic = attr->max_rd_atomic;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
@@ -172,6 +176,7 @@ int ibv_query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int, ibv_qp_init_attr* init) {
   attr->port_num = kPortNum;
   attr->rnr_retry = qp->rnr_retry;
   attr->retry_cnt = qp->retry_cnt;
+  attr->timeout = qp->timeout;
   attr->min_rnr_timer = qp->min_rnr_timer;
   attr->max_rd_atomic = qp->max_rd_atomic;
   attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;

@@ -1,7 +1,10 @@
 // Requester side of the data path: post_send, and retiring send-queue entries
 // strictly in post order when the responder ACKs, NAKs or answers a READ.
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "core.h"
@@ -73,6 +76,48 @@ bool gather_from_device(const ibv_send_wr* wr, const std::array<const Mr*, kMaxS
     if (!read_span(local_span(mrs[static_cast<std::size_t>(i)], s), ch->owned.data() + at)) return false;
   }
   return true;
+}
+
+// The retry window of the QP in ms (0: wait forever).
+int64_t retry_window_ms(const Qp* qp) {
+  if (qp->timeout == 0) return 0;
+  const int64_t try_ns = kAckTimeoutUnitNs << qp->timeout;
+  return (qp->retry_cnt + 1) * try_ns / 1000000;
+}
+
+void check_acks(uint64_t serial);
+
+// While requests are outstanding, a timer looks every 1/kAckChecksPerWindow of
+// the retry window whether the peer acknowledged anything since the last look.
+void watch_acks(Conn* c) {
+  if (c->ack_timer || !c->qp) return;
+  const int64_t window = retry_window_ms(c->qp);
+  if (window == 0) return;
+  const int64_t interval = std::max<int64_t>(1, window / kAckChecksPerWindow);
+  const uint64_t serial = c->serial;
+  c->ack_timer = core().engine.add_timer(static_cast<int>(std::min<int64_t>(interval, INT32_MAX)),
+                                         [serial] { check_acks(serial); });
+}
+
+void check_acks(uint64_t serial) {
+  Conn* c = core().engine.find(serial);
+  if (!c) return;
+  c->ack_timer = 0;
+  Qp* qp = c->qp;
+  if (!qp || qp->qp.state == IBV_QPS_ERR || qp->sq.empty()) {
+    c->quiet_checks = 0;
+    return;  // nothing outstanding: the next post re-arms
+  }
+  if (c->acks != c->acks_at_check) {
+    c->acks_at_check = c->acks;
+    c->quiet_checks = 0;
+  } else if (++c->quiet_checks >= kAckChecksPerWindow) {
+    debug_log("qp %u: no ACK within the retry window (%lld ms): retry exceeded", qp->qp.qp_num,
+              static_cast<long long>(retry_window_ms(qp)));
+    on_conn_lost(c, ETIMEDOUT);  // first WR RETRY_EXC_ERR, the rest flushed, DISCONNECTED
+    return;
+  }
+  watch_acks(c);
 }
 
 int post_one(Qp* qp, ibv_send_wr* wr) {
@@ -150,7 +195,9 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
     else ++st->sends;
     if (!is_read) st->bytes_out += total;
   }
+  if (qp->sq.empty()) ++qp->conn->acks;  // a new wait starts now, not at the last ACK
   qp->sq.push_back(std::move(e));
+  watch_acks(qp->conn);
   core().engine.send(qp->conn, std::move(ch));
   return 0;
 }
@@ -175,10 +222,12 @@ int dp_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
 }
 
 void req_on_ack(Conn* c) {
+  ++c->acks;
   if (c->qp) retire_acked(c->qp, c->in.hdr.msn, true);
 }
 
 void req_on_nak(Conn* c) {
+  ++c->acks;
   Qp* qp = c->qp;
   if (!qp || qp->qp.state == IBV_QPS_ERR) return;
   retire_acked(qp, c->in.hdr.msn, false);
@@ -190,6 +239,7 @@ void req_on_nak(Conn* c) {
 void req_on_read_resp_header(Conn* c) {
   InParser& in = c->in;
   Qp* qp = c->qp;
+  ++c->acks;
   in.sink = Sink::kDiscard;
   if (!qp || qp->qp.state == IBV_QPS_ERR) return;
   retire_acked(qp, in.hdr.msn, false);

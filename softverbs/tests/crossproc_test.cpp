@@ -1,6 +1,8 @@
 // Cross-process conformance: the peer (sv_peer) is a separate process with its
 // own softverbs instance; the fabric between them is loopback TCP.
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -8,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -212,6 +215,38 @@ TEST(CrossProcess, PeerKilledMidTransfer) {
   expect_event(c.s.ch, RDMA_CM_EVENT_DISCONNECTED);
   expect_event(c.s.ch, RDMA_CM_EVENT_TIMEWAIT_EXIT);
   EXPECT_FALSE(get_event(c.s.ch, 200).has_value()) << "DISCONNECTED must be reported exactly once";
+}
+
+// Transport retry emulation: a request the peer never acknowledges fails with
+// RETRY_EXC_ERR once (retry_cnt + 1) x 4.096 us x 2^timeout has passed, with the
+// ACK timeout set through rdma_set_option (as NVMe-oF hosts do) and visible in
+// ibv_query_qp. (The stall peer posts no receives: its SENDs stay unacknowledged.)
+TEST(CrossProcess, AckTimeoutBoundsAnUnacknowledgedRequest) {
+  PeerProcess peer("stall");
+  ASSERT_NE(peer.port(), 0);
+  Client c;
+  ASSERT_TRUE(c.connect(peer.port()));
+  uint8_t timeout = 13;  // 33.5 ms per try, 268 ms with 7 retries
+  ASSERT_EQ(rdma_set_option(c.s.id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout), 0);
+  uint16_t wrong_size = 13;
+  EXPECT_NE(rdma_set_option(c.s.id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &wrong_size, sizeof wrong_size), 0);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(c.s.qp(), &attr, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &init), 0);
+  EXPECT_EQ(attr.timeout, 13);
+  EXPECT_EQ(attr.retry_cnt, 7);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(c.s.post(IBV_WR_SEND, 1, 0, 64), 0);
+  ASSERT_EQ(c.s.post(IBV_WR_SEND, 2, 0, 64), 0);
+  EXPECT_TRUE(poll_for(c.s.cq, 150).empty()) << "failed before the retry window ran out";
+  auto wc = poll_n(c.s.cq, 2);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(wc.size(), 2u);
+  EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(wc[1].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_GE(took, std::chrono::milliseconds(268));
+  EXPECT_LT(took, std::chrono::milliseconds(2000));
+  expect_event(c.s.ch, RDMA_CM_EVENT_DISCONNECTED);
 }
 
 // Canary, second half: the peer really ran on softverbs and wrote its counters.

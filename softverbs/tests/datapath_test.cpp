@@ -1,8 +1,10 @@
 // Work requests of every type, checked byte for byte, plus ordering,
 // unsignaled WRs, inline data, several SGEs, CQ overflow and RNR.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <poll.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "harness.h"
@@ -168,6 +170,36 @@ TEST_F(Data, SendQueueFullReturnsEnomem) {
   auto s = poll_n(p.client.cq, kQueueDepth);
   ASSERT_EQ(s.size(), static_cast<std::size_t>(kQueueDepth));
   for (int i = 0; i < kQueueDepth; ++i) EXPECT_EQ(s[i].wr_id, static_cast<uint64_t>(i));
+}
+
+// What a host that sleeps between polls relies on: a non-blocking channel fd
+// reports "nothing yet" with EAGAIN, poll() wakes for the first completion after
+// arming, and arming is one-shot (the next completion raises no event until
+// the CQ is armed again).
+TEST_F(Data, CompletionChannelNonBlockingAndOneShot) {
+  const int fd = p.client.comp->fd;
+  ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+  ibv_cq* cq = nullptr;
+  void* ctx = nullptr;
+  errno = 0;
+  EXPECT_EQ(ibv_get_cq_event(p.client.comp, &cq, &ctx), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(ibv_req_notify_cq(p.client.cq, 0), 0);
+  pollfd pf{fd, POLLIN, 0};
+  EXPECT_EQ(poll(&pf, 1, 50), 0) << "an event without a completion";
+  ASSERT_EQ(p.server.post_recv(1, 0, 64), 0);
+  ASSERT_EQ(p.client.post(IBV_WR_SEND, 2, 0, 64), 0);
+  ASSERT_EQ(poll(&pf, 1, kWaitMs), 1);
+  ASSERT_EQ(ibv_get_cq_event(p.client.comp, &cq, &ctx), 0);
+  EXPECT_EQ(cq, p.client.cq);
+  ibv_ack_cq_events(cq, 1);
+  EXPECT_EQ(poll_n(p.client.cq, 1).size(), 1u);
+  // Not re-armed: a second completion lands in the CQ without an event.
+  ASSERT_EQ(p.server.post_recv(3, 0, 64), 0);
+  ASSERT_EQ(p.client.post(IBV_WR_SEND, 4, 0, 64), 0);
+  EXPECT_EQ(poll_n(p.client.cq, 1).size(), 1u);
+  EXPECT_EQ(poll(&pf, 1, 50), 0) << "an event although the CQ was not re-armed";
+  EXPECT_EQ(ibv_get_cq_event(p.client.comp, &cq, &ctx), -1);
 }
 
 TEST_F(Data, CompletionChannelWakesPoller) {

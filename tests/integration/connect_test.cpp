@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <thread>
 
 #include "nvmeof/nvmeof.hpp"
@@ -329,6 +330,102 @@ TEST(Faults, NoAnswerTimesOut) {
     const auto closing = std::chrono::steady_clock::now();
     ctrl.close();
     EXPECT_LT(std::chrono::steady_clock::now() - closing, 8s);
+}
+
+// Options::timeout bounds the whole connect: with every answer 300 ms late, each
+// step fits easily in the timeout, but the eight or so of them together do not.
+TEST(Bounds, WholeConnectHasOneDeadline) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "delay-ms=300"});
+    const auto start = std::chrono::steady_clock::now();
+    const ConnectError e =
+        expect_connect_error([&] { Controller::connect(target.options(1200ms)); });
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(e.cause(), ConnectFailure::timeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("connect deadline of 1200 ms (every step together)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_FALSE(e.step().empty());
+    EXPECT_GE(took, 1200ms);
+    EXPECT_LT(took, 2200ms) << e.what();
+}
+
+// After a request timed out, the target is known dead: close() neither shuts
+// the controller down (CC.SHN) nor waits for the disconnect.
+TEST(Bounds, CloseAfterATimeoutIsPrompt) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "stop-answering-after=12"});
+    Options options = target.options(10s);
+    options.io_timeout = 1s;
+    auto ctrl = Controller::connect(options);
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    auto io = ctrl.io();
+    for (std::uint64_t i = 0; i < 4; ++i) {
+        ASSERT_EQ(io.submit(ns, {Op::read, i, 1, &buf, 0, i}), SubmitResult::queued);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Completion done[4];
+    std::size_t finished = 0;
+    while (finished < 4 && std::chrono::steady_clock::now() - start < 5s) {
+        finished += io.poll(done);
+    }
+    ASSERT_TRUE(io.failed());
+    const auto closing = std::chrono::steady_clock::now();
+    ctrl.close();
+    EXPECT_LT(std::chrono::steady_clock::now() - closing, 500ms);
+}
+
+static double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// wait_for_completions sleeps on the completion channel: woken by a completion
+// at once, otherwise at the bound given, without spinning meanwhile.
+TEST(Bounds, WaitForCompletionsWakesForACompletion) {
+    TargetProcess target;
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    auto io = ctrl.io();
+    Completion done[1];
+    ASSERT_EQ(io.submit(ns, {Op::read, 0, 1, &buf, 0, 1}), SubmitResult::queued);
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t got = 0;
+    while (got == 0 && std::chrono::steady_clock::now() - start < 5s) {
+        ctrl.wait_for_completions(std::chrono::steady_clock::now() + 5s);
+        got = io.poll(done);
+    }
+    EXPECT_EQ(got, 1u);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+TEST(Bounds, WaitForCompletionsSleepsWithoutSpinning) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "stop-answering-after=12"});
+    // 2 s: the shutdown in close() at the end waits at most that long.
+    auto ctrl = Controller::connect(target.options(2s));
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    auto io = ctrl.io();
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        ASSERT_EQ(io.submit(ns, {Op::read, i, 1, &buf, 0, i}), SubmitResult::queued);
+    }
+    Completion done[8];
+    for (int i = 0; i < 20; ++i) {  // take whatever the target still answered
+        io.poll(done);
+        std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_GT(io.in_flight(), 0u);
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_before = thread_cpu_seconds();
+    EXPECT_FALSE(ctrl.wait_for_completions(start + 400ms));
+    const auto slept = std::chrono::steady_clock::now() - start;
+    EXPECT_GE(slept, 390ms);
+    EXPECT_LT(slept, 1s);
+    EXPECT_LT(thread_cpu_seconds() - cpu_before, 0.05);
 }
 
 // Connect, destroy without close, connect again: fine in one process. A child

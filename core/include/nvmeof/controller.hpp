@@ -8,9 +8,11 @@
 // No static state: a process may connect, close and fork, then connect again.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "nvmeof/errors.hpp"
@@ -92,13 +94,31 @@ public:
     // says which); true when keep-alive is disabled.
     bool keep_alive(std::string* why = nullptr) noexcept;
 
+    // Idle waiting without burning a core: blocks on the I/O queues' completion
+    // channel until a completion arrives, the earliest request deadline or the
+    // next keep-alive is due, or `until`, whichever comes first. Returns true
+    // when completions may be waiting (poll the queues next), false when it woke
+    // for time (polling then enforces deadlines) or cannot wait (closed, failed).
+    // A system call and a wake-up latency: call it only after polling found
+    // nothing for a while (the fio engine spins poll_spin_us first).
+    bool wait_for_completions(std::chrono::steady_clock::time_point until) noexcept;
+
     IoQueue io(std::size_t index = 0);
     std::size_t io_queue_count() const noexcept;
     IoQueue admin();
 
 private:
+    friend bool wait_for_completions(std::span<Controller* const> controllers,
+                                     std::chrono::steady_clock::time_point until) noexcept;
     explicit Controller(std::unique_ptr<detail::ControllerImpl> impl);
     std::unique_ptr<detail::ControllerImpl> impl_;
 };
+
+// Controller::wait_for_completions over several controllers at once (a job
+// driving namespaces of several targets): sleeps until any of them has a
+// completion, a request deadline or keep-alive is due, or `until`. Null and
+// closed controllers are skipped. Same return value as the member.
+bool wait_for_completions(std::span<Controller* const> controllers,
+                          std::chrono::steady_clock::time_point until) noexcept;
 
 }  // namespace nvmeof

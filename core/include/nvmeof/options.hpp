@@ -26,7 +26,12 @@ struct Options {
     std::string host_id{};               // UUID text; default: /etc/nvme/hostid, else /etc/machine-id
     std::uint16_t queue_depth = kDefaultQueueDepth;  // I/O queue size asked for; negotiated down
     std::uint32_t io_queues = 1;
-    std::chrono::milliseconds timeout = kDefaultTimeout;  // per step and per request
+    // Deadline of the whole connect(), every step together (address and route
+    // resolution, CM connects, Fabrics Connects, properties, the CSTS.RDY wait,
+    // Identify, queue creation): each step gets only the time left, and the
+    // ConnectError names the step that ran out. Once live, also the deadline of
+    // each admin request (and of I/O requests when io_timeout is 0).
+    std::chrono::milliseconds timeout = kDefaultTimeout;
     // Keep-alive timeout (KATO) asked for in the admin Connect; 0 disables it.
     // With a timeout, call Controller::keep_alive() regularly (see there).
     std::uint32_t keep_alive_ms = 0;
