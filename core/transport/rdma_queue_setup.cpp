@@ -11,6 +11,7 @@
 #include "nvmeof/wire/rdma_cm.hpp"
 #include "transport/log.hpp"
 #include "transport/rdma_queue.hpp"
+#include "verbs/diagnostics.hpp"
 
 namespace nvmeof::detail {
 namespace {
@@ -32,6 +33,23 @@ ConnectError::Details with_errno(int error) {
     ConnectError::Details d;
     d.sys_errno = error;
     return d;
+}
+
+// The first RDMA-CM call: where a machine without any RDMA device fails.
+verbs::EventChannel open_cm_channel() {
+    try {
+        return verbs::EventChannel::create();
+    } catch (const std::system_error& e) {
+        const int error = e.code().value();
+        throw ConnectError(ConnectFailure::device_error,
+                           "opening RDMA-CM (rdma_create_event_channel)",
+                           verbs::cm_unavailable_text(error), with_errno(error));
+    }
+}
+
+std::string cm_status_text(int status) {
+    return "CM status " + std::to_string(status) + ": " +
+           std::string(verbs::cm_reject_reason_name(status));
 }
 
 }  // namespace
@@ -103,11 +121,12 @@ PeerAddress resolve_peer(const std::string& target, std::uint16_t port, const st
 }
 
 RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
-    : config_(config), channel_(verbs::EventChannel::create()) {
+    : config_(config), channel_(open_cm_channel()) {
     try {
         id_ = verbs::CmId::create(channel_, this);
     } catch (const std::system_error& e) {
-        throw ConnectError(ConnectFailure::device_error, "rdma_create_id", e.what(),
+        throw ConnectError(ConnectFailure::device_error, "rdma_create_id",
+                           verbs::cm_unavailable_text(e.code().value()),
                            with_errno(e.code().value()));
     }
     auto* source = const_cast<sockaddr*>(reinterpret_cast<const sockaddr*>(&peer.source));
@@ -120,10 +139,13 @@ RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
     }
     if (rdma_resolve_addr(id_.get(), nullptr, target, cm_timeout_ms(config_.timeout)) != 0) {
         const int error = errno;
-        throw ConnectError(peer.has_source ? ConnectFailure::bad_source_address
-                                           : ConnectFailure::address_unreachable,
-                           "address resolution", peer.target_text + ": " + errno_text(error),
-                           with_errno(error));
+        throw ConnectError(
+            peer.has_source ? ConnectFailure::bad_source_address
+                            : ConnectFailure::address_unreachable,
+            "address resolution",
+            peer.target_text + ": " +
+                (error == ENODEV ? "no RDMA device serves the route to it" : errno_text(error)),
+            with_errno(error));
     }
     const verbs::CmEvent event = expect_event("address resolution");
     if (event->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
@@ -291,23 +313,30 @@ void RdmaQueue::connect_cm(const ibv_device_attr& device) {
             return;
         }
         case RDMA_CM_EVENT_REJECTED: {
+            const std::string target = address_text(rdma_get_peer_addr(id_.get()));
             if (event->status == kIbRejectInvalidServiceId) {
                 throw ConnectError(ConnectFailure::no_listener, "RDMA-CM connect",
-                                   queue + ": nothing listens on the target port (REJECTED, status 8)", d);
+                                   queue + ": nothing listens on " + target + " (REJECTED, " +
+                                       cm_status_text(event->status) + ")",
+                                   d);
             }
+            // IB and RoCE pad a reject's private data with zeroes: a reject
+            // from the CM itself (or a target sending none) parses as RECFMT 0.
             const auto reject = wire::parse_rdma_cm_reject(event->param.conn.private_data,
                                                            event->param.conn.private_data_len);
-            if (reject) {
+            if (reject && reject->recfmt == wire::kRdmaCmRecordFormat && reject->status != 0) {
                 d.reject_status = reject->status;
                 throw ConnectError(ConnectFailure::rejected, "RDMA-CM connect",
-                                   queue + ": NVMe/RDMA reject status " +
+                                   queue + ": " + target +
+                                       " rejected it with NVMe/RDMA reject status " +
                                        std::to_string(reject->status) + " (" +
                                        std::string(wire::reject_status_name(reject->status)) + ")",
                                    d);
             }
             throw ConnectError(ConnectFailure::rejected, "RDMA-CM connect",
-                               queue + ": REJECTED with CM status " + std::to_string(event->status) +
-                                   " and no NVMe/RDMA reject data",
+                               queue + ": rejected by the target's RDMA-CM at " + target +
+                                   " with no NVMe/RDMA reject data (" +
+                                   cm_status_text(event->status) + ")",
                                d);
         }
         case RDMA_CM_EVENT_UNREACHABLE:
