@@ -101,15 +101,11 @@ Job::Job(thread_data* td, const TargetSpec& spec, const EngineOptions& options)
     const Limits& limits = controller_.limits();
     const std::uint64_t max_blocks = td_max_bs(td) / namespace_.lba_size();
     Transfer largest{.op = Op::write, .slba = 0, .blocks = max_blocks};
-    const std::size_t pieces = queues_.front().pieces(namespace_, largest);
-    if (pieces == 0) {
-        throw InvalidArgument("a " + std::to_string(td_max_bs(td)) +
-                              "-byte I/O needs more commands than the target's queue of " +
-                              std::to_string(limits.usable_slots) + " usable slots holds");
-    }
+    const std::size_t pieces = std::max<std::size_t>(1, queues_.front().pieces(namespace_, largest));
+    // An I/O of more pieces than a queue holds runs alone, its pieces posted as slots free up.
     std::size_t fit = 0;
     for (const IoQueue& q : queues_) {
-        fit += q.capacity() / pieces;
+        fit += q.capacity() / std::min(pieces, q.capacity());
     }
     if (td->o.iodepth > fit) {
         log_info("nvmeof: %s: iodepth %u clamped to %zu: the target granted %u I/O queue(s) of %u "

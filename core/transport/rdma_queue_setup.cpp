@@ -241,6 +241,7 @@ void RdmaQueue::create_resources(ibv_pd* pd, const ibv_device_attr& device) {
     transfer_ids_ = CidPool(static_cast<std::uint16_t>(slots));
     transfers_ = std::vector<TransferRecord>(slots);
     finished_ = std::vector<std::uint32_t>(slots);
+    waiting_ = std::vector<std::uint32_t>(slots);
 }
 
 void RdmaQueue::post_all_receives() {
