@@ -88,9 +88,9 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
                                 " is not supported (this engine speaks NVMe/RDMA only)");
             }
         } else if (iequals(key, "adrfam")) {
-            if (!iequals(value, "ipv4")) {
+            if (!iequals(value, "ipv4") && !iequals(value, "ipv6")) {
                 throw SpecError("filename: adrfam=" + std::string(value) +
-                                " is not supported (IPv4 only)");
+                                " is not supported (IPv4 and IPv6 only)");
             }
         } else if (iequals(key, "traddr")) {
             spec.address = value;

@@ -84,13 +84,21 @@ std::string address_text(const sockaddr* address) {
     return "?";
 }
 
+// "[::1]" as URLs and SPDK write IPv6 addresses: the brackets are not part of the address.
+static std::string unbracketed(const std::string& host) {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        return host.substr(1, host.size() - 2);
+    }
+    return host;
+}
+
 static bool lookup(const std::string& host, std::uint16_t port, sockaddr_storage& out, int& error) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* result = nullptr;
     const std::string service = std::to_string(port);
-    error = getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
+    error = getaddrinfo(unbracketed(host).c_str(), service.c_str(), &hints, &result);
     if (error != 0 || result == nullptr) {
         return false;
     }
