@@ -67,11 +67,7 @@ bool is_allowed_ip(in_addr_t ip) { return (ntohl(ip) & kLoopbackMask) == kLoopba
 
 bool is_allowed_addr(const sockaddr* sa) {
   if (!sa) return false;
-  if (sa->sa_family == AF_INET6) {
-    in_addr_t mapped = 0;
-    if (sa_mapped_v4(sa, &mapped)) return is_allowed_ip(mapped);
-    return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
-  }
+  if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
   if (sa->sa_family != AF_INET) return false;
   in_addr_t ip = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr;
   return is_allowed_ip(ip);

@@ -16,12 +16,4 @@ sockaddr_storage sa_with_port(const sockaddr* a, int port) {
   return s;
 }
 
-bool sa_mapped_v4(const sockaddr* a, in_addr_t* ip) {
-  if (a->sa_family != AF_INET6) return false;
-  const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
-  if (!IN6_IS_ADDR_V4MAPPED(&v6)) return false;
-  std::memcpy(ip, &v6.s6_addr[12], sizeof *ip);
-  return true;
-}
-
 }  // namespace sv

@@ -22,7 +22,5 @@ inline socklen_t sa_len(const sockaddr* a) {
 bool sa_is_any(const sockaddr* a);
 // A copy of `a` (AF_INET or AF_INET6) with `port`.
 sockaddr_storage sa_with_port(const sockaddr* a, int port);
-// The IPv4 loopback address an IPv4-mapped IPv6 one stands for (::ffff:127.0.0.1).
-bool sa_mapped_v4(const sockaddr* a, in_addr_t* ip);
 
 }  // namespace sv

@@ -113,9 +113,7 @@ Device* device_by_ip(in_addr_t ip) {
 }
 
 Device* device_by_addr(const sockaddr* a) {
-  in_addr_t mapped = 0;
   if (a->sa_family == AF_INET) return device_by_ip(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr);
-  if (sa_mapped_v4(a, &mapped)) return device_by_ip(mapped);
   if (a->sa_family != AF_INET6 || !IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr))
     return nullptr;
   Device* d = device_by_ip(htonl(INADDR_LOOPBACK));
