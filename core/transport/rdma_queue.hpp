@@ -167,6 +167,7 @@ private:
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
+    std::uint64_t blocks_per_piece(const NamespaceRef& ns, Op op) const noexcept;
     // Work requests taken off the CQ no longer count as posted.
     void account_polled(const ibv_wc* wc, int n) noexcept;
     void handle_completion(const ibv_wc& wc) noexcept;

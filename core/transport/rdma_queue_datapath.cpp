@@ -50,10 +50,12 @@ std::size_t RdmaQueue::pieces(const NamespaceRef& ns, const Transfer& t) const n
     if (t.op == Op::flush) {
         return 1;
     }
-    const std::uint64_t per_piece =
-        has_data(t.op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
-                       : std::uint64_t{wire::kMaxBlocksPerCommand};
-    return static_cast<std::size_t>(plan_split(t.blocks, per_piece).pieces);
+    return static_cast<std::size_t>(plan_split(t.blocks, blocks_per_piece(ns, t.op)).pieces);
+}
+
+std::uint64_t RdmaQueue::blocks_per_piece(const NamespaceRef& ns, Op op) const noexcept {
+    return has_data(op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
+                        : std::uint64_t{wire::kMaxBlocksPerCommand};
 }
 
 SubmitResult RdmaQueue::refuse(SubmitResult result, TransportErrc code, int sys_errno, Op op) noexcept {
@@ -118,8 +120,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     PieceCursor& next = record.next;
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
-    next.per_piece = has_data(t.op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
-                                    : std::uint64_t{wire::kMaxBlocksPerCommand};
+    next.per_piece = blocks_per_piece(ns, t.op);
     if (memory != nullptr) {
         next.address = reinterpret_cast<std::uint64_t>(memory->address) + t.offset;
         next.rkey = memory->rkey;
