@@ -117,7 +117,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     record.pieces_left = static_cast<std::uint32_t>(count);
     record.internal = internal;
     record.gpu_read = gpu_read;
-    PieceCursor& next = record.next;
+    PieceCursor next;
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
     next.per_piece = blocks_per_piece(ns, t.op);
@@ -134,9 +134,10 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     }
 
     if (waiting_count_ == 0 && count <= cids_.available()) [[likely]] {
-        build_pieces(tid, count, Clock::now() + config_.request_timeout);
+        build_pieces(tid, next, count, Clock::now() + config_.request_timeout);
     } else {
         // The rest waits behind any transfer already waiting, so pieces leave in order.
+        waiting_next_[tid] = next;
         waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = tid;
         ++waiting_count_;
         build_waiting();
@@ -147,9 +148,8 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     return SubmitResult::queued;
 }
 
-void RdmaQueue::build_pieces(std::uint32_t tid, std::size_t count,
+void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t count,
                              Clock::time_point deadline) noexcept {
-    PieceCursor& c = transfers_[tid].next;
     const std::uint8_t opcode = static_cast<std::uint8_t>(opcode_of(c.op));
     Slot* previous = nullptr;
     Slot* first = nullptr;
@@ -225,8 +225,8 @@ void RdmaQueue::build_waiting() noexcept {
     const auto deadline = Clock::now() + config_.request_timeout;
     while (waiting_count_ > 0 && cids_.available() > 0) {
         const std::uint32_t tid = waiting_[waiting_head_];
-        PieceCursor& c = transfers_[tid].next;
-        build_pieces(tid, std::min<std::size_t>(c.unbuilt, cids_.available()), deadline);
+        PieceCursor& c = waiting_next_[tid];
+        build_pieces(tid, c, std::min<std::size_t>(c.unbuilt, cids_.available()), deadline);
         if (c.unbuilt == 0) {
             waiting_head_ = (waiting_head_ + 1) % waiting_.size();
             --waiting_count_;
@@ -241,9 +241,9 @@ void RdmaQueue::fail_waiting(const CompletionStatus& status) noexcept {
         TransferRecord& record = transfers_[tid];
         if (record.status.ok()) {
             record.status = status;
-            record.status.opcode = static_cast<std::uint8_t>(opcode_of(record.next.op));
+            record.status.opcode = static_cast<std::uint8_t>(opcode_of(waiting_next_[tid].op));
         }
-        record.pieces_left -= std::exchange(record.next.unbuilt, 0);
+        record.pieces_left -= std::exchange(waiting_next_[tid].unbuilt, 0);
         if (record.pieces_left == 0) {
             finish_transfer(tid);
         }

@@ -250,6 +250,7 @@ void RdmaQueue::create_resources(ibv_pd* pd, const ibv_device_attr& device) {
     transfers_ = std::vector<TransferRecord>(slots);
     finished_ = std::vector<std::uint32_t>(slots);
     waiting_ = std::vector<std::uint32_t>(slots);
+    waiting_next_ = std::vector<PieceCursor>(slots);
 }
 
 void RdmaQueue::post_all_receives() {
