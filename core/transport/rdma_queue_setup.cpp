@@ -331,7 +331,8 @@ void RdmaQueue::connect_cm(const ibv_device_attr& device) {
                                    d);
             }
             // IB and RoCE pad a reject's private data with zeroes: a reject
-            // from the CM itself (or a target sending none) parses as RECFMT 0.
+            // from the CM itself (or a target sending none) reads as status 0,
+            // which no NVMe/RDMA reject uses.
             const auto reject = wire::parse_rdma_cm_reject(event->param.conn.private_data,
                                                            event->param.conn.private_data_len);
             if (reject && reject->recfmt == wire::kRdmaCmRecordFormat && reject->status != 0) {
