@@ -241,7 +241,6 @@ Probe probe(thread_data* td) {
             per_command == 0 ? 1 : (td_max_bs(td) + per_command - 1) / per_command);
         result.pieces_per_io_u = std::max(result.pieces_per_io_u, pieces);
     }
-    check_queue_size_holds_one_io(options.queue_size, result.pieces_per_io_u, td_max_bs(td));
     for (auto& c : controllers) {
         c.second.close();
     }

@@ -175,18 +175,13 @@ void Job::clamp_iodepth() {
                 continue;
             }
             Transfer largest{.op = Op::write, .slba = 0, .blocks = max_bytes / f.ns.lba_size()};
-            const std::size_t p = queues_[slot.first_queue].pieces(f.ns, largest);
-            if (p == 0) {
-                throw InvalidArgument("a " + std::to_string(max_bytes) +
-                                      "-byte I/O needs more commands than the target's queue of " +
-                                      std::to_string(slot.controller.limits().usable_slots) +
-                                      " usable slots holds");
-            }
-            pieces = std::max(pieces, p);
+            pieces = std::max(pieces, queues_[slot.first_queue].pieces(f.ns, largest));
         }
         std::size_t holds = 0;
         for (std::size_t q = slot.first_queue; q < slot.first_queue + slot.queue_count; ++q) {
-            holds += queues_[q].capacity() / pieces;
+            // An I/O of more pieces than a queue holds runs alone there, its
+            // pieces posted as slots free up.
+            holds += queues_[q].capacity() / std::min(pieces, queues_[q].capacity());
         }
         if (holds < fit) {
             fit = holds;

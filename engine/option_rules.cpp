@@ -35,17 +35,6 @@ void check_numeric_options(const NumericOptions& o) {
     }
 }
 
-void check_queue_size_holds_one_io(unsigned int queue_size, std::uint64_t commands_per_io,
-                                   std::uint64_t io_bytes) {
-    if (queue_size != 0 && queue_size < commands_per_io + 1) {
-        refuse("queue_size", queue_size,
-               "too small: a " + std::to_string(io_bytes) + "-byte I/O takes " +
-                   std::to_string(commands_per_io) + " command(s) at this target's MDTS, and " +
-                   "NVMe keeps one entry free, so at least " + std::to_string(commands_per_io + 1) +
-                   " entries are needed");
-    }
-}
-
 void check_keep_alive_granularity(unsigned int keep_alive_ms, unsigned int kas) {
     if (keep_alive_ms == 0) {
         return;

@@ -28,10 +28,6 @@ struct NumericOptions {
 };
 void check_numeric_options(const NumericOptions& options);
 
-// Once the controller is known: a queue of `queue_size` entries holds one I/O
-// of `commands_per_io` commands (plus the entry NVMe keeps free).
-void check_queue_size_holds_one_io(unsigned int queue_size, std::uint64_t commands_per_io,
-                                   std::uint64_t io_bytes);
 // keep_alive_ms against the controller's KAS (100 ms units; 0: no keep-alive).
 void check_keep_alive_granularity(unsigned int keep_alive_ms, unsigned int kas);
 

@@ -7,7 +7,10 @@
 // RECV WRs prefilled. A slot is done only after its SEND completion and its
 // response; only then is its command ID reused. Any failure (timeout, WC error,
 // bad command ID, close) moves the QP to error and drains it before any
-// request is failed back.
+// request is failed back. A transfer with more pieces than there are free
+// slots (or than the queue has at all) is queued in parts: the pieces that fit
+// go out at once, the rest wait in a FIFO of transfers (preallocated, one
+// entry per transfer record) and go out in order as polling frees slots.
 #pragma once
 
 #include <sys/socket.h>
@@ -152,9 +155,21 @@ private:
         std::uint8_t flags = 0;
         Response response;  // cqe and status; command only for low-level requests
     };
+    // Where a transfer's next piece starts; advanced as pieces are built.
+    struct PieceCursor {
+        std::uint64_t slba = 0;
+        std::uint64_t blocks_left = 0;  // not yet in a built piece
+        std::uint64_t per_piece = 0;    // blocks per command
+        std::uint64_t address = 0;      // read/write: next piece's data
+        std::uint32_t rkey = 0;
+        std::uint32_t nsid = 0;
+        std::uint32_t lba_size = 0;
+        std::uint32_t unbuilt = 0;  // pieces still waiting for a slot
+        Op op = Op::flush;
+    };
     struct TransferRecord {
         std::uint64_t user_data = 0;
-        std::uint32_t pieces_left = 0;
+        std::uint32_t pieces_left = 0;  // built or not, not yet completed
         bool internal = false;
         bool finished = false;
         GpuOrdering* gpu_read = nullptr;  // a read into GPU memory: flush before handing back
@@ -168,6 +183,7 @@ private:
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
+    std::uint64_t blocks_per_piece(const NamespaceRef& ns, Op op) const noexcept;
     // Work requests taken off the CQ no longer count as posted.
     void account_polled(const ibv_wc* wc, int n) noexcept;
     void handle_completion(const ibv_wc& wc) noexcept;
@@ -175,6 +191,15 @@ private:
     void finish_slot(std::uint16_t cid) noexcept;
     void complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept;
     void finish_transfer(std::uint32_t index) noexcept;
+    // Builds the next `count` pieces of transfer `tid` from `next` into free
+    // slots, appended to the deferred chain.
+    // Inlined: the single-piece submit path stays as short as before.
+    [[gnu::always_inline]] inline void build_pieces(
+        std::uint32_t tid, PieceCursor& next, std::size_t count,
+        std::chrono::steady_clock::time_point deadline) noexcept;
+    // Builds waiting pieces, oldest transfer first, into the free slots.
+    void build_waiting() noexcept;
+    void fail_waiting(const CompletionStatus& status) noexcept;
     // GPU memory ordering (GpuOrdering): off the host-memory path.
     void flush_gpu_reads(std::size_t count) noexcept;
     static void gpu_read_failed(CompletionStatus& status, int result) noexcept;
@@ -208,6 +233,10 @@ private:
     std::size_t finished_head_ = 0;
     std::size_t finished_count_ = 0;
     std::size_t gpu_reads_finished_ = 0;  // in the finished ring, not yet flushed
+    std::vector<std::uint32_t> waiting_;  // FIFO of transfers with pieces not yet built
+    std::vector<PieceCursor> waiting_next_;  // by transfer index: where its rest starts
+    std::size_t waiting_head_ = 0;
+    std::size_t waiting_count_ = 0;
 
     ibv_send_wr* deferred_head_ = nullptr;  // built, not yet posted (Post::deferred)
     ibv_send_wr* deferred_tail_ = nullptr;

@@ -50,11 +50,12 @@ std::size_t RdmaQueue::pieces(const NamespaceRef& ns, const Transfer& t) const n
     if (t.op == Op::flush) {
         return 1;
     }
-    const std::uint64_t per_piece =
-        has_data(t.op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
-                       : std::uint64_t{wire::kMaxBlocksPerCommand};
-    const std::uint64_t n = plan_split(t.blocks, per_piece).pieces;
-    return n <= capacity() ? static_cast<std::size_t>(n) : 0;
+    return static_cast<std::size_t>(plan_split(t.blocks, blocks_per_piece(ns, t.op)).pieces);
+}
+
+std::uint64_t RdmaQueue::blocks_per_piece(const NamespaceRef& ns, Op op) const noexcept {
+    return has_data(op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
+                        : std::uint64_t{wire::kMaxBlocksPerCommand};
 }
 
 SubmitResult RdmaQueue::refuse(SubmitResult result, TransportErrc code, int sys_errno, Op op) noexcept {
@@ -93,10 +94,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
         }
     }
     const std::size_t count = pieces(ns, t);
-    if (count == 0) {
-        return invalid(E2BIG);  // more pieces than the queue has slots
-    }
-    if (count > cids_.available() || transfer_ids_.available() == 0) {
+    if (transfer_ids_.available() == 0) {
         return SubmitResult::busy;
     }
     GpuOrdering* gpu_read = nullptr;
@@ -119,44 +117,67 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     record.pieces_left = static_cast<std::uint32_t>(count);
     record.internal = internal;
     record.gpu_read = gpu_read;
+    PieceCursor next;
+    next.slba = t.slba;
+    next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
+    next.per_piece = blocks_per_piece(ns, t.op);
+    if (memory != nullptr) {
+        next.address = reinterpret_cast<std::uint64_t>(memory->address) + t.offset;
+        next.rkey = memory->rkey;
+    }
+    next.nsid = ns.nsid;
+    next.lba_size = ns.lba_size;
+    next.unbuilt = static_cast<std::uint32_t>(count);
+    next.op = t.op;
     if (transfer_index != nullptr) {
         *transfer_index = tid;
     }
 
-    const std::uint64_t per_piece =
-        has_data(t.op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
-                       : std::uint64_t{wire::kMaxBlocksPerCommand};
-    const auto deadline = Clock::now() + config_.request_timeout;
-    const std::uint8_t opcode = static_cast<std::uint8_t>(opcode_of(t.op));
+    if (waiting_count_ == 0 && count <= cids_.available()) [[likely]] {
+        build_pieces(tid, next, count, Clock::now() + config_.request_timeout);
+    } else {
+        // The rest waits behind any transfer already waiting, so pieces leave in order.
+        waiting_next_[tid] = next;
+        waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = tid;
+        ++waiting_count_;
+        build_waiting();
+    }
+    if (post == Post::now) {
+        commit();
+    }
+    return SubmitResult::queued;
+}
+
+void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t count,
+                             Clock::time_point deadline) noexcept {
+    const std::uint8_t opcode = static_cast<std::uint8_t>(opcode_of(c.op));
     Slot* previous = nullptr;
     Slot* first = nullptr;
-    std::uint64_t slba = t.slba;
-    std::uint64_t offset = t.offset;
     for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t cid = 0;
         cids_.acquire(cid);
-        const std::uint64_t blocks = t.op == Op::flush ? 0 : plan_split(t.blocks, per_piece).piece_blocks(i, t.blocks);
+        const std::uint64_t blocks = std::min(c.per_piece, c.blocks_left);
         wire::Sqe& sqe = commands_[cid];
-        sqe = wire::make_sqe(opcode, ns.nsid);
+        sqe = wire::make_sqe(opcode, c.nsid);
         sqe.command_id = cid;
-        switch (t.op) {
+        switch (c.op) {
             case Op::read:
             case Op::write: {
-                const std::uint64_t bytes = blocks * ns.lba_size;
-                sqe.dptr = wire::keyed_data_block(reinterpret_cast<std::uint64_t>(memory->address) + offset,
-                                                  static_cast<std::uint32_t>(bytes), memory->rkey);
-                set_slba(sqe, slba);
+                const std::uint64_t bytes = blocks * c.lba_size;
+                sqe.dptr =
+                    wire::keyed_data_block(c.address, static_cast<std::uint32_t>(bytes), c.rkey);
+                set_slba(sqe, c.slba);
                 sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
-                offset += bytes;
+                c.address += bytes;
                 break;
             }
             case Op::write_zeroes:
-                set_slba(sqe, slba);
+                set_slba(sqe, c.slba);
                 sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
                 break;
             case Op::deallocate: {
                 wire::DsmRange& range = dsm_ranges_[cid];
-                range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), slba};
+                range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), c.slba};
                 sqe.dptr = wire::keyed_data_block(reinterpret_cast<std::uint64_t>(&range),
                                                   sizeof range, dsm_mr_->rkey);
                 sqe.cdw10 = 0;  // one range, 0's based
@@ -166,7 +187,9 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
             case Op::flush:
                 break;
         }
-        slba += blocks;
+        c.slba += blocks;
+        c.blocks_left -= blocks;
+        --c.unbuilt;
         Slot& slot = slots_[cid];
         slot.flags = kInFlight;
         slot.transfer = tid;
@@ -179,10 +202,13 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
         }
         previous = &slot;
     }
+    if (first == nullptr) {
+        return;
+    }
     earliest_deadline_ = std::min(earliest_deadline_, deadline);
 
-    // All pieces in one post: they reach the target together. Deferred ones wait
-    // for commit(); anything deferred before goes out first, in order.
+    // A transfer's pieces go out in one post: they reach the target together.
+    // Deferred ones wait for commit(); anything deferred before goes out first, in order.
     if (deferred_tail_ != nullptr) {
         deferred_tail_->next = &first->wr;
     } else {
@@ -190,10 +216,39 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     }
     deferred_tail_ = &previous->wr;
     deferred_count_ += static_cast<std::uint32_t>(count);
-    if (post == Post::now) {
-        commit();
+}
+
+void RdmaQueue::build_waiting() noexcept {
+    if (cids_.available() == 0) {
+        return;
     }
-    return SubmitResult::queued;
+    const auto deadline = Clock::now() + config_.request_timeout;
+    while (waiting_count_ > 0 && cids_.available() > 0) {
+        const std::uint32_t tid = waiting_[waiting_head_];
+        PieceCursor& c = waiting_next_[tid];
+        build_pieces(tid, c, std::min<std::size_t>(c.unbuilt, cids_.available()), deadline);
+        if (c.unbuilt == 0) {
+            waiting_head_ = (waiting_head_ + 1) % waiting_.size();
+            --waiting_count_;
+        }
+    }
+}
+
+void RdmaQueue::fail_waiting(const CompletionStatus& status) noexcept {
+    for (; waiting_count_ > 0; --waiting_count_) {
+        const std::uint32_t tid = waiting_[waiting_head_];
+        waiting_head_ = (waiting_head_ + 1) % waiting_.size();
+        TransferRecord& record = transfers_[tid];
+        if (record.status.ok()) {
+            record.status = status;
+            record.status.opcode = static_cast<std::uint8_t>(opcode_of(waiting_next_[tid].op));
+        }
+        record.pieces_left -= std::exchange(waiting_next_[tid].unbuilt, 0);
+        if (record.pieces_left == 0) {
+            finish_transfer(tid);
+        }
+    }
+    waiting_head_ = 0;
 }
 
 void RdmaQueue::commit() noexcept {
@@ -296,6 +351,15 @@ int RdmaQueue::progress() noexcept {
     if (n < 0) {
         fail(TransportErrc::queue_error, EIO, "ibv_poll_cq failed");
         return 0;
+    }
+    if (waiting_count_ != 0 && state_ == QueueState::live) [[unlikely]] {
+        // Slots freed: the next waiting pieces go out now, unless the caller
+        // holds a deferred batch (they join it and leave with its commit()).
+        const bool caller_deferred = deferred_head_ != nullptr;
+        build_waiting();
+        if (!caller_deferred) {
+            commit();
+        }
     }
     // Reading the clock on every poll costs more than the poll itself on a busy
     // queue; deadlines only need checking when the CQ is quiet, or now and then
@@ -560,6 +624,7 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
     status.transport = code;
     status.sys_errno = sys_errno;
     status.queue = config_.kind;
+    fail_waiting(status);  // first: a transfer then finishes with its last built piece
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         if ((slots_[i].flags & kInFlight) != 0) {
             status.opcode = commands_[i].opcode;

@@ -11,6 +11,7 @@
 #include "nvmeof/wire/rdma_cm.hpp"
 #include "transport/log.hpp"
 #include "transport/rdma_queue.hpp"
+#include "verbs/diagnostics.hpp"
 
 namespace nvmeof::detail {
 namespace {
@@ -56,6 +57,23 @@ ConnectError::Details with_errno(int error) {
     return d;
 }
 
+// The first RDMA-CM call: where a machine without any RDMA device fails.
+verbs::EventChannel open_cm_channel() {
+    try {
+        return verbs::EventChannel::create();
+    } catch (const std::system_error& e) {
+        const int error = e.code().value();
+        throw ConnectError(ConnectFailure::device_error,
+                           "opening RDMA-CM (rdma_create_event_channel)",
+                           verbs::cm_unavailable_text(error), with_errno(error));
+    }
+}
+
+std::string cm_status_text(int status) {
+    return "CM status " + std::to_string(status) + ": " +
+           std::string(verbs::cm_reject_reason_name(status));
+}
+
 }  // namespace
 
 const char* queue_state_name(QueueState state) {
@@ -88,13 +106,21 @@ std::string address_text(const sockaddr* address) {
     return "?";
 }
 
+// "[::1]" as URLs and SPDK write IPv6 addresses: the brackets are not part of the address.
+static std::string unbracketed(const std::string& host) {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        return host.substr(1, host.size() - 2);
+    }
+    return host;
+}
+
 static bool lookup(const std::string& host, std::uint16_t port, sockaddr_storage& out, int& error) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* result = nullptr;
     const std::string service = std::to_string(port);
-    error = getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
+    error = getaddrinfo(unbracketed(host).c_str(), service.c_str(), &hints, &result);
     if (error != 0 || result == nullptr) {
         return false;
     }
@@ -125,11 +151,12 @@ PeerAddress resolve_peer(const std::string& target, std::uint16_t port, const st
 }
 
 RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
-    : config_(config), channel_(verbs::EventChannel::create()) {
+    : config_(config), channel_(open_cm_channel()) {
     try {
         id_ = verbs::CmId::create(channel_, this);
     } catch (const std::system_error& e) {
-        throw ConnectError(ConnectFailure::device_error, "rdma_create_id", e.what(),
+        throw ConnectError(ConnectFailure::device_error, "rdma_create_id",
+                           verbs::cm_unavailable_text(e.code().value()),
                            with_errno(e.code().value()));
     }
     auto* source = const_cast<sockaddr*>(reinterpret_cast<const sockaddr*>(&peer.source));
@@ -143,10 +170,13 @@ RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
     const int resolve_ms = cm_timeout_ms(config_.connect_deadline);
     if (rdma_resolve_addr(id_.get(), nullptr, target, resolve_ms) != 0) {
         const int error = errno;
-        throw ConnectError(peer.has_source ? ConnectFailure::bad_source_address
-                                           : ConnectFailure::address_unreachable,
-                           "address resolution", peer.target_text + ": " + errno_text(error),
-                           with_errno(error));
+        throw ConnectError(
+            peer.has_source ? ConnectFailure::bad_source_address
+                            : ConnectFailure::address_unreachable,
+            "address resolution",
+            peer.target_text + ": " +
+                (error == ENODEV ? "no RDMA device serves the route to it" : errno_text(error)),
+            with_errno(error));
     }
     const verbs::CmEvent event = expect_event("address resolution");
     if (event->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
@@ -244,6 +274,8 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
     transfer_ids_ = CidPool(static_cast<std::uint16_t>(slots));
     transfers_ = std::vector<TransferRecord>(slots);
     finished_ = std::vector<std::uint32_t>(slots);
+    waiting_ = std::vector<std::uint32_t>(slots);
+    waiting_next_ = std::vector<PieceCursor>(slots);
 }
 
 void RdmaQueue::post_all_receives() {
@@ -325,23 +357,31 @@ void RdmaQueue::connect_cm(const ibv_device_attr& device) {
             return;
         }
         case RDMA_CM_EVENT_REJECTED: {
+            const std::string target = address_text(rdma_get_peer_addr(id_.get()));
             if (event->status == kIbRejectInvalidServiceId) {
                 throw ConnectError(ConnectFailure::no_listener, "RDMA-CM connect",
-                                   queue + ": nothing listens on the target port (REJECTED, status 8)", d);
+                                   queue + ": nothing listens on " + target + " (REJECTED, " +
+                                       cm_status_text(event->status) + ")",
+                                   d);
             }
+            // IB and RoCE pad a reject's private data with zeroes: a reject
+            // from the CM itself (or a target sending none) reads as status 0,
+            // which no NVMe/RDMA reject uses.
             const auto reject = wire::parse_rdma_cm_reject(event->param.conn.private_data,
                                                            event->param.conn.private_data_len);
-            if (reject) {
+            if (reject && reject->recfmt == wire::kRdmaCmRecordFormat && reject->status != 0) {
                 d.reject_status = reject->status;
                 throw ConnectError(ConnectFailure::rejected, "RDMA-CM connect",
-                                   queue + ": NVMe/RDMA reject status " +
+                                   queue + ": " + target +
+                                       " rejected it with NVMe/RDMA reject status " +
                                        std::to_string(reject->status) + " (" +
                                        std::string(wire::reject_status_name(reject->status)) + ")",
                                    d);
             }
             throw ConnectError(ConnectFailure::rejected, "RDMA-CM connect",
-                               queue + ": REJECTED with CM status " + std::to_string(event->status) +
-                                   " and no NVMe/RDMA reject data",
+                               queue + ": rejected by the target's RDMA-CM at " + target +
+                                   " with no NVMe/RDMA reject data (" +
+                                   cm_status_text(event->status) + ")",
                                d);
         }
         case RDMA_CM_EVENT_UNREACHABLE:

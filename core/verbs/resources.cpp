@@ -8,6 +8,8 @@
 #include <cstring>
 #include <utility>
 
+#include "verbs/diagnostics.hpp"
+
 namespace nvmeof::verbs {
 
 void throw_error(int error, const std::string& what) {
@@ -143,11 +145,12 @@ MemoryRegion register_memory(ibv_pd* pd, void* address, std::size_t length, int 
     const int error = errno;
     std::string what = "ibv_reg_mr of " + std::to_string(length) + " bytes";
     rlimit limit{};
-    if ((error == ENOMEM || error == EPERM) && getrlimit(RLIMIT_MEMLOCK, &limit) == 0 &&
-        limit.rlim_cur != RLIM_INFINITY) {
-        what += " (the locked-memory limit RLIMIT_MEMLOCK is " + std::to_string(limit.rlim_cur) +
-                " bytes; raise it with `ulimit -l unlimited` or memlock in "
-                "/etc/security/limits.conf)";
+    if (getrlimit(RLIMIT_MEMLOCK, &limit) == 0) {
+        const MemlockState state{limit.rlim_cur, limit.rlim_cur == RLIM_INFINITY,
+                                 locked_and_pinned_bytes()};
+        if (const std::string why = memlock_explanation(error, length, state); !why.empty()) {
+            what += " (" + why + ")";
+        }
     }
     throw_error(error, what);
 }

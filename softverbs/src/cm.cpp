@@ -21,52 +21,58 @@ int fail(int err) {
   return -1;
 }
 
-sockaddr_in make_sin(in_addr_t ip, int port) {
-  sockaddr_in s{};
-  s.sin_family = AF_INET;
-  s.sin_addr.s_addr = ip;
-  s.sin_port = htons(static_cast<uint16_t>(port));
-  return s;
-}
-
-// A non-blocking, close-on-exec TCP socket bound to ip:port (port 0: ephemeral).
-Fd bound_socket(in_addr_t ip, int port, int* err) {
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+// A non-blocking, close-on-exec TCP socket bound to `local` (port 0: ephemeral).
+Fd bound_socket(const sockaddr_storage& local, int* err) {
+  const auto* a = reinterpret_cast<const sockaddr*>(&local);
+  Fd fd(::socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in s = make_sin(ip, port);
-  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&s), sizeof s) != 0) {
+  if (a->sa_family == AF_INET6) setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (!fd.valid() || ::bind(fd.get(), a, sa_len(a)) != 0) {
     *err = errno;
     return Fd();
   }
   return fd;
 }
 
-int local_tcp_port(int fd) {
-  sockaddr_in s{};
+sockaddr_storage local_of(int fd) {
+  sockaddr_storage s{};
   socklen_t len = sizeof s;
   getsockname(fd, reinterpret_cast<sockaddr*>(&s), &len);
-  return ntohs(s.sin_port);
+  return s;
 }
+
+int local_tcp_port(int fd) { return sa_port(local_of(fd)); }
 
 int bind_locked(Id* id, const sockaddr* addr) {
   Core& c = core();
-  if (!addr || addr->sa_family != AF_INET) return fail(EAFNOSUPPORT);
+  if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)) return fail(EAFNOSUPPORT);
   if (!id->bound.empty()) return fail(EINVAL);
-  const auto* sin = reinterpret_cast<const sockaddr_in*>(addr);
-  std::vector<Device*> devs;
-  if (sin->sin_addr.s_addr == htonl(INADDR_ANY)) {
-    for (auto& d : c.devices) devs.push_back(d.get());  // one socket per device, never 0.0.0.0
+  const int family = addr->sa_family;
+  const bool any = sa_is_any(addr);
+  // Never the real wildcard: one socket per device (:: also listens on each
+  // device's IPv4 address, as an RDMA-CM IPv6 wildcard does).
+  std::vector<std::pair<Device*, sockaddr_storage>> locals;
+  if (any) {
+    for (auto& d : c.devices) locals.emplace_back(d.get(), device_addr(d.get(), AF_INET, 0));
+    if (family == AF_INET6) {
+      sockaddr_in6 loopback{};
+      loopback.sin6_family = AF_INET6;
+      loopback.sin6_addr = in6addr_loopback;
+      Device* lo6 = device_by_addr(reinterpret_cast<const sockaddr*>(&loopback));
+      locals.emplace_back(lo6, device_addr(lo6, AF_INET6, 0));
+    }
   } else {
-    Device* d = is_allowed_addr(addr) ? device_by_ip(sin->sin_addr.s_addr) : nullptr;
+    Device* d = is_allowed_addr(addr) ? device_by_addr(addr) : nullptr;
     if (!d) return fail(EADDRNOTAVAIL);
-    devs.push_back(d);
+    locals.emplace_back(d, sa_with_port(addr, 0));
   }
-  int port = ntohs(sin->sin_port);
+  int port = sa_port(addr);
   int tcp = port ? tcp_port(port) : 0;
-  for (Device* d : devs) {
+  for (auto& [d, local] : locals) {
     int err = 0;
-    Fd fd = bound_socket(d->ip, tcp, &err);
+    sa_set_port(local, tcp);
+    Fd fd = bound_socket(local, &err);
     if (!fd.valid()) {
       id->bound.clear();
       return fail(err);
@@ -74,10 +80,10 @@ int bind_locked(Id* id, const sockaddr* addr) {
     if (tcp == 0) tcp = local_tcp_port(fd.get());
     id->bound.emplace_back(d, std::move(fd));
   }
-  id->id.route.addr.src_sin = make_sin(sin->sin_addr.s_addr, rdma_port_of(tcp));
-  if (devs.size() == 1 && sin->sin_addr.s_addr != htonl(INADDR_ANY)) {
-    id->dev = devs[0];
-    id->id.verbs = &open_context(devs[0])->v.context;
+  id->id.route.addr.src_storage = sa_with_port(addr, rdma_port_of(tcp));
+  if (locals.size() == 1 && !any) {
+    id->dev = locals[0].first;
+    id->id.verbs = &open_context(locals[0].first)->v.context;
   }
   id->id.port_num = kPortNum;
   id->state = IdState::kBound;
@@ -89,10 +95,15 @@ int bind_locked(Id* id, const sockaddr* addr) {
 int tcp_port(int rdma_port) { return rdma_port + core().cfg.port_offset; }
 int rdma_port_of(int tcp) { return tcp >= core().cfg.port_offset ? tcp - core().cfg.port_offset : tcp; }
 
-std::string addr_str(const sockaddr_in& a) {
-  char ip[INET_ADDRSTRLEN] = "";
-  inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
-  return std::string(ip) + ":" + std::to_string(rdma_port_of(ntohs(a.sin_port)));
+std::string addr_str(const sockaddr_storage& a) {
+  char ip[INET6_ADDRSTRLEN] = "";
+  const std::string port = std::to_string(rdma_port_of(sa_port(a)));
+  if (a.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr, ip, sizeof ip);
+    return "[" + std::string(ip) + "]:" + port;
+  }
+  inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + port;
 }
 
 Id* new_id(EventChannel* ch, void* context, rdma_port_space ps) {
@@ -136,8 +147,7 @@ int sv_rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* dst, int) {
   Id* id = to_id(cid);
   if (inherited(id->chan)) return cm_refuse_inherited("rdma_resolve_addr");
   if (!dst) return fail(EINVAL);
-  bool src_any = !src || (src->sa_family == AF_INET &&
-                          reinterpret_cast<sockaddr_in*>(src)->sin_addr.s_addr == htonl(INADDR_ANY));
+  bool src_any = !src || ((src->sa_family == AF_INET || src->sa_family == AF_INET6) && sa_is_any(src));
   // The loopback-only policy: anything else never resolves.
   if (!is_allowed_addr(dst) || (!src_any && !is_allowed_addr(src))) {
     post_cm_event(id, RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL, nullptr, 0);
@@ -147,18 +157,29 @@ int sv_rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* dst, int) {
     post_cm_event(id, RDMA_CM_EVENT_ADDR_ERROR, -errno, nullptr, 0);
     return 0;
   }
-  const auto* d = reinterpret_cast<const sockaddr_in*>(dst);
+  // A source of the other family cannot reach it (RDMA-CM: no route).
+  const bool bound_elsewhere = !id->bound.empty() && id->id.route.addr.src_addr.sa_family != dst->sa_family;
+  if (bound_elsewhere || (!src_any && src->sa_family != dst->sa_family)) {
+    post_cm_event(id, RDMA_CM_EVENT_ADDR_ERROR, -EAFNOSUPPORT, nullptr, 0);
+    return 0;
+  }
   Device* dev = id->dev;
-  if (!dev) dev = device_by_ip(d->sin_addr.s_addr);
+  if (!dev) dev = device_by_addr(dst);
   if (!dev) dev = c.devices.front().get();
-  // A wildcard-bound id keeps only the socket of the device it will use.
-  std::erase_if(id->bound, [dev](const auto& b) { return b.first != dev; });
+  // A wildcard-bound id keeps only the socket of the device (and family) it will use.
+  const int family = dst->sa_family;
+  std::erase_if(id->bound, [dev, family](const auto& b) {
+    return b.first != dev || local_of(b.second.get()).ss_family != family;
+  });
   id->dev = dev;
   id->id.verbs = &open_context(dev)->v.context;
   id->id.port_num = kPortNum;
-  int port = id->bound.empty() ? 0 : ntohs(id->id.route.addr.src_sin.sin_port);
-  id->id.route.addr.src_sin = make_sin(dev->ip, port);
-  std::memcpy(&id->id.route.addr.dst_sin, d, sizeof *d);
+  if (id->bound.empty()) {
+    id->id.route.addr.src_storage = device_addr(dev, dst->sa_family, 0);
+  } else if (src_any) {
+    id->id.route.addr.src_storage = device_addr(dev, dst->sa_family, sa_port(id->id.route.addr.src_storage));
+  }
+  id->id.route.addr.dst_storage = sa_with_port(dst, sa_port(dst));
   id->state = IdState::kAddrResolved;
   post_cm_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, nullptr, 0);
   return 0;

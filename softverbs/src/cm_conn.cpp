@@ -101,9 +101,9 @@ void on_req(Conn* c) {
   child->dev = c->dev;
   child->id.verbs = &open_context(c->dev)->v.context;
   child->id.port_num = kPortNum;
-  child->id.route.addr.src_sin = c->local;
-  child->id.route.addr.src_sin.sin_port = htons(static_cast<uint16_t>(rdma_port_of(ntohs(c->local.sin_port))));
-  child->id.route.addr.dst_sin = c->peer;
+  child->id.route.addr.src_storage = c->local;
+  sa_set_port(child->id.route.addr.src_storage, rdma_port_of(sa_port(c->local)));
+  child->id.route.addr.dst_storage = c->peer;
   child->listen_parent = parent;
   child->conn = c;
   child->peer = c->in.cm;
@@ -183,7 +183,7 @@ void cm_on_tcp_failed(Conn* c, int err) {
 
 void cm_on_accepted(Conn* c, Listener* l) {
   c->listener = l->id;
-  Device* d = device_by_ip(c->local.sin_addr.s_addr);
+  Device* d = device_by_addr(reinterpret_cast<const sockaddr*>(&c->local));
   c->dev = d ? d : l->dev;
   c->state = ConnState::kAwaitReq;
 }
@@ -252,17 +252,17 @@ int sv_rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
     fd = id->bound.front().second.release();
     id->bound.clear();
   } else {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    sockaddr_in src = id->id.route.addr.src_sin;
-    src.sin_port = 0;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
+    const sockaddr_storage src = sa_with_port(&id->id.route.addr.src_addr, 0);
+    const auto* from = reinterpret_cast<const sockaddr*>(&src);
+    fd = ::socket(from->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::bind(fd, from, sa_len(from)) != 0) {
       err = errno;
       if (fd >= 0) ::close(fd);
       return fail(err);
     }
   }
-  sockaddr_in dst = id->id.route.addr.dst_sin;
-  dst.sin_port = htons(static_cast<uint16_t>(tcp_port(ntohs(dst.sin_port))));
+  const sockaddr_storage dst =
+      sa_with_port(&id->id.route.addr.dst_addr, tcp_port(sa_port(id->id.route.addr.dst_storage)));
   id->state = IdState::kConnecting;
   Conn* c = core_.engine.connect(id->dev, fd, dst, &err);
   if (!c) {
@@ -271,7 +271,7 @@ int sv_rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
   }
   c->id = id;
   id->conn = c;
-  id->id.route.addr.src_sin.sin_port = htons(static_cast<uint16_t>(rdma_port_of(ntohs(c->local.sin_port))));
+  sa_set_port(id->id.route.addr.src_storage, rdma_port_of(sa_port(c->local)));
   link_qp(c, id, p ? p->rnr_retry_count : kRnrRetryInfinite);
   CmPayload cm = make_payload(p, c->qp, kConnectPrivateMax);
   send_cm(c, Op::kCmReq, &cm);

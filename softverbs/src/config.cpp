@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "constants.h"
+#include "sockaddr.h"
 
 namespace sv {
 namespace {
@@ -65,10 +66,13 @@ std::vector<DeviceSpec> parse_devices(const std::string& s) {
 bool is_allowed_ip(in_addr_t ip) { return (ntohl(ip) & kLoopbackMask) == kLoopbackNet; }
 
 bool is_allowed_addr(const sockaddr* sa) {
-  if (!sa || sa->sa_family != AF_INET) return false;
+  if (!sa) return false;
+  if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+  if (sa->sa_family != AF_INET) return false;
   in_addr_t ip = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr;
   return is_allowed_ip(ip);
 }
+
 
 Config load_config() {
   Config c;

@@ -32,7 +32,8 @@ Config load_config();
 
 // The one loopback policy: true for addresses in 127.0.0.0/8 (network order).
 bool is_allowed_ip(in_addr_t ip);
-// Same for a sockaddr; only AF_INET is supported.
+// Same for a sockaddr: AF_INET in 127.0.0.0/8, or AF_INET6 ::1, which the
+// device owning 127.0.0.1 (else the first) also serves.
 bool is_allowed_addr(const struct sockaddr* sa);
 
 [[noreturn]] void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

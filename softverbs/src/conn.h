@@ -80,8 +80,8 @@ struct Conn {
   Id* id = nullptr;
   Id* listener = nullptr;  // passive: the listening id until the child id exists
   Device* dev = nullptr;
-  sockaddr_in local{};
-  sockaddr_in peer{};
+  sockaddr_storage local{};  // AF_INET or AF_INET6
+  sockaddr_storage peer{};
   std::deque<OutChunk> out;
   uint32_t ep_events = 0;
   InParser in;

@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "faults.h"
 #include "objects.h"
+#include "sockaddr.h"
 #include "stats.h"
 #include "wire.h"
 
@@ -79,6 +80,11 @@ Core& core();
 
 // verbs_device.cpp
 Device* device_by_ip(in_addr_t ip);
+// The device serving an allowed address of either family (::1: the one owning
+// 127.0.0.1, else the first); nullptr when none does.
+Device* device_by_addr(const sockaddr* a);
+// The device's own address in `family` (IPv6: ::1) with `port`.
+sockaddr_storage device_addr(const Device* d, int family, int port);
 // The device's context as rdma_cm caches it: opened once, kept across fork.
 Context* open_context(Device* d);
 
@@ -108,7 +114,7 @@ Id* new_id(EventChannel* ch, void* context, rdma_port_space ps);
 void report_disconnected(Id* id);
 int tcp_port(int rdma_port);
 int rdma_port_of(int tcp_port);
-std::string addr_str(const sockaddr_in& a);
+std::string addr_str(const sockaddr_storage& a);
 
 // ctl_socket.cpp
 // Called while the core is being created, so it takes the engine explicitly.

@@ -29,7 +29,7 @@ int drop_connections(int port) {
   int n = 0;
   for (Conn* x : core().engine.all_conns()) {
     if (x->dead || x->state != ConnState::kEstablished) continue;
-    int lp = rdma_port_of(ntohs(x->local.sin_port)), rp = rdma_port_of(ntohs(x->peer.sin_port));
+    int lp = rdma_port_of(sa_port(x->local)), rp = rdma_port_of(sa_port(x->peer));
     if (port >= 0 && lp != port && rp != port) continue;
     on_conn_lost(x, ECONNRESET);  // resets the socket: the peer sees the loss too
     ++n;

@@ -61,7 +61,7 @@ void Engine::wake() {
   if (wakefd_.valid()) (void)!::write(wakefd_.get(), &one, sizeof one);
 }
 
-Conn* Engine::connect(Device* dev, int bound_fd, const sockaddr_in& dst, int* err) {
+Conn* Engine::connect(Device* dev, int bound_fd, const sockaddr_storage& dst, int* err) {
   ensure_started();
   Fd fd(bound_fd);
   auto c = std::make_unique<Conn>();
@@ -70,7 +70,8 @@ Conn* Engine::connect(Device* dev, int bound_fd, const sockaddr_in& dst, int* er
   c->peer = dst;
   int one = 1;
   setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  int rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&dst), sizeof dst);
+  const auto* to = reinterpret_cast<const sockaddr*>(&dst);
+  int rc = ::connect(fd.get(), to, sa_len(to));
   if (rc != 0 && errno != EINPROGRESS) {
     *err = errno;
     return nullptr;
@@ -266,7 +267,7 @@ void Engine::run() {
 
 void Engine::handle_listener(Listener* l) {
   for (;;) {
-    sockaddr_in peer{};
+    sockaddr_storage peer{};
     socklen_t len = sizeof peer;
     int fd = accept4(l->fd.get(), reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;

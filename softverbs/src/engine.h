@@ -32,7 +32,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // All members below require core().mu to be held.
-  Conn* connect(Device* dev, int bound_fd, const sockaddr_in& dst, int* err);
+  Conn* connect(Device* dev, int bound_fd, const sockaddr_storage& dst, int* err);
   uint64_t add_listener(Fd fd, Id* id, Device* dev);
   void remove_listener(uint64_t serial);
   // Queues a chunk and writes as much as the socket takes right now.

@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "sockaddr.h"
 
 namespace sv {
 namespace {
@@ -59,7 +60,7 @@ bool parse_rule(const std::string& text, FaultRule* r, std::string* err) {
   return true;
 }
 
-int port_of(const sockaddr_in& a, int offset) { return ntohs(a.sin_port) - offset; }
+int port_of(const sockaddr_storage& a, int offset) { return sa_port(a) - offset; }
 
 }  // namespace
 

@@ -112,6 +112,29 @@ Device* device_by_ip(in_addr_t ip) {
   return nullptr;
 }
 
+Device* device_by_addr(const sockaddr* a) {
+  if (a->sa_family == AF_INET) return device_by_ip(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr);
+  if (a->sa_family != AF_INET6 || !IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr))
+    return nullptr;
+  Device* d = device_by_ip(htonl(INADDR_LOOPBACK));
+  return d ? d : core().devices.front().get();
+}
+
+sockaddr_storage device_addr(const Device* d, int family, int port) {
+  sockaddr_storage s{};
+  if (family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&s);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_addr = in6addr_loopback;
+  } else {
+    auto* in = reinterpret_cast<sockaddr_in*>(&s);
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = d->ip;
+  }
+  sa_set_port(s, port);
+  return s;
+}
+
 namespace {
 
 Context* new_context(Device* d) {

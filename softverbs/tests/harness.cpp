@@ -90,6 +90,19 @@ sockaddr_in loopback(const char* ip, uint16_t port) {
   return s;
 }
 
+sockaddr_storage inet_address(const char* ip, uint16_t port) {
+  sockaddr_storage s{};
+  if (std::strchr(ip, ':') != nullptr) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&s);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    inet_pton(AF_INET6, ip, &in6->sin6_addr);
+  } else {
+    *reinterpret_cast<sockaddr_in*>(&s) = loopback(ip, port);
+  }
+  return s;
+}
+
 Side::Side() : buf(kBufBytes) {}
 
 Side::~Side() {
@@ -189,15 +202,15 @@ bool Pair::connect(const PairOptions& o) {
   client.ch = rdma_create_event_channel();
   if (!listener.ch || !client.ch) return false;
   EXPECT_EQ(rdma_create_id(listener.ch, &listener.id, this, RDMA_PS_TCP), 0);
-  sockaddr_in a = loopback(o.server_ip, 0);
+  sockaddr_storage a = inet_address(o.server_ip, 0);
   EXPECT_EQ(rdma_bind_addr(listener.id, reinterpret_cast<sockaddr*>(&a)), 0);
   EXPECT_EQ(rdma_listen(listener.id, 8), 0);
   port = ntohs(rdma_get_src_port(listener.id));
   EXPECT_NE(port, 0);
 
   EXPECT_EQ(rdma_create_id(client.ch, &client.id, this, RDMA_PS_TCP), 0);
-  sockaddr_in dst = loopback(o.server_ip, port);
-  sockaddr_in src = loopback(o.client_src ? o.client_src : "0.0.0.0", 0);
+  sockaddr_storage dst = inet_address(o.server_ip, port);
+  sockaddr_storage src = inet_address(o.client_src ? o.client_src : "0.0.0.0", 0);
   EXPECT_EQ(rdma_resolve_addr(client.id, o.client_src ? reinterpret_cast<sockaddr*>(&src) : nullptr,
                               reinterpret_cast<sockaddr*>(&dst), kWaitMs), 0);
   expect_event(client.ch, RDMA_CM_EVENT_ADDR_RESOLVED);

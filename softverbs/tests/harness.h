@@ -40,6 +40,8 @@ std::vector<ibv_wc> poll_n(ibv_cq* cq, std::size_t n, int timeout_ms = kWaitMs);
 std::vector<ibv_wc> poll_for(ibv_cq* cq, int ms);
 
 sockaddr_in loopback(const char* ip, uint16_t port);
+// An IPv4 or IPv6 (when `ip` has a colon) address.
+sockaddr_storage inet_address(const char* ip, uint16_t port);
 
 // One work request over explicit SGEs (any MR, any key); returns ibv_post_*'s result.
 int post_sges(ibv_qp* qp, ibv_wr_opcode op, uint64_t wr_id, ibv_sge* sges, int n, uint64_t raddr = 0,
@@ -75,7 +77,7 @@ struct Side {
 };
 
 struct PairOptions {
-  const char* server_ip = "127.0.0.1";
+  const char* server_ip = "127.0.0.1";  // or "::1"
   const char* client_src = nullptr;  // resolve_addr source address
   uint8_t rnr_retry = 7;
   bool accept = true;

@@ -22,11 +22,11 @@ constexpr std::uint64_t kMaxDelayMs = 600000;
 constexpr std::string_view kHelp = R"(Usage: nvmeof-target [OPTIONS]
 
 A userspace NVMe-over-Fabrics target on the RDMA transport (rdma-core verbs and RDMA-CM).
-Once listening it prints exactly one line to stdout, "listening on ADDR:PORT"; everything
-else goes to stderr.
+Once listening it prints exactly one line to stdout, "listening on ADDR:PORT" ("[ADDR]:PORT"
+for IPv6); everything else goes to stderr.
 
 Listening:
-  --listen ADDR            address to listen on (default 127.0.0.1)
+  --listen ADDR            address to listen on (default 127.0.0.1; IPv6 as ::1 or [::1])
   --port PORT              RDMA-CM port (default 4420; 0 picks a free port)
 
 Subsystems and namespaces (--subsystem starts a new subsystem; the options after it apply to it):
@@ -306,6 +306,11 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
 
         if (option == "--listen") {
             config.listen_address = std::string(take());
+            // IPv6 may come bracketed ("[::1]"), as in URLs.
+            if (config.listen_address.size() >= 2 && config.listen_address.front() == '[' &&
+                config.listen_address.back() == ']') {
+                config.listen_address = config.listen_address.substr(1, config.listen_address.size() - 2);
+            }
             if (config.listen_address.empty()) {
                 throw UsageError("--listen: the address is empty");
             }

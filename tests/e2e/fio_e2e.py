@@ -462,7 +462,6 @@ BAD_OPTIONS = [  # (option line, target options, what the one error line must sa
     ("nr_io_queues=65535", [], "nr_io_queues=65535:"),
     ("queue_size=1", [], "queue_size=1:"),
     ("queue_size=70000", [], "queue_size=70000:"),
-    ("bs=1m\nqueue_size=4", ["--mdts", "5"], "queue_size=4: too small"),  # 8 commands per I/O
     ("keep_alive_ms=1", [], "keep_alive_ms=1:"),
     ("keep_alive_ms=1500", ["--kas", "20"], "keep-alive granularity (KAS) of 2000 ms"),
     ("io_timeout_ms=0", [], "io_timeout_ms=0:"),

@@ -91,3 +91,41 @@ TEST(NoAllocation, SteadyStateSubmitAndPoll) {
     std::printf("2000 transfers: %zu operator new / %zu malloc calls from libnvmeof and the test, "
                 "%zu from the verbs provider\n", new_calls, malloc_calls, provider_calls);
 }
+
+// Transfers of more pieces than the queue holds: the waiting pieces live in
+// preallocated per-queue records, so queueing them in parts allocates nothing.
+TEST(NoAllocation, TransfersQueuedInParts) {
+    test::TargetProcess target({"--mqes", "7", "--mdts", "1"}, "ram:16M");  // 7 slots, 8 KiB pieces
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    auto arena = ctrl.allocate(4 * 256 * 1024);
+    auto io = ctrl.io();
+    const std::uint64_t blocks = 256 * 1024 / ns.lba_size();  // 32 pieces each
+    Completion done[8];
+    auto run = [&](int transfers) {
+        int submitted = 0, finished = 0;
+        while (finished < transfers) {
+            while (submitted < transfers) {
+                const auto slot = static_cast<std::uint64_t>(submitted % 4);
+                const Transfer t{submitted % 2 ? Op::read : Op::write, slot * blocks, blocks, &arena,
+                                 slot * blocks * ns.lba_size(), static_cast<std::uint64_t>(submitted)};
+                if (io.submit(ns, t) != SubmitResult::queued) break;
+                ++submitted;
+            }
+            const std::size_t n = io.poll(done);
+            for (std::size_t i = 0; i < n; ++i) {
+                ASSERT_TRUE(done[i].status.ok()) << describe(done[i].status);
+            }
+            finished += static_cast<int>(n);
+        }
+    };
+    run(16);  // warm-up
+    counting = true;
+    run(64);
+    counting = false;
+    EXPECT_EQ(new_calls, 0u);
+    EXPECT_EQ(malloc_calls, 0u);
+    std::printf("64 transfers of 32 pieces on 7 slots: %zu operator new / %zu malloc calls from "
+                "libnvmeof and the test, %zu from the verbs provider\n",
+                new_calls, malloc_calls, provider_calls);
+}

@@ -14,8 +14,8 @@
 //   nvmeof::Completion done[32];
 //   for (auto& c : std::span(done, io.poll(done))) { c.user_data; c.status.ok(); }
 //
-// A transfer may need io.pieces(ns, t) slots (MDTS / 65,536-block splits); one
-// transfer can use at most io.capacity() slots.
+// A transfer is split into io.pieces(ns, t) commands (MDTS / 65,536-block splits);
+// pieces beyond the free slots wait in the queue and go out as poll() frees slots.
 #pragma once
 
 #include "nvmeof/controller.hpp"

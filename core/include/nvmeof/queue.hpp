@@ -29,8 +29,10 @@ class RdmaQueue;
 enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate };
 
 // One logical transfer. Above the controller's maximum transfer size (MDTS) or
-// 65,536 blocks it is split into several commands, posted together; it
-// completes once, when every piece has, with the first error of any piece.
+// 65,536 blocks it is split into several commands (pieces); it completes once,
+// when every piece has, with the first error of any piece. Pieces that find no
+// free slot (a transfer may need more than the whole queue holds) wait in the
+// queue and are posted, in order, as poll() frees slots.
 struct Transfer {
     Op op = Op::read;
     std::uint64_t slba = 0;
@@ -41,9 +43,9 @@ struct Transfer {
 };
 
 enum class SubmitResult : std::uint8_t {
-    queued,   // every piece was posted
-    busy,     // not enough free slots for all pieces; nothing was posted
-    invalid,  // refused (range, buffer, memory handle, too many pieces); see last_error()
+    queued,   // accepted: posted, or partly waiting for slots that poll() frees
+    busy,     // every transfer record is in use (capacity() transfers); nothing was posted
+    invalid,  // refused (range, buffer, memory handle); see last_error()
     failed,   // the queue has failed or is closed; see last_error()
 };
 
@@ -112,7 +114,8 @@ public:
     std::size_t free_slots() const noexcept;
     std::size_t in_flight() const noexcept;
     bool failed() const noexcept;
-    // How many command slots a transfer needs (0 if it can never fit).
+    // How many commands a transfer is split into (0 for an empty one). Up to
+    // free_slots() go out at once, the rest as slots free up.
     std::size_t pieces(const Namespace& ns, const Transfer& transfer) const noexcept;
 
 private:

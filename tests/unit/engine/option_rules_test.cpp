@@ -55,19 +55,6 @@ TEST(OptionRules, EachRefusalNamesItsOption) {
     EXPECT_EQ(refusal(with([](auto& o) { o.io_timeout_ms = 0; })).find('\n'), std::string::npos);
 }
 
-TEST(OptionRules, QueueSizeMustHoldOneIo) {
-    EXPECT_NO_THROW(e::check_queue_size_holds_one_io(0, 100, 1 << 20));  // derived: no check
-    EXPECT_NO_THROW(e::check_queue_size_holds_one_io(9, 8, 1 << 20));
-    try {
-        e::check_queue_size_holds_one_io(8, 8, 1 << 20);
-        FAIL() << "a queue of 8 cannot hold an I/O of 8 commands";
-    } catch (const e::SpecError& error) {
-        EXPECT_EQ(std::string(error.what()).rfind("queue_size=8: too small", 0), 0u)
-            << error.what();
-        EXPECT_NE(std::string(error.what()).find("at least 9"), std::string::npos);
-    }
-}
-
 TEST(OptionRules, KeepAliveAgainstKas) {
     EXPECT_NO_THROW(e::check_keep_alive_granularity(0, 0));      // off: nothing to check
     EXPECT_NO_THROW(e::check_keep_alive_granularity(1000, 10));  // 1000 ms granularity

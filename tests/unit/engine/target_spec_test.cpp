@@ -29,6 +29,7 @@ TEST(FilenameSpec, PlainFilenameIsNotASpec) {
 TEST(FilenameSpec, RejectsWhatItCannotServe) {
     EXPECT_THROW(e::parse_filename_spec("trtype=TCP traddr=1.2.3.4"), e::SpecError);
     EXPECT_THROW(e::parse_filename_spec("adrfam=IB traddr=::1"), e::SpecError);
+    EXPECT_EQ(e::parse_filename_spec("adrfam=IPv6 traddr=::1")->address, "::1");
     EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 trsvcid=70000"), e::SpecError);
     EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 ns=0"), e::SpecError);
     EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 bogus=1"), e::SpecError);

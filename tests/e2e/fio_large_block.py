@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""fio with blocks far above what one queue can hold at once: bs=8M against a
+target of MDTS 128 KiB (64 commands per I/O) and an 8-entry queue (7 usable
+slots). The engine queues each I/O in parts; every block is verified and the
+target's counters equal fio's totals. One test per invocation:
+`fio_large_block.py TEST`."""
+import sys
+
+import harness as h
+from harness import check
+
+MIB = 1024 * 1024
+
+
+def test_large_block():
+    wd = h.workdir()
+    job = wd + "/large-block-8m.fio"
+    h.write_job(job, """[global]
+{TARGET}rw=write
+bs=8m
+size=64m
+iodepth=4
+verify=crc32c
+verify_fatal=1
+do_verify=1
+verify_state_save=0
+[large-block-8m]
+""")
+    with h.target(wd, extra=["--mqes", "7", "--mdts", "5"]) as t:
+        proc, result = h.run_fio(job, t)
+        t.stop()
+    check(proc.returncode == 0 and result is not None,
+          f"fio failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    check(not h.job_errors(result), f"job errors: {h.job_errors(result)}")
+    sums = h.totals(result)
+    check(sums["write"]["bytes"] == 64 * MIB, f"fio wrote {sums['write']['bytes']} bytes, not 64 MiB")
+    check(sums["read"]["bytes"] == 64 * MIB, f"verify read {sums['read']['bytes']} bytes, not 64 MiB")
+    stats = t.stats()
+    check(stats["bytes"]["write"] == sums["write"]["bytes"],
+          f"target received {stats['bytes']['write']} written bytes, fio reports {sums['write']['bytes']}")
+    check(stats["bytes"]["read"] == sums["read"]["bytes"],
+          f"target sent {stats['bytes']['read']} read bytes, fio reports {sums['read']['bytes']}")
+    pieces = 64 * MIB // (128 * 1024)
+    check(stats["commands"]["write"] == pieces and stats["commands"]["read"] == pieces,
+          f"expected {pieces} write and read commands of 128 KiB, target counted {stats['commands']}")
+    check(stats["max_inflight"]["io"] <= 7, f"more than 7 commands in flight: {stats['max_inflight']}")
+    print(f"bs=8m: fio wrote and verified {sums['write']['bytes']} B; target commands {stats['commands']}, "
+          f"max in flight {stats['max_inflight']['io']}")
+
+
+TESTS = {"large-block": test_large_block}
+
+if __name__ == "__main__":
+    name = sys.argv[1] if len(sys.argv) > 1 else ""
+    if name not in TESTS:
+        sys.exit(f"usage: fio_large_block.py {{{'|'.join(TESTS)}}}")
+    try:
+        TESTS[name]()
+    except h.Failure as failure:
+        print(f"FAIL: {failure}", file=sys.stderr)
+        sys.exit(1)
+    print("PASS")
