@@ -94,7 +94,9 @@ void ControllerImpl::connect() {
     admin_->mark_live();
     enable();
     identify_controller();
-    create_io_queues();
+    if (!limits_.discovery) {
+        create_io_queues();  // a discovery controller has none (Linux skips them too)
+    }
 
     limits_.admin_queue_size = wire::kAdminQueueSize;
     limits_.source_address = admin_->local_address();
@@ -272,6 +274,8 @@ void ControllerImpl::identify_controller() {
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
     limits_.kas = id.kas;
+    limits_.discovery = id.cntrltype == wire::kControllerTypeDiscovery ||
+                        options_.subsystem_nqn == wire::kDiscoveryNqn;
     limits_.model = std::string(id.model());
     limits_.serial = std::string(id.serial());
     limits_.firmware = std::string(id.firmware());

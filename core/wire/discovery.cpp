@@ -18,16 +18,20 @@ DiscoveryLogEntry discovery_entry(const DiscoveryRecord& record) {
     e.trtype = static_cast<std::uint8_t>(record.transport);
     e.adrfam = static_cast<std::uint8_t>(record.family);
     e.subtype = static_cast<std::uint8_t>(record.subtype);
-    e.treq = kTreqSecureChannelNotRequired;
+    e.treq = record.treq;
     e.portid = record.port_id;
     e.cntlid = record.cntlid;
     e.asqsz = record.admin_queue_size;
+    e.eflags = record.eflags;
     fill(e.trsvcid, sizeof e.trsvcid, record.service_id, "TRSVCID");
     fill(e.subnqn, sizeof e.subnqn, record.subsystem_nqn, "SUBNQN");
     fill(e.traddr, sizeof e.traddr, record.address, "TRADDR");
-    e.tsas.qptype = static_cast<std::uint8_t>(RdmaQpType::reliable_connected);
-    e.tsas.prtype = static_cast<std::uint8_t>(RdmaProviderType::none);
-    e.tsas.cms = static_cast<std::uint8_t>(RdmaCms::rdma_cm);
+    if (record.transport == TransportType::rdma) {
+        e.tsas.qptype = static_cast<std::uint8_t>(record.rdma.qp_type);
+        e.tsas.prtype = static_cast<std::uint8_t>(record.rdma.provider_type);
+        e.tsas.cms = static_cast<std::uint8_t>(record.rdma.cms);
+        e.tsas.pkey = record.rdma.pkey;
+    }
     return e;
 }
 
@@ -36,13 +40,27 @@ DiscoveryRecord parse_discovery_entry(const DiscoveryLogEntry& e) {
     r.transport = static_cast<TransportType>(e.trtype);
     r.family = static_cast<AddressFamily>(e.adrfam);
     r.subtype = static_cast<SubsystemType>(e.subtype);
+    r.treq = e.treq;
     r.port_id = e.portid;
     r.cntlid = e.cntlid;
     r.admin_queue_size = e.asqsz;
+    r.eflags = e.eflags;
     r.service_id = std::string(field_text(e.trsvcid, sizeof e.trsvcid));
     r.subsystem_nqn = std::string(field_text(e.subnqn, sizeof e.subnqn));
     r.address = std::string(field_text(e.traddr, sizeof e.traddr));
+    if (r.transport == TransportType::rdma) {
+        r.rdma.qp_type = static_cast<RdmaQpType>(e.tsas.qptype);
+        r.rdma.provider_type = static_cast<RdmaProviderType>(e.tsas.prtype);
+        r.rdma.cms = static_cast<RdmaCms>(e.tsas.cms);
+        r.rdma.pkey = e.tsas.pkey;
+    } else {
+        r.rdma = {};
+    }
     return r;
+}
+
+DiscoveryLogSummary parse_discovery_log_header(const DiscoveryLogHeader& header) {
+    return {header.genctr, header.numrec, header.recfmt};
 }
 
 std::vector<std::uint8_t> discovery_log(std::uint64_t generation,

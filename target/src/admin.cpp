@@ -329,7 +329,12 @@ Completion CommandCore::execute_get_log_page(Controller& ctrl, const Sqe& sqe,
         return done;  // error information, SMART, firmware slots: zeroes
     }
     std::vector<wire::DiscoveryRecord> records;
-    const bool ipv6 = listen_address_.find(':') != std::string::npos;
+    // A wildcard listener names no address a host could use: report the one this
+    // host reached, as nvmet does.
+    const bool wildcard = listen_address_ == "0.0.0.0" || listen_address_ == "::";
+    const std::string& address =
+        wildcard && !ctrl.local_address.empty() ? ctrl.local_address : listen_address_;
+    const bool ipv6 = address.find(':') != std::string::npos;
     for (const auto& subsystem : subsystems_) {
         if (subsystem->discovery || !subsystem->allows(ctrl.hostnqn)) {
             continue;
@@ -342,7 +347,7 @@ Completion CommandCore::execute_get_log_page(Controller& ctrl, const Sqe& sqe,
         record.admin_queue_size = wire::kAdminQueueSize;
         record.service_id = std::to_string(listen_port_);
         record.subsystem_nqn = subsystem->nqn;
-        record.address = listen_address_;
+        record.address = address;
         records.push_back(std::move(record));
     }
     const std::vector<std::uint8_t> log = wire::discovery_log(kDiscoveryGeneration, records);

@@ -289,6 +289,7 @@ Completion CommandCore::execute_connect(QueueState& queue, const Sqe& sqe,
         ctrl.subsystem = subsystem;
         ctrl.hostnqn = std::string(hostnqn);
         ctrl.host_id = cd.host_id;
+        ctrl.local_address = queue.local_address;
         ctrl.kato_ms = effective_kato_ms(ctrl, cmd.kato);
         ctrl.last_keep_alive = Clock::now();
         ctrl.io_queue_live.assign(subsystem->discovery ? 1u : config_.limits.max_io_queues + 1u,

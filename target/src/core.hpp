@@ -55,6 +55,7 @@ struct Controller {
     Clock::time_point last_keep_alive{};
     std::vector<bool> io_queue_live;  // index = QID
     unsigned held_async_events = 0;
+    std::string local_address;  // of the admin queue: a wildcard listener's discovery TRADDR
 };
 
 // Per-queue state the transport owns and the core updates.
@@ -66,6 +67,7 @@ struct QueueState {
     std::uint16_t sq_head = 0;
     bool sq_flow_control_disabled = false;
     std::uint32_t in_capsule_capacity = 0;  // bytes of data a capsule may carry
+    std::string local_address;  // the address the host reached (numeric), "" when unknown
 
     wire::QueueKind kind() const { return qid == 0 ? wire::QueueKind::admin : wire::QueueKind::io; }
 };

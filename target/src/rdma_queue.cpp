@@ -1,5 +1,8 @@
 #include "rdma_queue.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +29,20 @@ std::uint64_t work_id(WorkKind kind, std::uint32_t slot) {
     return (static_cast<std::uint64_t>(kind) << kWorkKindShift) | slot;
 }
 
+// The numeric host of a CM address ("10.0.0.2", "fd00::1"), "" when it has none.
+std::string numeric_host(const sockaddr* address) {
+    if (address == nullptr) {
+        return {};
+    }
+    const socklen_t length =
+        address->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    char host[NI_MAXHOST];
+    if (getnameinfo(address, length, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) {
+        return {};
+    }
+    return host;
+}
+
 }  // namespace
 
 struct RdmaQueue::Request {
@@ -43,6 +60,7 @@ RdmaQueue::RdmaQueue(rdma_cm_id* id, Device& device, std::uint16_t qid, std::uin
     : ctx_(context), device_(device), sizes_(sizes) {
     nvme_.qid = qid;
     nvme_.sqsize = hsqsize;
+    nvme_.local_address = numeric_host(rdma_get_local_addr(id));
     nvme_.in_capsule_capacity =
         qid == 0 ? 0 : sizes.receive_size - static_cast<std::uint32_t>(wire::kSqeSize);
 

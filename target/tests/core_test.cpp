@@ -534,6 +534,61 @@ TEST(Discovery, LogListsOtherSubsystemsForAllowedHosts) {
         false, 42);
 }
 
+// Partial reads: any dword offset and length give exactly those bytes of the
+// whole log; bytes past its end read as zeroes.
+TEST(Discovery, PartialReadsAreSlicesOfTheWholeLog) {
+    TargetConfig config = default_config();
+    SubsystemConfig second;
+    second.nqn = "nqn.2024-01.io.nvmeof:second";
+    config.subsystems.push_back(second);
+    CoreHarness h(config);
+    h.core().set_listen_address("127.0.0.1", 4420);
+    QueueState q = CoreHarness::new_queue(0);
+    h.bring_up(q, wire::kDiscoveryNqn);
+    const Result whole = h.run(
+        q, wire::get_log_page_command(wire::LogPageId::discovery, 0, CoreHarness::keyed(3 * 1024)));
+    ASSERT_TRUE(whole.status().ok());
+    for (const auto& [offset, length] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{
+             {0, 16}, {8, 4}, {1028, 8}, {1024 + 256, 100}, {2044, 8}, {3068, 4}}) {
+        const Result part = h.run(q, wire::get_log_page_command(wire::LogPageId::discovery, offset,
+                                                                CoreHarness::keyed(length)));
+        ASSERT_TRUE(part.status().ok()) << offset;
+        ASSERT_EQ(part.data.size(), length);
+        EXPECT_TRUE(std::equal(part.data.begin(), part.data.end(), whole.data.begin() + offset))
+            << "offset " << offset << " length " << length;
+    }
+    const Result past = h.run(
+        q, wire::get_log_page_command(wire::LogPageId::discovery, 2048, CoreHarness::keyed(2048)));
+    ASSERT_TRUE(past.status().ok());
+    EXPECT_TRUE(std::equal(past.data.begin(), past.data.begin() + 1024, whole.data.begin() + 2048));
+    EXPECT_EQ(std::count(past.data.begin() + 1024, past.data.end(), 0), 1024);
+    wire::DiscoveryLogHeader header;
+    std::memcpy(&header, whole.data.data(), sizeof header);
+    EXPECT_EQ(header.genctr, 1u);
+    EXPECT_EQ(header.recfmt, 0u);
+}
+
+// A wildcard listener reports the address the host reached, in its family.
+TEST(Discovery, WildcardListenerReportsTheAddressTheHostReached) {
+    for (const auto& [listen, reached, family] :
+         std::vector<std::tuple<std::string, std::string, wire::AddressFamily>>{
+             {"0.0.0.0", "10.1.2.3", wire::AddressFamily::ipv4},
+             {"::", "fd00::5", wire::AddressFamily::ipv6}}) {
+        CoreHarness h;
+        h.core().set_listen_address(listen, 4420);
+        QueueState q = CoreHarness::new_queue(0);
+        q.local_address = reached;
+        h.bring_up(q, wire::kDiscoveryNqn);
+        const Result r = h.run(
+            q, wire::get_log_page_command(wire::LogPageId::discovery, 0, CoreHarness::keyed(2048)));
+        ASSERT_TRUE(r.status().ok());
+        const auto records = wire::parse_discovery_log(r.data.data(), r.data.size());
+        ASSERT_EQ(records.size(), 1u);
+        EXPECT_EQ(records[0].address, reached);
+        EXPECT_EQ(records[0].family, family);
+    }
+}
+
 TEST(Stats, JsonHasEveryKey) {
     Stats stats;
     stats.count(CommandKind::read);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The five interop checks, run inside ONE guest boot (run-in-guest.sh --nvmet).
+# The interop checks, run inside ONE guest boot (run-in-guest.sh --nvmet).
 # Each check appends one line to $INTEROP_OUT/results: "PASS name" or "FAIL name: why".
 # Detailed output of every step goes to $INTEROP_OUT/logs/<check>.log; a short progress
 # line per step goes to the console.
@@ -336,7 +336,80 @@ check_errors_against_kernel() {
     finish errors-against-kernel
 }
 
-all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel)
+# ---- 6. nvmeof-discover against the kernel's discovery controller -----------------------
+check_discovery_against_kernel() {
+    begin discovery-against-kernel
+    local discover="$build/cli/nvmeof-discover" rc=0
+    say "  nvmeof-discover -a $addr -s $kport"
+    timeout -k 5 120 "$discover" -t rdma -a "$addr" -s "$kport" > "$work/discover.out" 2> "$work/discover.err" || rc=$?
+    cat "$work/discover.out" "$work/discover.err" >> "$log"
+    if [ $rc -ne 0 ]; then problem "nvmeof-discover exit $rc: $(tail -1 "$work/discover.err")"
+    else
+        # The kernel host's own view of the same log, for a field-by-field comparison.
+        timeout -k 5 120 nvme discover -t rdma -a "$addr" -s "$kport" > "$work/nvme-discover.out" 2>&1 || true
+        cat "$work/nvme-discover.out" >> "$log"
+        local verdict
+        verdict="$(python3 - "$work/discover.out" "$work/nvme-discover.out" "$knqn" "$addr" "$kport" <<'PY' 2>&1
+import re, sys
+def records(path):
+    out, cur = [], None
+    for line in open(path):
+        line = line.rstrip("\n")
+        if line.startswith("=====Discovery Log Entry"):
+            cur = {}; out.append(cur)
+        elif cur is not None and ":" in line:
+            k, v = line.split(":", 1); cur[k.strip()] = v.strip()
+    return out
+ours, theirs = records(sys.argv[1]), records(sys.argv[2])
+nqn, addr, port = sys.argv[3:6]
+head = open(sys.argv[1]).read()
+m = re.search(r"Discovery Log Number of Records (\d+), Generation counter (\d+)", head)
+problems = []
+if not m or int(m.group(1)) != len(ours):
+    problems.append("header line missing or NUMREC differs from the entries printed")
+mine = [r for r in ours if r.get("subnqn") == nqn]
+if len(mine) != 1:
+    problems.append(f"{len(mine)} records for {nqn}")
+else:
+    want = {"trtype": "rdma", "adrfam": "ipv4", "subtype": "nvme subsystem", "traddr": addr,
+            "trsvcid": port, "rdma_qptype": "connected", "rdma_cms": "rdma-cm"}
+    for k, v in want.items():
+        if mine[0].get(k) != v:
+            problems.append(f"{k} is '{mine[0].get(k)}', expected '{v}'")
+if theirs:
+    if len(theirs) != len(ours):
+        problems.append(f"nvme discover lists {len(theirs)} records, nvmeof-discover {len(ours)}")
+    for a, b in zip(ours, theirs):
+        for k in sorted(set(a) & set(b)):
+            if a[k] != b[k]:
+                problems.append(f"{a.get('subnqn')}: {k} '{a[k]}' but nvme discover says '{b[k]}'")
+else:
+    problems.append("nvme discover printed no records to compare with")
+print("; ".join(problems) if problems else f"ok: {len(ours)} record(s), the same as nvme discover")
+PY
+)"
+        case "$verdict" in ok:*) say "  $verdict" ;; *) problem "$verdict" ;; esac
+    fi
+    # JSON output parses and lists the subsystem.
+    rc=0
+    timeout -k 5 120 "$discover" -a "$addr" -s "$kport" -o json > "$work/discover.json" 2>> "$log" || rc=$?
+    if [ $rc -ne 0 ]; then problem "nvmeof-discover -o json exit $rc"
+    elif ! python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any(r["subnqn"]==sys.argv[2] for r in d["records"])' \
+            "$work/discover.json" "$knqn" >> "$log" 2>&1; then problem "JSON output does not parse or lacks $knqn"
+    fi
+    # Nothing listening: exit 1, one line naming address:port, within the timeout.
+    rc=0
+    local t0=$SECONDS
+    timeout -k 5 60 "$discover" -a "$addr" -s "$idle_port" --timeout-ms 10000 > /dev/null 2> "$work/discover-idle.err" || rc=$?
+    cat "$work/discover-idle.err" >> "$log"
+    if [ $rc -ne 1 ]; then problem "nothing listening: exit $rc, expected 1"
+    elif ! grep -q "$addr:$idle_port" "$work/discover-idle.err"; then problem "nothing listening: message does not name $addr:$idle_port"
+    else say "  nothing listening: exit 1 after $((SECONDS - t0)) s: $(head -1 "$work/discover-idle.err" | cut -c1-200)"; fi
+    finish discovery-against-kernel
+}
+
+all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel
+     discovery-against-kernel)
 [ $# -gt 0 ] && all=("$@")
 for c in "${all[@]}"; do
     case "$c" in
@@ -345,6 +418,7 @@ for c in "${all[@]}"; do
         linux-host-to-ours) check_linux_host_to_ours ;;
         engine-to-ours) check_engine_to_ours ;;
         errors-against-kernel) check_errors_against_kernel ;;
+        discovery-against-kernel) check_discovery_against_kernel ;;
         *) echo "FAIL $c: unknown check" >> "$results" ;;
     esac
 done

@@ -5,7 +5,7 @@
 #   PASS name | FAIL name: why
 #   N passed, N failed
 #
-#   tests/interop/run-checks.sh [CHECK...]      (default: all five)
+#   tests/interop/run-checks.sh [CHECK...]      (default: all)
 #
 # Environment: NVMEOF_BUILD_DIR  build tree to test (default REPO/build; must be under the
 #              repository, which the guest sees at the same path), INTEROP_TIMEOUT (whole boot,
@@ -17,7 +17,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 build="${NVMEOF_BUILD_DIR:-$repo/build}"
-all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel)
+all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel
+     discovery-against-kernel)
 checks=("$@"); [ ${#checks[@]} -gt 0 ] || checks=("${all[@]}")
 out="$repo/.cache/interop/last-run"
 t0=$SECONDS
@@ -35,7 +36,7 @@ summary() {   # prints the per-check lines (a check without a result FAILs with 
     [ "$fail" -eq 0 ]
 }
 
-for f in engine/libfio_nvmeof.so target/nvmeof-target; do
+for f in engine/libfio_nvmeof.so target/nvmeof-target cli/nvmeof-discover; do
     [ -e "$build/$f" ] || { echo "run-checks: $build/$f is missing: build first (ninja -C $build)" >&2; exit 2; }
 done
 

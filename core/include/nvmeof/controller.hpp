@@ -46,6 +46,9 @@ struct Limits {
     std::string host_id;
     std::string host_identity_origin;
     std::string model, serial, firmware;
+    // A discovery controller (the well-known discovery NQN, or Identify CNTRLTYPE 2):
+    // admin queue only, no I/O queues (see nvmeof/discovery.hpp).
+    bool discovery = false;
 };
 
 class Controller {

@@ -42,6 +42,7 @@ enum class ConnectFailure : std::uint8_t {
     device_error,            // a verbs/CM call failed (errno in sys_errno())
     command_failed,          // an admin command during bring-up failed
     forked_after_use,        // this process was forked from one that had used RDMA
+    discovery_log,           // the discovery log was malformed or kept changing while read
 };
 
 std::string_view connect_failure_name(ConnectFailure cause);

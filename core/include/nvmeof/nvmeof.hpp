@@ -19,6 +19,7 @@
 #pragma once
 
 #include "nvmeof/controller.hpp"
+#include "nvmeof/discovery.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
 #include "nvmeof/namespace.hpp"

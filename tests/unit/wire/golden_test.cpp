@@ -172,3 +172,50 @@ TEST(Golden, NumberOfQueuesIsZeroBasedBothHalves) {
     EXPECT_EQ(w::number_of_queues_value({1, 1}), 0u);
     EXPECT_EQ(w::number_of_queues_value({128, 128}), 0x007F007Fu);
 }
+
+// The discovery log page: a 1024-byte header (GENCTR at 0, NUMREC at 8, RECFMT
+// at 16), then 1024-byte records with TRTYPE..EFLAGS in bytes 0..11, TRSVCID at
+// 32, SUBNQN at 256, TRADDR at 512 and the RDMA TSAS (QPTYPE, PRTYPE, CMS, PKEY
+// at +8) at 768.
+TEST(Golden, DiscoveryLogPageLayout) {
+    w::DiscoveryRecord r;
+    r.transport = w::TransportType::rdma;
+    r.family = w::AddressFamily::ipv6;
+    r.subtype = w::SubsystemType::nvm;
+    r.treq = w::kTreqSecureChannelNotRequired | w::kTreqSqFlowControlDisable;
+    r.port_id = 0x0102;
+    r.cntlid = 0xFFFF;
+    r.admin_queue_size = 32;
+    r.eflags = w::kEflagsDuplicateInformation;
+    r.service_id = "4420";
+    r.subsystem_nqn = "nqn.2026-12.io.nvmeof:g";
+    r.address = "fd00::1";
+    r.rdma = {w::RdmaQpType::reliable_connected, w::RdmaProviderType::roce_v2, w::RdmaCms::rdma_cm,
+              0xABCD};
+    const std::vector<std::uint8_t> log = w::discovery_log(0x1122334455667788ull, {r});
+    ASSERT_EQ(log.size(), 2048u);
+    const std::uint8_t header[] = {0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // GENCTR
+                                   1,    0,    0,    0,    0,    0,    0,    0,     // NUMREC
+                                   0,    0};                                        // RECFMT
+    EXPECT_EQ(std::memcmp(log.data(), header, sizeof header), 0);
+    const std::uint8_t* e = log.data() + 1024;
+    const std::uint8_t fixed[] = {1, 2, 2, 0x6, 0x02, 0x01, 0xFF, 0xFF, 32, 0, 0x01, 0x00};
+    EXPECT_EQ(std::memcmp(e, fixed, sizeof fixed), 0);
+    EXPECT_EQ(std::memcmp(e + 32, "4420", 5), 0);
+    EXPECT_EQ(std::memcmp(e + 256, "nqn.2026-12.io.nvmeof:g", 24), 0);
+    EXPECT_EQ(std::memcmp(e + 512, "fd00::1", 8), 0);
+    const std::uint8_t tsas[] = {1, 4, 1, 0, 0, 0, 0, 0, 0xCD, 0xAB};
+    EXPECT_EQ(std::memcmp(e + 768, tsas, sizeof tsas), 0);
+    for (std::size_t i = 12; i < 32; ++i) {
+        EXPECT_EQ(e[i], 0) << "reserved byte " << i;
+    }
+    const auto parsed = w::parse_discovery_log(log.data(), log.size());
+    ASSERT_EQ(parsed.size(), 1u);
+    EXPECT_EQ(parsed[0], r);
+    w::DiscoveryLogHeader raw_header;
+    std::memcpy(&raw_header, log.data(), sizeof raw_header);
+    const w::DiscoveryLogSummary summary = w::parse_discovery_log_header(raw_header);
+    EXPECT_EQ(summary.generation, 0x1122334455667788ull);
+    EXPECT_EQ(summary.records, 1u);
+    EXPECT_EQ(summary.format, 0);
+}

@@ -117,6 +117,20 @@ TEST(LibnvmeCrossCheck, DiscoveryLog) {
     EXPECT_EQ(offsetof(O, tsas), offsetof(T, tsas));
     EXPECT_EQ(offsetof(O, tsas) + offsetof(w::RdmaTransportAddress, pkey),
               offsetof(T, tsas.rdma.pkey));
+    EXPECT_EQ(offsetof(O, tsas) + offsetof(w::RdmaTransportAddress, qptype),
+              offsetof(T, tsas.rdma.qptype));
+    EXPECT_EQ(offsetof(O, tsas) + offsetof(w::RdmaTransportAddress, prtype),
+              offsetof(T, tsas.rdma.prtype));
+    EXPECT_EQ(offsetof(O, tsas) + offsetof(w::RdmaTransportAddress, cms),
+              offsetof(T, tsas.rdma.cms));
+    EXPECT_EQ(static_cast<int>(w::AddressFamily::ipv6), NVMF_ADDR_FAMILY_IP6);
+    EXPECT_EQ(static_cast<int>(w::SubsystemType::nvm), NVME_NQN_NVME);
+    EXPECT_EQ(static_cast<int>(w::SubsystemType::current_discovery), NVME_NQN_CURR);
+    EXPECT_EQ(w::kTreqSecureChannelNotRequired, NVMF_TREQ_NOT_REQUIRED);
+    EXPECT_EQ(w::kTreqSqFlowControlDisable, NVMF_TREQ_DISABLE_SQFLOW);
+    EXPECT_EQ(w::kEflagsDuplicateInformation, NVMF_DISC_EFLAGS_DUPRETINFO);
+    EXPECT_EQ(w::kEflagsExplicitPersistentConnections, NVMF_DISC_EFLAGS_EPCSD);
+    EXPECT_EQ(w::kEflagsNoCdcConnectivity, NVMF_DISC_EFLAGS_NCC);
     EXPECT_EQ(offsetof(w::DiscoveryLogHeader, genctr), offsetof(nvmf_discovery_log, genctr));
     EXPECT_EQ(offsetof(w::DiscoveryLogHeader, numrec), offsetof(nvmf_discovery_log, numrec));
     EXPECT_EQ(offsetof(w::DiscoveryLogHeader, recfmt), offsetof(nvmf_discovery_log, recfmt));

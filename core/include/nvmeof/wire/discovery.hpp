@@ -19,7 +19,17 @@ enum class RdmaQpType : std::uint8_t { reliable_connected = 1, reliable_datagram
 enum class RdmaProviderType : std::uint8_t {
     none = 1, infiniband = 2, roce = 3, roce_v2 = 4, iwarp = 5 };
 enum class RdmaCms : std::uint8_t { rdma_cm = 1 };
+// TREQ bits 1:0: secure channel requirement; bit 2: SQ flow control disable supported.
+inline constexpr std::uint8_t kTreqSecureChannelNotSpecified = 0x0;
+inline constexpr std::uint8_t kTreqSecureChannelRequired = 0x1;
 inline constexpr std::uint8_t kTreqSecureChannelNotRequired = 0x2;
+inline constexpr std::uint8_t kTreqSecureChannelMask = 0x3;
+inline constexpr std::uint8_t kTreqSqFlowControlDisable = 0x4;
+// EFLAGS (TP 8013/8014): duplicate returned information, explicit persistent
+// connection support, no CDC connectivity.
+inline constexpr std::uint16_t kEflagsDuplicateInformation = 0x1;
+inline constexpr std::uint16_t kEflagsExplicitPersistentConnections = 0x2;
+inline constexpr std::uint16_t kEflagsNoCdcConnectivity = 0x4;
 
 struct DiscoveryLogHeader {
     std::uint64_t genctr;
@@ -68,20 +78,44 @@ static_assert(offsetof(DiscoveryLogEntry, subnqn) == 256);
 static_assert(offsetof(DiscoveryLogEntry, traddr) == 512);
 static_assert(offsetof(DiscoveryLogEntry, tsas) == 768);
 
-// A discovery record in plain values (strings trimmed of NUL and space padding).
-struct DiscoveryRecord {
-    TransportType transport = TransportType::rdma;
-    AddressFamily family = AddressFamily::ipv4;
-    SubsystemType subtype = SubsystemType::nvm;
-    std::uint16_t port_id = 0;
-    std::uint16_t cntlid = 0xFFFF;
-    std::uint16_t admin_queue_size = 32;
-    std::string service_id;  // "4420"
-    std::string subsystem_nqn;
-    std::string address;     // "127.0.0.1"
+// The RDMA transport-specific address subtype (TSAS) in plain values.
+struct RdmaTransportSpecific {
+    RdmaQpType qp_type = RdmaQpType::reliable_connected;
+    RdmaProviderType provider_type = RdmaProviderType::none;
+    RdmaCms cms = RdmaCms::rdma_cm;
+    std::uint16_t pkey = 0;
+
+    bool operator==(const RdmaTransportSpecific&) const = default;
 };
 
-// Fills an RDMA/IPv4 entry; throws std::invalid_argument for strings that do
+// A discovery record in plain values (strings trimmed of NUL and space padding).
+// Codes a peer sends that this enum does not name are kept as they are.
+struct DiscoveryRecord {
+    TransportType transport = TransportType::rdma;      // TRTYPE
+    AddressFamily family = AddressFamily::ipv4;         // ADRFAM
+    SubsystemType subtype = SubsystemType::nvm;         // SUBTYPE
+    std::uint8_t treq = kTreqSecureChannelNotRequired;  // TREQ
+    std::uint16_t port_id = 0;                          // PORTID
+    std::uint16_t cntlid = 0xFFFF;                      // CNTLID
+    std::uint16_t admin_queue_size = 32;                // ASQSZ
+    std::uint16_t eflags = 0;                           // EFLAGS
+    std::string service_id;                             // TRSVCID: "4420"
+    std::string subsystem_nqn;                          // SUBNQN
+    std::string address;                                // TRADDR: "127.0.0.1"
+    RdmaTransportSpecific rdma;                         // TSAS, meaningful when transport is rdma
+
+    bool operator==(const DiscoveryRecord&) const = default;
+};
+
+// The header fields of the log (GENCTR, NUMREC, RECFMT).
+struct DiscoveryLogSummary {
+    std::uint64_t generation = 0;
+    std::uint64_t records = 0;
+    std::uint16_t format = 0;
+};
+DiscoveryLogSummary parse_discovery_log_header(const DiscoveryLogHeader& header);
+
+// Fills an entry (TSAS only for RDMA); throws std::invalid_argument for strings that do
 // not fit their fields.
 DiscoveryLogEntry discovery_entry(const DiscoveryRecord& record);
 DiscoveryRecord parse_discovery_entry(const DiscoveryLogEntry& entry);

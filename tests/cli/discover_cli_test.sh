@@ -1,0 +1,112 @@
+#!/bin/sh
+# discover_cli_test.sh SOFTVERBS_RUN TARGET DISCOVER
+# Runs nvmeof-discover over softverbs against nvmeof-target serving two
+# subsystems and compares its output with what `nvme discover` prints; then the
+# JSON output, a port nothing listens on, and bad usage.
+set -eu
+run=$1 target=$2 discover=$3
+work=$(mktemp -d)
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "discover_cli_test: $*" >&2
+    for f in out err target.err; do
+        [ -s "$work/$f" ] && { echo "--- $f:" >&2; cat "$work/$f" >&2; }
+    done
+    exit 1
+}
+
+"$run" "$target" --port 0 --subsystem nqn.2026-12.io.nvmeof:first --namespace ram:1M \
+    --subsystem nqn.2026-12.io.nvmeof:second --namespace ram:1M >"$work/target.out" 2>"$work/target.err" &
+pid=$!
+tries=0
+while ! grep -q '^listening on ' "$work/target.out"; do
+    kill -0 "$pid" 2>/dev/null || fail "the target exited before listening"
+    tries=$((tries + 1))
+    [ "$tries" -lt 400 ] || fail "no readiness line after 20 s"
+    sleep 0.05
+done
+port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$work/target.out")
+[ -n "$port" ] || fail "bad readiness line: $(cat "$work/target.out")"
+
+# 1. The normal output, line for line as nvme-cli prints it.
+"$run" "$discover" -t rdma -a 127.0.0.1 -s "$port" --timeout-ms 10000 >"$work/out" 2>"$work/err" ||
+    fail "nvmeof-discover exit $?"
+{
+    printf '\nDiscovery Log Number of Records 2, Generation counter 1\n'
+    for i in 0 1; do
+        [ "$i" -eq 0 ] && nqn=nqn.2026-12.io.nvmeof:first || nqn=nqn.2026-12.io.nvmeof:second
+        cat <<EOT
+=====Discovery Log Entry $i======
+trtype:  rdma
+adrfam:  ipv4
+subtype: nvme subsystem
+treq:    not required
+portid:  1
+trsvcid: $port
+subnqn:  $nqn
+traddr:  127.0.0.1
+eflags:  none
+rdma_prtype: not specified
+rdma_qptype: connected
+rdma_cms:    rdma-cm
+rdma_pkey: 0x0000
+EOT
+    done
+} >"$work/expected"
+diff -u "$work/expected" "$work/out" >&2 || fail "output differs from nvme discover's layout"
+[ ! -s "$work/err" ] || fail "stderr is not empty"
+
+# 2. JSON, as nvme-cli's --output-format=json.
+"$run" "$discover" -a 127.0.0.1 -s "$port" --output-format=json >"$work/out" 2>"$work/err" ||
+    fail "nvmeof-discover -o json exit $?"
+python3 - "$work/out" "$port" <<'EOT' || fail "JSON output is wrong"
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert log["genctr"] == 1, log
+records = log["records"]
+assert [r["subnqn"] for r in records] == ["nqn.2026-12.io.nvmeof:first",
+                                         "nqn.2026-12.io.nvmeof:second"], records
+for r in records:
+    assert r["trtype"] == "rdma" and r["adrfam"] == "ipv4" and r["subtype"] == "nvme subsystem", r
+    assert r["trsvcid"] == sys.argv[2] and r["traddr"] == "127.0.0.1" and r["portid"] == 1, r
+    assert r["rdma_qptype"] == "connected" and r["rdma_cms"] == "rdma-cm" and r["rdma_pkey"] == 0, r
+EOT
+
+kill "$pid"
+wait "$pid" || true
+pid=
+
+# 3. Nothing listens there now: one line naming address:port, exit 1, in time.
+start=$(date +%s)
+rc=0
+"$run" "$discover" -a 127.0.0.1 -s "$port" --timeout-ms 2000 >"$work/out" 2>"$work/err" || rc=$?
+elapsed=$(($(date +%s) - start))
+[ "$rc" -eq 1 ] || fail "nothing listening: exit $rc, expected 1"
+[ ! -s "$work/out" ] || fail "nothing listening: stdout is not empty"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "nothing listening: not one line on stderr"
+grep -q "^nvmeof-discover: 127.0.0.1:$port: " "$work/err" || fail "nothing listening: address:port not named"
+[ "$elapsed" -le 4 ] || fail "nothing listening: took ${elapsed}s with --timeout-ms 2000"
+
+# 4. Bad usage: exit 2 and one line naming the problem.
+usage() {
+    expect=$1
+    shift
+    rc=0
+    "$discover" "$@" >"$work/out" 2>"$work/err" || rc=$?
+    [ "$rc" -eq 2 ] || fail "'$*': exit $rc, expected 2"
+    [ "$(wc -l <"$work/err")" -eq 1 ] || fail "'$*': not one line on stderr"
+    grep -q -- "$expect" "$work/err" || fail "'$*': stderr does not say '$expect'"
+}
+usage "traddr is required" -s 4420
+usage "only rdma" -t tcp -a 127.0.0.1
+usage "not a port number" -a 127.0.0.1 -s 70000
+usage "not normal or json" -a 127.0.0.1 -o xml
+usage "timeout-ms" -a 127.0.0.1 --timeout-ms 0
+"$discover" --help | grep -q -- "--traddr" || fail "--help does not document --traddr"
+echo "discover_cli_test: ok"
