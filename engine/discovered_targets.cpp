@@ -59,6 +59,9 @@ std::string why_skipped(const DiscoveryRecord& r, const std::vector<TargetSpec>&
     if (r.subtype == SubsystemType::current_discovery) {
         return "a discovery subsystem, not an NVM subsystem";
     }
+    if (r.subsystem_nqn == kDiscoveryNqn) {
+        return "the discovery NQN, not an NVM subsystem";
+    }
     if (r.subtype != SubsystemType::nvm) {
         return "subtype " + std::to_string(static_cast<unsigned>(r.subtype)) +
                " is not an NVM subsystem";

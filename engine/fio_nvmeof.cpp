@@ -378,6 +378,9 @@ void replace_files(thread_data* td, const std::vector<TargetSpec>& targets) {
 // spec among other files is refused, since the files it stands for are known
 // only once the log is read.
 void use_discovered_subsystems(thread_data* td) {
+    if (options_of(td).files_discovered) {
+        return;  // setup() did it in fio's parent
+    }
     const std::vector<TargetSpec> specs = specs_of(td);
     const auto service = std::find_if(specs.begin(), specs.end(), is_discovery_spec);
     if (service == specs.end()) {

@@ -53,15 +53,17 @@ TEST(DiscoveredTargets, SkipsWhatItCannotUseAndSaysWhy) {
     w::DiscoveryRecord tcp = nvm("nqn.tcp");
     tcp.transport = w::TransportType::tcp;
     w::DiscoveryRecord second_path = nvm("nqn.a", "10.0.0.4");
-    const auto found = e::targets_from_discovery(
-        service(),
-        {referral, itself, tcp, nvm("nqn.a"), second_path, nvm("nqn.badport", "10.0.0.2", "x")});
+    const auto found =
+        e::targets_from_discovery(service(), {referral, itself, tcp, nvm("nqn.a"), second_path,
+                                              nvm("nqn.badport", "10.0.0.2", "x"),
+                                              nvm("nqn.2014-08.org.nvmexpress.discovery")});
     ASSERT_EQ(found.targets.size(), 1u);
     EXPECT_EQ(found.targets[0].subsystem_nqn, "nqn.a");
     EXPECT_EQ(found.targets[0].address, "10.0.0.2");  // the first path
     for (const char* why :
          {"entry 0", "referral", "entry 1", "discovery subsystem", "entry 2 (nqn.tcp)", "TCP",
-          "entry 4 (nqn.a): another path", "entry 5", "not a port"}) {
+          "entry 4 (nqn.a): another path", "entry 5", "not a port",
+          "entry 6 (nqn.2014-08.org.nvmexpress.discovery): the discovery NQN"}) {
         EXPECT_NE(found.skipped.find(why), std::string::npos)
             << why << " not in: " << found.skipped;
     }
