@@ -18,11 +18,13 @@
 #include <memory>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "discovered_targets.hpp"
 #include "job.hpp"
 #include "job_facts.hpp"
 #include "output.hpp"
@@ -172,7 +174,13 @@ void report(thread_data* td, const char* hook, const std::exception& error) {
 }
 
 TargetSpec spec_of(thread_data* td, const fio_file* f) {
-    return resolve_target(option_values(options_of(td)), f != nullptr ? f->file_name : "");
+    OptionValues values = option_values(options_of(td));
+    if (options_of(td).files_discovered) {
+        // The files name the discovered subsystems; these options name the
+        // discovery service and must not override them.
+        values.traddr = values.trsvcid = values.subnqn = {};
+    }
+    return resolve_target(values, f != nullptr ? f->file_name : "");
 }
 
 // Every file's target spec, in fio's file order (one from the options alone
@@ -247,17 +255,19 @@ Probe probe(thread_data* td) {
     return result;
 }
 
-// The probe in a child process. A real RDMA device must never be touched by fio's parent
-// when jobs are processes: librdmacm keeps the device contexts it opened for the life of
-// the process, a forked job inherits them, and the kernel refuses every write() on a
-// uverbs file opened under other credentials (EACCES; fork gives the child new creds), so
-// the job's first ibv_post_send fails on rxe and other write()-path providers.
-Probe probe_in_child(thread_data* td) {
-    struct Reply {
-        int ok;
-        Probe probe;
-        char error[512];
-    };
+// Runs `work`, which touches RDMA, and returns what it returned; its error
+// comes back as the exception's one line. With process jobs it runs in a
+// short-lived child: a real RDMA device must never be touched by fio's parent
+// then, because librdmacm keeps the device contexts it opened for the life of
+// the process, a forked job inherits them, and the kernel refuses every write()
+// on a uverbs file opened under other credentials (EACCES; fork gives the child
+// new creds), so the job's first ibv_post_send fails on rxe and other
+// write()-path providers. With thread jobs it runs here, and so it does with
+// create_serialize=0, where fio calls setup (and init) in the job itself.
+std::string run_rdma_work(thread_data* td, const std::function<std::string()>& work) {
+    if (td->o.use_thread || !td->o.create_serialize) {
+        return work();
+    }
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -271,37 +281,153 @@ Probe probe_in_child(thread_data* td) {
     }
     if (pid == 0) {
         ::close(fds[0]);
-        Reply reply{};
+        std::string reply;
         try {
-            reply.probe = probe(td);
-            reply.ok = 1;
+            reply = 'K' + work();
         } catch (const std::exception& error) {
-            std::snprintf(reply.error, sizeof reply.error, "%s", error.what());
+            reply = std::string("E") + error.what();
         }
-        const ssize_t n = ::write(fds[1], &reply, sizeof reply);
-        _exit(n == static_cast<ssize_t>(sizeof reply) ? 0 : 1);
+        std::size_t sent = 0;
+        while (sent < reply.size()) {
+            const ssize_t n = ::write(fds[1], reply.data() + sent, reply.size() - sent);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                _exit(1);
+            }
+            sent += static_cast<std::size_t>(n);
+        }
+        _exit(0);
     }
     ::close(fds[1]);
-    Reply reply{};
-    std::size_t got = 0;
-    while (got < sizeof reply) {  // ends at EOF: the child wrote or died
-        const ssize_t n = ::read(fds[0], reinterpret_cast<char*>(&reply) + got, sizeof reply - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
+    std::string reply;
+    char buffer[4096];
+    for (;;) {  // ends at EOF: the child wrote or died
+        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        reply.append(buffer, static_cast<std::size_t>(n));
     }
     ::close(fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (got != sizeof reply) {
+    if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         throw std::runtime_error("the probe process died (status " + std::to_string(status) + ")");
     }
-    if (reply.ok == 0) {
-        reply.error[sizeof reply.error - 1] = '\0';
-        throw std::runtime_error(reply.error);
+    if (reply.front() == 'E') {
+        throw std::runtime_error(reply.substr(1));
     }
-    return reply.probe;
+    return reply.substr(1);
+}
+
+Probe probe_where_rdma_may_run(thread_data* td) {
+    const std::string bytes = run_rdma_work(td, [td] {
+        const Probe p = probe(td);
+        return std::string(reinterpret_cast<const char*>(&p), sizeof p);
+    });
+    Probe p{};
+    if (bytes.size() != sizeof p) {
+        throw std::runtime_error("the probe process sent " + std::to_string(bytes.size()) +
+                                 " bytes, not " + std::to_string(sizeof p));
+    }
+    std::memcpy(&p, bytes.data(), sizeof p);
+    return p;
+}
+
+// Says `line` once per fio run, however many jobs (numjobs) find the same.
+void say_once(const std::string& line, void (*say)(const char*, ...)) {
+    static std::mutex lock;
+    static std::set<std::string> said;
+    const std::lock_guard guard(lock);
+    if (said.insert(line).second) {
+        say("%s\n", line.c_str());
+    }
+}
+
+// The job's files become `targets`, one fio file each, named by its canonical
+// spec. fio's own files are freed, not renamed: a file name is smalloc'd and
+// may be hashed by name, so a fresh fio_file per target is what stays correct.
+void replace_files(thread_data* td, const std::vector<TargetSpec>& targets) {
+    const unsigned int old_count = td->o.nr_files;
+    for (unsigned int i = 0; i < td->files_index; ++i) {
+        fio_file_free(td->files[i]);
+    }
+    std::free(td->files);
+    td->files = nullptr;
+    td->files_size = 0;
+    td->files_index = 0;
+    td->o.nr_files = 0;
+    for (const TargetSpec& target : targets) {
+        add_file(td, canonical_filename(target).c_str(), 0, 1);
+    }
+    if (td->o.open_files == old_count) {  // fio's default: every file open
+        td->o.open_files = td->o.nr_files;
+    }
+}
+
+// A job whose spec names a discovery service (no subnqn, or the discovery NQN)
+// reads the service's log and uses every NVMe/RDMA subsystem listed, one fio
+// file each. That works for the files fio made up when the job has no
+// filename, and for a filename that is a single discovery spec; a discovery
+// spec among other files is refused, since the files it stands for are known
+// only once the log is read.
+void use_discovered_subsystems(thread_data* td) {
+    if (options_of(td).files_discovered) {
+        return;  // setup() did it in fio's parent
+    }
+    const std::vector<TargetSpec> specs = specs_of(td);
+    const auto service = std::find_if(specs.begin(), specs.end(), is_discovery_spec);
+    if (service == specs.end()) {
+        return;
+    }
+    const bool files_from_fio = td->o.filename == nullptr;  // named after the job
+    if (!files_from_fio && specs.size() > 1) {
+        throw SpecError(
+            "filename: file " + std::to_string(service - specs.begin() + 1) + " of " +
+            std::to_string(specs.size()) +
+            " names a discovery service (no subnqn, or subnqn=" + std::string(kDiscoveryNqn) +
+            "); a discovery spec must be the job's only file: give every file its "
+            "subnqn, or put the discovery spec in a job of its own");
+    }
+    const EngineOptions& o = options_of(td);
+    const DiscoveredTargets found = decode_discovered(run_rdma_work(td, [&] {
+        Options options = controller_options(*service, o, kProbeQueueDepth);
+        options.keep_alive_ms = 0;  // one read of the log, then disconnect
+        std::vector<DiscoveryRecord> records;
+        try {
+            records = discover(options);
+        } catch (const std::exception& error) {
+            throw std::runtime_error("discovery at " + service_name(*service) + ": " +
+                                     error.what());
+        }
+        return encode(targets_from_discovery(*service, records));
+    }));
+    if (found.targets.size() > kMaxFilesPerJob) {
+        throw SpecError("discovery at " + service_name(*service) + " lists " +
+                        std::to_string(found.targets.size()) + " subsystems; at most " +
+                        std::to_string(kMaxFilesPerJob) + " files per job");
+    }
+    const std::string where =
+        "nvmeof: " + std::string(td->o.name) + ": discovery at " + service_name(*service);
+    if (!found.skipped.empty()) {
+        say_once(where + ": skipped " + found.skipped, say_note);
+    }
+    std::string used;
+    for (const TargetSpec& target : found.targets) {
+        used +=
+            (used.empty() ? "" : ", ") + target.subsystem_nqn + " (" + service_name(target) + ")";
+    }
+    say_once(where + ": using " + std::to_string(found.targets.size()) +
+                 " subsystem(s), namespace " + std::to_string(service->nsid) + " of each: " + used,
+             say_info);
+    replace_files(td, found.targets);
+    options_of(td).files_discovered = true;
 }
 
 // info_file is emptied once per fio run, by the first job's setup(), when
@@ -319,9 +445,10 @@ void start_info_file(const thread_data* td, const EngineOptions& options) {
     }
 }
 
-// Runs in fio's parent, before any job forks: learns the namespace size and the number of
-// commands per I/O. With process jobs the RDMA work happens in a short-lived child (see
-// probe_in_child); with thread jobs in this process. No RDMA resource survives it.
+// Runs in fio's parent, before any job forks: turns a discovery spec into the subsystems
+// it lists, learns the namespace sizes and the number of commands per I/O. With process
+// jobs the RDMA work happens in short-lived children (see run_rdma_work); with thread jobs
+// in this process. No RDMA resource survives it.
 int nvmeof_setup(thread_data* td) {
     try {
         // gpu=: refused here, before any job starts, when it cannot work. Only
@@ -336,13 +463,13 @@ int nvmeof_setup(thread_data* td) {
         const EngineOptions& o = options_of(td);
         check_numeric_options({o.queue_size, o.nr_io_queues, o.keep_alive_ms,
                                o.connect_timeout_ms, o.io_timeout_ms});
-        specs_of(td);  // every file's spec resolves, before anything connects
+        use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
         if (o.spdk_ignored != 0) {
             say_note("nvmeof: %s: SPDK plugin option(s) with no effect on NVMe/RDMA, ignored: %s\n",
                      td->o.name, ignored_option_names(o.spdk_ignored).c_str());
         }
         start_info_file(td, o);
-        const Probe p = td->o.use_thread ? probe(td) : probe_in_child(td);
+        const Probe p = probe_where_rdma_may_run(td);
         options_of(td).pieces_per_io_u = p.pieces_per_io_u;
         for (unsigned int i = 0; td->files != nullptr && i < td->o.nr_files; ++i) {
             td->files[i]->real_file_size = p.file_size[i];
@@ -357,6 +484,8 @@ int nvmeof_setup(thread_data* td) {
 
 int nvmeof_init(thread_data* td) {
     try {
+        // With create_serialize=0 fio calls init before setup: discover here then.
+        use_discovered_subsystems(td);
         td->io_ops_data = new Job(td, specs_of(td), options_of(td));
         return 0;
     } catch (const std::exception& error) {

@@ -45,6 +45,7 @@ struct EngineOptions {
     std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;
+    bool files_discovered;  // the files are what a discovery spec listed (their names say all)
 };
 
 OptionValues option_values(const EngineOptions& options);

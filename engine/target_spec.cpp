@@ -254,18 +254,27 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
     if (!spec.host_nqn.empty()) {
         check_host_nqn(spec.host_nqn);
     }
-    if (spec.subsystem_nqn.empty()) {
-        throw SpecError("no subsystem NQN: subnqn is empty (the shipped job files take it from "
-                        "${NVMEOF_SUBNQN}, which is unset?); set subnqn=NQN or "
-                        "filename=\"... subnqn=NQN\"");
-    }
     return spec;
+}
+
+bool is_discovery_spec(const TargetSpec& spec) {
+    return spec.subsystem_nqn.empty() || spec.subsystem_nqn == kDiscoveryNqn;
 }
 
 std::string canonical_filename(const TargetSpec& spec) {
     const bool ipv6 = spec.address.find(':') != std::string::npos;
-    return "traddr=" + (ipv6 ? "[" + spec.address + "]" : spec.address) + " trsvcid=" + std::to_string(spec.port) +
-           " subnqn=" + spec.subsystem_nqn + " ns=" + std::to_string(spec.nsid);
+    std::string name = "traddr=" + (ipv6 ? "[" + spec.address + "]" : spec.address) +
+                       " trsvcid=" + std::to_string(spec.port) + " subnqn=" + spec.subsystem_nqn +
+                       " ns=" + std::to_string(spec.nsid);
+    for (const auto& [key, value] :
+         {std::pair<std::string_view, const std::string&>{"hostnqn", spec.host_nqn},
+          {"hostid", spec.host_id},
+          {"host_traddr", spec.source}}) {
+        if (!value.empty()) {
+            name += " " + std::string(key) + "=" + value;
+        }
+    }
+    return name;
 }
 
 GpuChoice parse_gpu_option(std::string_view value) {

@@ -14,6 +14,8 @@ namespace nvmeof::engine {
 
 inline constexpr std::uint16_t kDefaultPort = 4420;
 inline constexpr std::uint32_t kDefaultNsid = 1;
+// The well-known NQN of a discovery controller (NVMe Base Specification 4.7).
+inline constexpr std::string_view kDiscoveryNqn = "nqn.2014-08.org.nvmexpress.discovery";
 
 struct TargetSpec {
     std::string address;       // traddr
@@ -68,12 +70,19 @@ Address parse_address(std::string_view text, std::string_view what);
 std::string controller_key(const TargetSpec& spec);
 
 // Options win over the filename; what neither gives takes the default. Throws
-// SpecError naming the missing or malformed option (traddr and subnqn have no
-// default).
+// SpecError naming the missing or malformed option (traddr has no default). An
+// empty subnqn is no error: the spec then names a discovery service.
 TargetSpec resolve_target(const OptionValues& options, std::string_view filename);
 
-// "traddr=127.0.0.1 trsvcid=4420 subnqn=nqn... ns=1": the canonical filename
-// the engine gives a file, so fio's output names what was connected.
+// A spec with no subsystem NQN, or with the discovery NQN, points at a
+// discovery service: the engine reads its log and uses the NVM subsystems it
+// lists (as SPDK's plugin does).
+bool is_discovery_spec(const TargetSpec& spec);
+
+// "traddr=127.0.0.1 trsvcid=4420 subnqn=nqn... ns=1", then hostnqn=, hostid=
+// and host_traddr= when set: the filename the engine gives a file it adds
+// itself (one per discovered subsystem), so it resolves like any filename
+// spec and fio's output names what was connected.
 std::string canonical_filename(const TargetSpec& spec);
 
 // The gpu= option: "" (host memory), "N" (GPU N) or "rr" (round-robin over the

@@ -54,14 +54,6 @@ TEST(ResolveTarget, EmptyValuesMeanDefaultOrNameTheMissingOption) {
     options.subnqn = "nqn.test";
     options.trsvcid = "";  // an unset ${NVMEOF_PORT}
     EXPECT_EQ(e::resolve_target(options, "").port, 4420);
-    options.subnqn = "";
-    try {
-        e::resolve_target(options, "");
-        FAIL();
-    } catch (const e::SpecError& error) {
-        EXPECT_NE(std::string(error.what()).find("subnqn"), std::string::npos);
-    }
-    options.subnqn = "nqn.test";
     options.traddr = "";
     EXPECT_THROW(e::resolve_target(options, "nvmeof0"), e::SpecError);
     options.traddr = "127.0.0.1";
@@ -147,4 +139,50 @@ TEST(ControllerKey, SameTargetAndSubsystemShareOneController) {
     EXPECT_EQ(e::controller_key(a), e::controller_key(b));
     EXPECT_NE(e::controller_key(a), e::controller_key(c));
     EXPECT_NE(e::controller_key(a), e::controller_key(d));
+}
+
+TEST(DiscoverySpec, NoSubnqnOrTheDiscoveryNqnNamesADiscoveryService) {
+    e::OptionValues options;
+    options.traddr = "127.0.0.1";
+    options.subnqn = "";  // an unset ${NVMEOF_SUBNQN}
+    const e::TargetSpec from_options = e::resolve_target(options, "");
+    EXPECT_TRUE(e::is_discovery_spec(from_options));
+    EXPECT_EQ(from_options.address, "127.0.0.1");
+    EXPECT_EQ(from_options.port, e::kDefaultPort);
+
+    options.subnqn = "nqn.2014-08.org.nvmexpress.discovery";
+    EXPECT_TRUE(e::is_discovery_spec(e::resolve_target(options, "")));
+    options.subnqn = "nqn.2014-08.org.nvmexpress.discovery.other";
+    EXPECT_FALSE(e::is_discovery_spec(e::resolve_target(options, "")));
+
+    const e::TargetSpec from_filename =
+        e::resolve_target({}, "trtype=RDMA adrfam=IPv4 traddr=10.0.0.1 trsvcid=4430 ns=2");
+    EXPECT_TRUE(e::is_discovery_spec(from_filename));
+    EXPECT_EQ(from_filename.port, 4430);
+    EXPECT_EQ(from_filename.nsid, 2u);
+    EXPECT_TRUE(e::is_discovery_spec(
+        e::resolve_target({}, R"(traddr=10.0.0.1 subnqn=nqn.2014-08.org.nvmexpress.discovery)")));
+    // The address is still required: it is where the discovery service is.
+    EXPECT_THROW(e::resolve_target({}, "trsvcid=4420"), e::SpecError);
+}
+
+TEST(DiscoverySpec, OptionSubnqnMakesAFilenameSpecConcrete) {
+    e::OptionValues options;
+    options.subnqn = "nqn.2026-12.io.nvmeof:a";
+    EXPECT_FALSE(e::is_discovery_spec(e::resolve_target(options, "traddr=10.0.0.1")));
+}
+
+TEST(ResolveTarget, CanonicalFilenameCarriesTheHostIdentityWhenSet) {
+    e::TargetSpec spec;
+    spec.address = "10.0.0.1";
+    spec.subsystem_nqn = "nqn.2026-12.io.nvmeof:a";
+    spec.host_nqn = "nqn.2026-12.io.nvmeof:host";
+    spec.source = "10.0.0.9";
+    const std::string name = e::canonical_filename(spec);
+    EXPECT_EQ(name,
+              "traddr=10.0.0.1 trsvcid=4420 subnqn=nqn.2026-12.io.nvmeof:a ns=1 "
+              "hostnqn=nqn.2026-12.io.nvmeof:host host_traddr=10.0.0.9");
+    const auto back = e::parse_filename_spec(name);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(e::controller_key(*back), e::controller_key(spec));
 }
