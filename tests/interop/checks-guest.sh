@@ -405,6 +405,29 @@ PY
     if [ $rc -ne 1 ]; then problem "nothing listening: exit $rc, expected 1"
     elif ! grep -q "$addr:$idle_port" "$work/discover-idle.err"; then problem "nothing listening: message does not name $addr:$idle_port"
     else say "  nothing listening: exit 1 after $((SECONDS - t0)) s: $(head -1 "$work/discover-idle.err" | cut -c1-200)"; fi
+    # The engine with no subsystem NQN: it reads the same log and runs on what it lists
+    # (the kernel's "current discovery subsystem" entry is skipped, the subsystem used).
+    cat > "$work/discovered.fio" <<JOB
+[global]
+ioengine=external:\${NVMEOF_ENGINE}
+traddr=$addr
+trsvcid=$kport
+io_timeout_ms=$io_timeout_ms
+rw=write
+bs=4k
+iodepth=4
+size=4m
+verify=crc32c
+verify_state_save=0
+verify_fatal=1
+[discovered]
+JOB
+    local before; before="$(wc -l < "$log")"
+    if run_fio discovered "$work/discovered.fio"; then
+        local used; used="$(tail -n +"$before" "$log" | grep -i "discover" | grep -F "$knqn" | head -1)"
+        if [ -z "$used" ]; then problem "the engine's discovery line does not name $knqn"
+        else say "  engine: $(cut -c1-200 <<< "$used")"; fi
+    fi
     finish discovery-against-kernel
 }
 
