@@ -9,7 +9,7 @@ packages=(
     g++ meson ninja-build pkg-config python3 binutils dpkg-dev make
     libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
     libgtest-dev libnvme-dev
-    fio valgrind
+    fio valgrind python3-matplotlib
 )
 
 missing=()

@@ -1,0 +1,1 @@
+"""nvmeof-perf: performance-regression runs of fio jobs through the nvmeof engine."""

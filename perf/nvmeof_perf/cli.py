@@ -1,0 +1,139 @@
+"""Command line of nvmeof-perf."""
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import compare as compare_mod
+from . import runner
+from . import suite as suite_mod
+
+
+def _suite_dirs(root):
+    """Where suites are looked up by name: NVMEOF_PERF_SUITES, the source
+    tree's bench/suites, the installed share/nvmeof/suites."""
+    dirs = [d for d in os.environ.get("NVMEOF_PERF_SUITES", "").split(":") if d]
+    return dirs + [root / "bench" / "suites", root / "share" / "nvmeof" / "suites"]
+
+
+def _threshold_args(values):
+    table = {}
+    for v in values or []:
+        key, sep, pct = v.partition("=")
+        try:
+            table[key] = float(pct.rstrip("%"))
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"--threshold {v!r}: expected METRIC=PERCENT, e.g. iops=10")
+    return table
+
+
+def cmd_run(a, root):
+    path = suite_mod.find(a.suite, _suite_dirs(root))
+    s = suite_mod.load(path)
+    if a.runtime:
+        s.runtime_s = a.runtime
+    tools = runner.Tools.find(a.build or root / "build", a.engine or s.engine)
+    out = runner.run_suite(s, tools, a.output_dir, repeats=a.repeats, target_args=a.target_arg or [])
+    print(out)
+    return 0
+
+
+def cmd_compare(a, root):
+    base, cur = runner.load_result(a.baseline), runner.load_result(a.current)
+    thresholds = dict(compare_mod.DEFAULT_THRESHOLDS)
+    suite_table = cur["suite"]["definition"].get("thresholds", {})
+    thresholds.update(compare_mod.parse_thresholds(suite_table, f"suite {cur['suite']['name']}"))
+    thresholds.update(compare_mod.parse_thresholds(_threshold_args(a.threshold), "--threshold"))
+    rows, missing = compare_mod.compare(base, cur, thresholds)
+    print(compare_mod.markdown(rows, missing, thresholds, a.baseline, a.current))
+    return 1 if any(r[4] == compare_mod.REGRESSED for r in rows) else 0
+
+
+def cmd_plot(a, root):
+    from . import plot as plot_mod
+    results = [runner.load_result(p) for p in a.results]
+    try:
+        written = plot_mod.plot(a.results, results, a.output)
+    except plot_mod.PlotError as e:
+        raise runner.RunError(str(e)) from None
+    for path in written:
+        print(path)
+    return 0
+
+
+def cmd_budget(a, root):
+    from . import budget as budget_mod
+    tools = runner.Tools.find(a.build or root / "build", a.engine)
+    if not Path(tools.engine).is_file():
+        raise runner.RunError(f"the engine {tools.engine} does not exist (build the project, or pass --engine)")
+    try:
+        if a.check:
+            budget = budget_mod.load_budget(a.check)
+            ios = a.ios or budget.get("ios", budget_mod.DEFAULT_IOS)
+            tolerance = budget.get("tolerance", budget_mod.DEFAULT_TOLERANCE)
+            rows = budget_mod.check(budget_mod.measure(tools, ios), budget["paths"], tolerance)
+            print(f"Instructions per I/O (callgrind, delta of {ios} and {3 * ios} 4 KiB reads at QD "
+                  f"{budget_mod.QUEUE_DEPTH}) against {a.check}:\n")
+            print(budget_mod.markdown(rows, tolerance))
+            return 1 if any(r[3] == "over" for r in rows) else 0
+        ios = a.ios or budget_mod.DEFAULT_IOS
+        measured = budget_mod.measure(tools, ios)
+    except budget_mod.BudgetError as e:
+        raise runner.RunError(str(e)) from None
+    data = {"what": "instructions per I/O in engine+libnvmeof, callgrind delta method",
+            "ios": ios, "queue_depth": budget_mod.QUEUE_DEPTH, "tolerance": budget_mod.DEFAULT_TOLERANCE,
+            "engine_git": runner.git_facts(tools.engine),
+            "paths": {k: round(v) for k, v in measured.items()}}
+    text = json.dumps(data, indent=1) + "\n"
+    if a.write:
+        Path(a.write).write_text(text)
+        print(a.write)
+    else:
+        print(text, end="")
+    return 0
+
+
+def main(root, argv=None):
+    p = argparse.ArgumentParser(prog="nvmeof-perf", description="Performance-regression runs of fio jobs "
+                                "through the nvmeof engine: run a suite, compare two runs, plot runs.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run every point of a suite; writes one new result file")
+    r.add_argument("suite", help="suite name (bench/suites/NAME.toml) or path to a .toml file")
+    r.add_argument("-o", "--output-dir", default="perf-results", help="folder of result files (default %(default)s)")
+    r.add_argument("--build", help="build folder with the engine, target and softverbs (default: ./build of the "
+                   "source tree)")
+    r.add_argument("--engine", help="the engine's .so (overrides the suite and the build folder)")
+    r.add_argument("--repeats", type=int, help="repeats per point (overrides the suite)")
+    r.add_argument("--runtime", type=int, help="seconds per run (overrides the suite)")
+    r.add_argument("--target-arg", action="append", metavar="ARG",
+                   help="one more argument for the embedded nvmeof-target (repeatable; write "
+                        "--target-arg=--fault --target-arg=delay-ms=1)")
+    c = sub.add_parser("compare", help="verdict per point and metric; exit 1 when anything regressed")
+    c.add_argument("baseline")
+    c.add_argument("current")
+    c.add_argument("--threshold", action="append", metavar="METRIC=PCT",
+                   help=f"relative threshold in percent (metrics: {', '.join(compare_mod.DEFAULT_THRESHOLDS)})")
+    pl = sub.add_parser("plot", help="PNG plots of one or more results")
+    pl.add_argument("results", nargs="+")
+    pl.add_argument("-o", "--output", required=True, help="folder for the PNGs")
+    b = sub.add_parser("budget", help="instructions per I/O by callgrind (deterministic); --check fails "
+                       "when a path exceeds its budget by more than the file's tolerance")
+    b.add_argument("--check", metavar="BUDGET_JSON", help="compare with a budget file; exit 1 when over")
+    b.add_argument("--write", metavar="BUDGET_JSON", help="write the measured figures as a new budget file")
+    b.add_argument("--ios", type=int, help="N of the N and 3N runs (default: the budget's, else 2000)")
+    b.add_argument("--build", help="build folder (default: ./build of the source tree)")
+    b.add_argument("--engine", help="the engine's .so")
+    a = p.parse_args(argv)
+    if getattr(a, "repeats", None) is not None and a.repeats < 1:
+        p.error("--repeats must be at least 1")
+    try:
+        return {"run": cmd_run, "compare": cmd_compare, "plot": cmd_plot, "budget": cmd_budget}[a.command](a, Path(root))
+    except (suite_mod.SuiteError, runner.RunError, ValueError) as e:
+        print(f"nvmeof-perf: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nvmeof-perf: interrupted", file=sys.stderr)
+        return 130

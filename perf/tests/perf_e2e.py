@@ -1,0 +1,218 @@
+"""End-to-end tests of nvmeof-perf against nvmeof-target on loopback (softverbs):
+two runs of one build compare unchanged; a target slowed on purpose compares
+regressed with exit status 1; plots are written; two fio --server hosts are
+reported per host and in sum. Binaries come from the environment meson sets
+(NVMEOF_FIO, NVMEOF_ENGINE, NVMEOF_TARGET_BIN, NVMEOF_SOFTVERBS_RUN)."""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LAUNCHER = HERE.parent / "nvmeof-perf"
+SUITES = HERE.parent.parent / "bench" / "suites"
+ROW = re.compile(r"^\| (?P<point>[^|]+) \| (?P<metric>[^|]+) \|.*\| (?P<verdict>[^|]+) \|$")
+
+
+class Failure(AssertionError):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def perf(*args, timeout=600):
+    proc = subprocess.run([sys.executable, str(LAUNCHER), *args], capture_output=True, text=True, timeout=timeout)
+    return proc
+
+
+def run_suite(workdir, suite, *extra):
+    proc = perf("run", str(suite), "-o", str(Path(workdir) / "results"), *extra)
+    check(proc.returncode == 0, f"nvmeof-perf run failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    path = Path(proc.stdout.strip())
+    check(path.is_file(), f"run printed {proc.stdout!r}, not a result file")
+    return path
+
+
+def verdicts(table):
+    rows = [m.groupdict() for m in map(ROW.match, table.splitlines()) if m]
+    return [r for r in rows if r["point"] != "point" and not r["point"].startswith("---")]
+
+
+def check_result(path, points):
+    result = json.loads(path.read_text())
+    meta = result["metadata"]
+    check(meta["fio_version"].startswith("fio-"), f"fio version {meta['fio_version']!r}")
+    check(meta["engine"]["path"] == str(Path(os.environ["NVMEOF_ENGINE"]).resolve()), f"engine {meta['engine']}")
+    check(meta["target"]["facts"].get("mdts_bytes") == 131072, f"target facts {meta['target']}")
+    check(len(result["points"]) == points, f"{len(result['points'])} points, expected {points}")
+    for p in result["points"]:
+        check(all(r["fio"]["jobs"][0]["error"] == 0 for r in p["runs"]), f"fio errors in {p['name']}")
+    return result
+
+
+def test_unchanged(workdir):
+    """run quick twice, compare: every point and metric unchanged; then plot."""
+    first = run_suite(workdir, "quick")
+    second = run_suite(workdir, "quick")
+    check(first != second, f"the second run wrote over the first ({first})")
+    r = check_result(second, 3)
+    check(all(len(p["runs"]) == 3 for p in r["points"]), "3 repeats per point expected")
+    proc = perf("compare", str(first), str(second))
+    rows = verdicts(proc.stdout)
+    check(len(rows) >= 3 * 7, f"too few rows in the table:\n{proc.stdout}")
+    noisy = [r for r in rows if r["verdict"].strip() != "unchanged"]
+    check(not noisy and proc.returncode == 0,
+          f"two runs of one build were not unchanged everywhere (exit {proc.returncode}):\n{proc.stdout}")
+    print(f"compare of two quick runs: {len(rows)} rows, all unchanged, exit 0")
+    plots = Path(workdir) / "plots"
+    proc = perf("plot", str(first), str(second), "-o", str(plots))
+    check(proc.returncode == 0, f"plot failed: {proc.stderr[-2000:]}")
+    pngs = sorted(plots.glob("*.png"))
+    names = {p.name.split("-vs-")[0].split("-")[0] for p in pngs}
+    check({"iops", "p99", "percentiles"} <= names, f"plots written: {[p.name for p in pngs]}")
+    for p in pngs:
+        check(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000, f"{p} is not a PNG plot")
+    print(f"plot: {len(pngs)} PNGs")
+
+
+def test_regressed(workdir):
+    """A target whose every completion is 2 ms late: regressed, exit 1."""
+    short = ("--runtime", "1", "--repeats", "2")
+    base = run_suite(workdir, "quick", *short)
+    slow = run_suite(workdir, "quick", *short, "--target-arg=--fault", "--target-arg=delay-ms=2")
+    proc = perf("compare", str(base), str(slow))
+    check(proc.returncode == 1, f"compare against the slowed target exited {proc.returncode}:\n{proc.stdout}")
+    rows = verdicts(proc.stdout)
+    iops = {r["point"].strip(): r["verdict"].strip() for r in rows if r["metric"].startswith("IOPS")}
+    check(len(iops) == 3 and set(iops.values()) == {"**regressed**"},
+          f"IOPS of every point should be regressed:\n{proc.stdout}")
+    print(f"compare against a target delayed 2 ms per completion: IOPS regressed at {len(iops)} points, exit 1")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_hosts(workdir):
+    """Two fio --server on loopback (two ports) against one target: the
+    result holds each host's report; compare lists each host and the sum."""
+    env = os.environ
+    wd = Path(workdir)
+    target = subprocess.Popen([env["NVMEOF_SOFTVERBS_RUN"], env["NVMEOF_TARGET_BIN"], "--listen", "127.0.0.1",
+                               "--port", "0", "--subsystem", "nqn.2026-12.io.nvmeof:perf", "--namespace",
+                               "ram:64M"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    servers = []
+    try:
+        port = re.search(r":(\d+)$", target.stdout.readline().strip()).group(1)
+        hosts = []
+        for _ in range(2):
+            p = free_port()
+            servers.append(subprocess.Popen([env["NVMEOF_SOFTVERBS_RUN"], env["NVMEOF_FIO"],
+                                             f"--server=ip:127.0.0.1,{p}"],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            hosts.append(f"ip:127.0.0.1,{p}")
+        deadline = time.monotonic() + 20
+        for h in hosts:  # wait until both listen
+            port_n = int(h.rsplit(",", 1)[1])
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port_n), timeout=1).close()
+                    break
+                except OSError:
+                    check(time.monotonic() < deadline, f"fio --server on {port_n} did not listen")
+                    time.sleep(0.2)
+        suite = wd / "two-hosts.toml"
+        suite.write_text(f'''name = "two-hosts"
+target = {{ kind = "external", traddr = "127.0.0.1", trsvcid = "{port}", subnqn = "nqn.2026-12.io.nvmeof:perf" }}
+hosts = {json.dumps(hosts)}
+runtime = 1
+repeats = 2
+[options]
+size = "32m"
+[[matrix]]
+rw = "randread"
+bs = "4k"
+iodepth = 4
+''')
+        a = run_suite(workdir, suite)
+        result = json.loads(a.read_text())
+        report = result["points"][0]["runs"][0]["fio"]
+        names = {f"{j['hostname']}:{j['port']}" for j in report["client_stats"] if j["jobname"] != "All clients"}
+        check(len(report["client_stats"]) >= 2, f"client_stats: {report['client_stats']}")
+        proc = perf("compare", str(a), str(a))
+        rows = verdicts(proc.stdout)
+        points = {r["point"].strip() for r in rows}
+        host_rows = {p for p in points if " @" in p}
+        check(len(points) == 1 + len(names) and len(host_rows) == len(names) == 2,
+              f"expected the sum and one row group per host ({names}):\n{proc.stdout}")
+        check(proc.returncode == 0, f"a result compared with itself exited {proc.returncode}")
+        print(f"two fio --server hosts: {len(report['client_stats'])} client entries, rows {sorted(points)}")
+    finally:
+        for s in servers:
+            s.terminate()
+        for s in servers:
+            try:
+                s.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                s.kill()
+                s.wait()
+        target.terminate()
+        target.wait(timeout=15)
+
+
+BUDGET = HERE.parent.parent / "bench" / "instruction-budget.json"
+
+
+def test_budget_within(workdir):
+    """The committed instruction budget holds for this build."""
+    proc = perf("budget", "--check", str(BUDGET))
+    check(proc.returncode == 0, f"budget check exited {proc.returncode}:\n{proc.stdout}{proc.stderr[-2000:]}")
+    rows = [line for line in proc.stdout.splitlines() if line.endswith("| ok |")]
+    check(len(rows) == 4, f"expected 4 paths within budget:\n{proc.stdout}")
+    print(proc.stdout)
+
+
+def test_budget_over(workdir):
+    """A submit path 10 % dearer than its budget (the budget lowered to 90 %,
+    as if the code had grown) fails the check, and only that path is over."""
+    budget = json.loads(BUDGET.read_text())
+    budget["paths"]["submit"] = round(budget["paths"]["submit"] * 0.9)
+    lowered = Path(workdir) / "budget.json"
+    lowered.write_text(json.dumps(budget))
+    proc = perf("budget", "--check", str(lowered))
+    check(proc.returncode == 1, f"budget check exited {proc.returncode}, expected 1:\n{proc.stdout}{proc.stderr[-2000:]}")
+    over = [line.split("|")[1].strip() for line in proc.stdout.splitlines() if "**over budget**" in line]
+    check(over == ["submit"], f"expected only submit over budget:\n{proc.stdout}")
+    print(proc.stdout)
+
+
+CASES = {"unchanged": test_unchanged, "regressed": test_regressed, "two-hosts": test_two_hosts,
+         "budget-within": test_budget_within, "budget-over": test_budget_over}
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        sys.exit(f"usage: perf_e2e.py {{{'|'.join(CASES)}}}")
+    workdir = tempfile.mkdtemp(prefix="nvmeof-perf-test-")
+    try:
+        CASES[sys.argv[1]](workdir)
+    except Failure as e:
+        print(f"FAIL: {e}")
+        sys.exit(1)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""Unit tests of nvmeof-perf's verdicts, metrics and suite parsing on
+synthetic data (no fio, no target)."""
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nvmeof_perf import compare, metrics, runner, suite  # noqa: E402
+
+
+def job(iops, clat_us, p99_us, ios=1000, runtime_ms=1000, cpu=50.0, direction="read"):
+    """A fio JSON job entry with one busy direction."""
+    busy = {"iops": iops, "bw_bytes": iops * 4096, "total_ios": ios, "runtime": runtime_ms,
+            "clat_ns": {"mean": clat_us * 1000, "percentile": {"50.000000": clat_us * 900,
+                                                               "99.000000": p99_us * 1000,
+                                                               "99.900000": p99_us * 2000}}}
+    idle = {"iops": 0, "bw_bytes": 0, "total_ios": 0, "runtime": 0, "clat_ns": {"mean": 0}}
+    entry = {"jobname": "j", "usr_cpu": cpu, "sys_cpu": 0.0}
+    for d in ("read", "write", "trim"):
+        entry[d] = busy if d == direction else idle
+    return entry
+
+
+def result(iops_per_repeat, clat=100.0, p99=200.0):
+    runs = [{"repeat": i + 1, "fio": {"jobs": [job(v, clat, p99)]}} for i, v in enumerate(iops_per_repeat)]
+    return {"points": [{"name": "p", "params": {}, "runs": runs}]}
+
+
+class Verdict(unittest.TestCase):
+    def test_overlapping_ranges_are_unchanged_even_beyond_the_threshold(self):
+        v, change = compare.verdict([100, 150, 200], [60, 110, 130], 0.10, True)
+        self.assertEqual(v, compare.UNCHANGED)
+        self.assertLess(change, -0.10)
+
+    def test_separated_ranges_within_the_threshold_are_unchanged(self):
+        self.assertEqual(compare.verdict([100, 101, 102], [95, 96, 97], 0.10, True)[0], compare.UNCHANGED)
+
+    def test_lower_throughput_beyond_threshold_and_ranges_is_regressed(self):
+        self.assertEqual(compare.verdict([100, 105, 110], [50, 55, 60], 0.10, True)[0], compare.REGRESSED)
+
+    def test_higher_throughput_is_improved(self):
+        self.assertEqual(compare.verdict([100, 105, 110], [150, 155, 160], 0.10, True)[0], compare.IMPROVED)
+
+    def test_higher_latency_is_regressed_lower_is_improved(self):
+        self.assertEqual(compare.verdict([10, 11, 12], [20, 21, 22], 0.2, False)[0], compare.REGRESSED)
+        self.assertEqual(compare.verdict([20, 21, 22], [10, 11, 12], 0.2, False)[0], compare.IMPROVED)
+
+    def test_touching_ranges_overlap(self):
+        self.assertEqual(compare.verdict([100, 110, 120], [50, 60, 100], 0.10, True)[0], compare.UNCHANGED)
+
+    def test_one_outlier_in_the_current_side_keeps_it_unchanged(self):
+        self.assertEqual(compare.verdict([100, 105, 110], [50, 52, 104], 0.10, True)[0], compare.UNCHANGED)
+
+    def test_a_single_sample_gives_no_verdict(self):
+        self.assertEqual(compare.verdict([100], [10], 0.10, True)[0], compare.NO_SPREAD)
+        self.assertEqual(compare.verdict([100, 100], [10], 0.10, True)[0], compare.NO_SPREAD)
+        self.assertEqual(compare.verdict([], [10, 11], 0.10, True)[0], compare.NO_SPREAD)
+
+
+class Compare(unittest.TestCase):
+    def test_same_data_is_unchanged_everywhere(self):
+        rows, missing = compare.compare(result([100, 110, 105]), result([104, 101, 108]),
+                                        compare.DEFAULT_THRESHOLDS)
+        self.assertFalse(missing)
+        self.assertTrue(rows)
+        self.assertEqual({r[4] for r in rows}, {compare.UNCHANGED})
+
+    def test_slower_run_regresses_iops_and_latency(self):
+        rows, _ = compare.compare(result([100, 110, 105]), result([40, 42, 41], clat=250.0, p99=500.0),
+                                  compare.DEFAULT_THRESHOLDS)
+        verdicts = {r[1]: r[4] for r in rows}
+        self.assertEqual(verdicts["iops"], compare.REGRESSED)
+        self.assertEqual(verdicts["read clat p99"], compare.REGRESSED)  # 200 us in every repeat, then 500 us
+        table = compare.markdown(rows, [], compare.DEFAULT_THRESHOLDS, "a", "b")
+        self.assertIn("**regressed**", table)
+
+    def test_a_point_on_one_side_only_is_listed_not_judged(self):
+        cur = result([100, 101, 102])
+        cur["points"][0]["name"] = "other"
+        rows, missing = compare.compare(result([100, 101, 102]), cur, compare.DEFAULT_THRESHOLDS)
+        self.assertEqual(rows, [])
+        self.assertEqual(sorted(missing), [("other", "baseline"), ("p", "current")])
+
+    def test_thresholds_are_percent_and_unknown_names_are_errors(self):
+        self.assertEqual(compare.parse_thresholds({"iops": 25}, "t"), {"iops": 0.25})
+        with self.assertRaisesRegex(ValueError, "unknown threshold 'iopz'"):
+            compare.parse_thresholds({"iopz": 25}, "t")
+        with self.assertRaisesRegex(ValueError, "percentage"):
+            compare.parse_thresholds({"iops": -1}, "t")
+
+
+class Metrics(unittest.TestCase):
+    def test_cpu_per_io_is_busy_time_over_ios(self):
+        m = metrics.of_report({"jobs": [job(1000, 100, 200, ios=1000, runtime_ms=1000, cpu=50.0)]})
+        self.assertAlmostEqual(m["cpu_per_io"], 500.0)  # 0.5 s of CPU over 1000 I/Os
+        self.assertAlmostEqual(m["read clat p99"], 200.0)
+        self.assertNotIn("write clat mean", m)
+
+    def test_client_report_sums_hosts_and_keeps_the_worst_percentile(self):
+        a, b = job(1000, 100, 200), job(3000, 300, 900)
+        a["hostname"], b["hostname"] = "h1", "h1"
+        a["port"], b["port"] = 8765, 8766
+        report = {"client_stats": [a, b, dict(job(4000, 0, 0), jobname="All clients")]}
+        m = metrics.of_report(report)
+        self.assertAlmostEqual(m["iops"], 4000)
+        self.assertAlmostEqual(m["read clat mean"], 200.0)
+        self.assertAlmostEqual(m["read clat p99"], 900.0)
+        self.assertEqual(sorted(metrics.by_host(report)), ["h1:8765", "h1:8766"])
+
+
+class ResultFiles(unittest.TestCase):
+    def test_runs_in_the_same_second_get_new_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = [runner.reserve_result_file(d, "quick") for _ in range(3)]
+            self.assertEqual(len(set(paths)), 3)
+            self.assertTrue(all(p.name.startswith("quick-") and p.suffix == ".json" for p in paths))
+
+
+class Suites(unittest.TestCase):
+    def load(self, text):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(text)
+        return suite.load(f.name)
+
+    def test_matrix_is_the_product_of_its_axes(self):
+        s = self.load('[[matrix]]\nrw = ["randread", "randwrite"]\nbs = "4k"\niodepth = [1, 8, 32]\n'
+                      '[[matrix]]\nrw = "write"\nbs = "1m"\niodepth = 4\nnumjobs = [1, 2]\n')
+        self.assertEqual(len(s.points), 2 * 3 + 2)
+        self.assertEqual(s.repeats, 3)
+        self.assertEqual(s.target.kind, "embedded")
+        self.assertEqual(s.points[0].name, "randread bs=4k qd=1 jobs=1 queues=1")
+
+    def test_bad_suites_name_their_fault(self):
+        cases = {
+            "": "no \\[\\[matrix\\]\\]",
+            '[[matrix]]\nrw = "read"\nbs = "4k"\n': "has no 'iodepth'",
+            '[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = 1\ndirect = 1\n': "unknown keys",
+            'repeats = 0\n[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = 1\n': "repeats must be",
+            'target = "nowhere"\n[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = 1\n': "target kind",
+            'rw = "read"\n': "unknown keys",
+            '[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = [1, 1]\n': "lists a point twice",
+            'x = [': "not valid TOML",
+        }
+        for text, message in cases.items():
+            with self.subTest(text=text), self.assertRaisesRegex(suite.SuiteError, message):
+                self.load(text)
+
+    def test_shipped_suites_load(self):
+        for path in sorted((Path(__file__).resolve().parents[2] / "bench" / "suites").glob("*.toml")):
+            with self.subTest(suite=path.name):
+                self.assertTrue(suite.load(path).points)
+
+
+if __name__ == "__main__":
+    unittest.main()
