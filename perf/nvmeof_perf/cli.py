@@ -14,7 +14,8 @@ def _suite_dirs(root):
     """Where suites are looked up by name: NVMEOF_PERF_SUITES, the source
     tree's bench/suites, the installed share/nvmeof/suites."""
     dirs = [d for d in os.environ.get("NVMEOF_PERF_SUITES", "").split(":") if d]
-    return dirs + [root / "bench" / "suites", root / "share" / "nvmeof" / "suites"]
+    installed = root / "share" / "nvmeof" / "suites"
+    return dirs + ([installed] if installed.is_dir() else [root / "bench" / "suites"])
 
 
 def _threshold_args(values):
@@ -30,12 +31,20 @@ def _threshold_args(values):
     return table
 
 
+def _tools(a, root, engine):
+    """Binaries of --build, else of the source tree's build/, else of the
+    installation the command itself belongs to."""
+    if a.build is None and not (root / "build").is_dir() and (root / "bin" / "nvmeof-target").exists():
+        return runner.Tools.installed(root, engine)
+    return runner.Tools.find(a.build or root / "build", engine)
+
+
 def cmd_run(a, root):
     path = suite_mod.find(a.suite, _suite_dirs(root))
     s = suite_mod.load(path)
     if a.runtime:
         s.runtime_s = a.runtime
-    tools = runner.Tools.find(a.build or root / "build", a.engine or s.engine)
+    tools = _tools(a, root, a.engine or s.engine)
     out = runner.run_suite(s, tools, a.output_dir, repeats=a.repeats, target_args=a.target_arg or [])
     print(out)
     return 0
@@ -49,6 +58,9 @@ def cmd_compare(a, root):
     thresholds.update(compare_mod.parse_thresholds(_threshold_args(a.threshold), "--threshold"))
     rows, missing = compare_mod.compare(base, cur, thresholds)
     print(compare_mod.markdown(rows, missing, thresholds, a.baseline, a.current))
+    for name, r in ((a.baseline, base), (a.current, cur)):
+        if r.get("incomplete"):
+            print(f"\nNote: {name} is incomplete (its run stopped early).")
     return 1 if any(r[4] == compare_mod.REGRESSED for r in rows) else 0
 
 
@@ -66,7 +78,7 @@ def cmd_plot(a, root):
 
 def cmd_budget(a, root):
     from . import budget as budget_mod
-    tools = runner.Tools.find(a.build or root / "build", a.engine)
+    tools = _tools(a, root, a.engine)
     if not Path(tools.engine).is_file():
         raise runner.RunError(f"the engine {tools.engine} does not exist (build the project, or pass --engine)")
     try:

@@ -50,6 +50,20 @@ class Tools:
             softverbs_run=env.get("NVMEOF_SOFTVERBS_RUN") or str(build / "softverbs" / "softverbs-run"),
         )
 
+    @staticmethod
+    def installed(prefix, engine=None):
+        """The installed layout: PREFIX/bin, PREFIX/lib*/fio/libfio_nvmeof.so."""
+        prefix = Path(prefix)
+        found = sorted(prefix.glob("lib*/**/fio/libfio_nvmeof.so"))
+        env = os.environ
+        return Tools(
+            fio=env.get("NVMEOF_FIO") or shutil.which("fio") or "fio",
+            engine=str(Path(engine or env.get("NVMEOF_ENGINE") or (found[0] if found else
+                                                                    prefix / "lib" / "fio" / "libfio_nvmeof.so"))),
+            target=env.get("NVMEOF_TARGET_BIN") or str(prefix / "bin" / "nvmeof-target"),
+            softverbs_run=env.get("NVMEOF_SOFTVERBS_RUN") or str(prefix / "bin" / "softverbs-run"),
+        )
+
 
 @contextmanager
 def embedded_target(tools, target, extra_args, workdir):

@@ -69,10 +69,10 @@ def _list(value, what):
     return values
 
 
-def _points(matrices, common_options):
+def _points(matrices, common_options, path):
     points = []
     for i, matrix in enumerate(matrices):
-        where = f"matrix #{i + 1}"
+        where = f"{path}: matrix #{i + 1}"
         if not isinstance(matrix, dict):
             raise SuiteError(f"{where} is not a table")
         for axis in ("rw", "bs", "iodepth"):
@@ -92,7 +92,7 @@ def _points(matrices, common_options):
     names = [p.name for p in points]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise SuiteError(f"the matrix lists a point twice: {sorted(dup)[0]}")
+        raise SuiteError(f"{path}: the matrix lists a point twice: {sorted(dup)[0]}")
     return points
 
 
@@ -156,7 +156,7 @@ def load(path):
         ramp_s=_positive_int(raw, "ramp", 0, f"{path}: ", minimum=0),
         repeats=_positive_int(raw, "repeats", DEFAULT_REPEATS, f"{path}: "),
         hosts=hosts,
-        points=_points(matrices if isinstance(matrices, list) else [matrices], options),
+        points=_points(matrices if isinstance(matrices, list) else [matrices], options, path),
         thresholds=thresholds,
         raw=raw,
     )

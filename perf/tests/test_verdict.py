@@ -1,5 +1,6 @@
 """Unit tests of nvmeof-perf's verdicts, metrics and suite parsing on
 synthetic data (no fio, no target)."""
+import io
 import sys
 import tempfile
 import unittest
@@ -108,6 +109,29 @@ class Metrics(unittest.TestCase):
         self.assertAlmostEqual(m["read clat mean"], 200.0)
         self.assertAlmostEqual(m["read clat p99"], 900.0)
         self.assertEqual(sorted(metrics.by_host(report)), ["h1:8765", "h1:8766"])
+
+
+class Runner(unittest.TestCase):
+    def test_job_file_carries_the_point_the_target_and_info_file(self):
+        point = suite.Point({"rw": "randrw", "bs": "4k", "iodepth": 32, "numjobs": 2, "nr_io_queues": 4},
+                            {"rwmixread": 70, "size": "64m"})
+        text = runner.job_text(point, "/e.so", "127.0.0.1", "4420", "nqn.x", 2, 1, "/tmp/info")
+        for line in ("ioengine=external:/e.so", "traddr=127.0.0.1", "trsvcid=4420", "subnqn=nqn.x",
+                     "info_file=/tmp/info", "runtime=2", "ramp_time=1", "time_based=1", "group_reporting=1",
+                     "rw=randrw", "bs=4k", "iodepth=32", "numjobs=2", "nr_io_queues=4", "rwmixread=70",
+                     "size=64m"):
+            self.assertIn(line + "\n", text)
+        self.assertNotIn("size=1g", text)
+
+    def test_progress_only_on_a_terminal(self):
+        class Tty(io.StringIO):
+            def isatty(self):
+                return True
+        for stream, shown in ((Tty(), True), (io.StringIO(), False)):
+            p = runner.Progress(4, 3, stream)
+            p.show(1, 2, "randread bs=4k qd=1", 1, 2)
+            p.finish()
+            self.assertEqual("[1/2] randread bs=4k qd=1  repeat 1/2  ETA 0:12" in stream.getvalue(), shown)
 
 
 class ResultFiles(unittest.TestCase):
