@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import runner
+from . import runner, suite
 
 PATHS = {
     "submit": "nvmeof::engine::Job::queue(",
@@ -63,7 +63,7 @@ def measure(tools, ios=DEFAULT_IOS):
         raise BudgetError("the instruction budget needs valgrind (apt-get install valgrind)")
     workdir = tempfile.mkdtemp(prefix="nvmeof-perf-budget-")
     try:
-        target = runner.suite_mod.Target(namespace="ram:64M")
+        target = suite.Target(namespace="ram:64M")
         with runner.embedded_target(tools, target, [], workdir) as (traddr, trsvcid):
             costs = []
             for n in (ios, 3 * ios):

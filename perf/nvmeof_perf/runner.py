@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import suite as suite_mod
 
 RESULT_FORMAT = "nvmeof-perf-result/1"
 READY = re.compile(r"listening on (\S+):(\d+)")
@@ -235,11 +234,9 @@ def run_fio(cmd, timeout, env):
 
 
 def client_args(hosts):
-    """fio --client arguments for 'HOST[,PORT]' entries (IPv6 as ip6:ADDR,PORT)."""
-    args = []
-    for h in hosts:
-        args.append(f"--client={h}")
-    return args
+    """fio --client arguments for the suite's hosts ('HOST', 'HOST,PORT',
+    'ip:ADDR,PORT', 'ip6:ADDR,PORT', as fio takes them)."""
+    return [f"--client={h}" for h in hosts]
 
 
 def run_suite(s, tools, out_dir, repeats=None, target_args=(), stream=sys.stderr):

@@ -6,6 +6,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import compare
+
 # Matrix axes in the order a point's name lists them.
 AXES = ("rw", "bs", "iodepth", "numjobs", "nr_io_queues")
 AXIS_DEFAULTS = {"numjobs": [1], "nr_io_queues": [1]}
@@ -145,6 +147,10 @@ def load(path):
     thresholds = raw.get("thresholds", {})
     if not isinstance(thresholds, dict):
         raise SuiteError(f"{path}: 'thresholds' is not a table")
+    try:
+        compare.parse_thresholds(thresholds, str(path))
+    except ValueError as e:
+        raise SuiteError(str(e)) from None
 
     return Suite(
         name=str(raw.get("name", path.stem)),

@@ -166,6 +166,7 @@ class Suites(unittest.TestCase):
             'rw = "read"\n': "unknown keys",
             '[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = [1, 1]\n': "lists a point twice",
             'x = [': "not valid TOML",
+            '[thresholds]\niops = "ten"\n[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = 1\n': "percentage",
         }
         for text, message in cases.items():
             with self.subTest(text=text), self.assertRaisesRegex(suite.SuiteError, message):
