@@ -65,7 +65,7 @@ def test_unchanged(workdir):
     second = run_suite(workdir, "quick")
     check(first != second, f"the second run wrote over the first ({first})")
     r = check_result(second, 3)
-    check(all(len(p["runs"]) == 3 for p in r["points"]), "3 repeats per point expected")
+    check(all(len(p["runs"]) == 5 for p in r["points"]), "5 repeats per point expected")
     proc = perf("compare", str(first), str(second))
     rows = verdicts(proc.stdout)
     check(len(rows) >= 3 * 7, f"too few rows in the table:\n{proc.stdout}")
@@ -85,17 +85,17 @@ def test_unchanged(workdir):
 
 
 def test_regressed(workdir):
-    """A target whose every completion is 2 ms late: regressed, exit 1."""
+    """A target whose every completion is 10 ms late: regressed, exit 1."""
     short = ("--runtime", "1", "--repeats", "2")
     base = run_suite(workdir, "quick", *short)
-    slow = run_suite(workdir, "quick", *short, "--target-arg=--fault", "--target-arg=delay-ms=2")
+    slow = run_suite(workdir, "quick", *short, "--target-arg=--fault", "--target-arg=delay-ms=10")
     proc = perf("compare", str(base), str(slow))
     check(proc.returncode == 1, f"compare against the slowed target exited {proc.returncode}:\n{proc.stdout}")
     rows = verdicts(proc.stdout)
     iops = {r["point"].strip(): r["verdict"].strip() for r in rows if r["metric"].startswith("IOPS")}
     check(len(iops) == 3 and set(iops.values()) == {"**regressed**"},
           f"IOPS of every point should be regressed:\n{proc.stdout}")
-    print(f"compare against a target delayed 2 ms per completion: IOPS regressed at {len(iops)} points, exit 1")
+    print(f"compare against a target delayed 10 ms per completion: IOPS regressed at {len(iops)} points, exit 1")
 
 
 def free_port():
@@ -150,6 +150,12 @@ iodepth = 4
         report = result["points"][0]["runs"][0]["fio"]
         names = {f"{j['hostname']}:{j['port']}" for j in report["client_stats"] if j["jobname"] != "All clients"}
         check(len(report["client_stats"]) >= 2, f"client_stats: {report['client_stats']}")
+        sys.path.insert(0, str(HERE.parent))
+        from nvmeof_perf import metrics
+        total = metrics.of_report(report)["iops"]
+        per_host = [metrics.from_entries(e)["iops"] for e in metrics.by_host(report).values()]
+        check(len(per_host) == 2 and all(v > 0 for v in per_host) and abs(sum(per_host) - total) < 1e-6 * total,
+              f"the sum {total} is not the hosts' {per_host}")
         proc = perf("compare", str(a), str(a))
         rows = verdicts(proc.stdout)
         points = {r["point"].strip() for r in rows}
