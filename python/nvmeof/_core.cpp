@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -99,6 +100,7 @@ struct Buffer {
     nvmeof::MemoryRegion region;  // last member: deregistered before the memory goes
     std::size_t exports = 0;
     bool closed = false;
+    bool device = false;  // register_gpu(): `data` is a device address
 
     void close() {
         {
@@ -141,6 +143,11 @@ int buffer_get(PyObject* object, Py_buffer* view, int flags) {
     }
     if (buffer->closed) {
         PyErr_SetString(PyExc_ValueError, "the buffer is closed (deregistered)");
+        return -1;
+    }
+    if (buffer->device) {
+        PyErr_SetString(PyExc_BufferError,
+                        "GPU memory has no host view (copy it with the GPU's API)");
         return -1;
     }
     if (PyBuffer_FillInfo(view, object, buffer->data, static_cast<Py_ssize_t>(buffer->size), 0,
@@ -421,6 +428,46 @@ nvmeof::wire::Sqe rw_command(std::uint8_t opcode, std::uint32_t nsid, std::uint6
                                     region.remote(offset, bytes), lba_size);
 }
 
+// The device range of an object exposing __cuda_array_interface__ (version 2+):
+// C-contiguous (strides None or the C-order strides), writable.
+std::pair<void*, std::size_t> cuda_array_range(const py::object& object) {
+    if (!py::hasattr(object, "__cuda_array_interface__")) {
+        throw py::value_error("register_gpu: a " +
+                              std::string(py::str(py::type::of(object).attr("__name__"))) +
+                              " has no __cuda_array_interface__ (DLPack is not supported yet)");
+    }
+    const py::dict interface = object.attr("__cuda_array_interface__");
+    const auto data = interface["data"].cast<py::tuple>();
+    if (data[1].cast<bool>()) {
+        throw py::value_error("register_gpu: the array is read-only");
+    }
+    const auto typestr = interface["typestr"].cast<std::string>();
+    if (typestr.size() < 3) {
+        throw py::value_error("register_gpu: bad typestr " + typestr);
+    }
+    const auto itemsize = static_cast<std::size_t>(std::stoul(typestr.substr(2)));
+    std::size_t bytes = itemsize;
+    std::vector<std::size_t> shape;
+    for (const auto& extent : interface["shape"].cast<py::tuple>()) {
+        shape.push_back(extent.cast<std::size_t>());
+        bytes *= shape.back();
+    }
+    if (interface.contains("strides") && !interface["strides"].is_none()) {
+        std::size_t expected = itemsize;
+        const auto strides = interface["strides"].cast<py::tuple>();
+        for (std::size_t i = shape.size(); i-- > 0;) {
+            if (shape[i] > 1 && strides[i].cast<std::size_t>() != expected) {
+                throw py::value_error("register_gpu: the array is not C-contiguous");
+            }
+            expected *= shape[i];
+        }
+    }
+    if (bytes == 0) {
+        throw py::value_error("register_gpu: the array is empty");
+    }
+    return {reinterpret_cast<void*>(data[0].cast<std::uintptr_t>()), bytes};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -454,6 +501,9 @@ PYBIND11_MODULE(_core, m) {
     heap_type->as_buffer.bf_releasebuffer = buffer_release;
     buffer_class.def("__len__", [](const Buffer& b) { return b.size; })
         .def_property_readonly("closed", [](const Buffer& b) { return b.closed; })
+        .def_property_readonly(
+            "kind", [](const Buffer& b) { return b.device ? "gpu" : "host"; },
+            "\"host\", or \"gpu\" for register_gpu() (no host view then).")
         .def_property_readonly(
             "registration_path",
             [](const Buffer& b) { return std::string(b.region.registration_path()); })
@@ -649,6 +699,25 @@ that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; r
             py::arg("obj"),
             "Registers a writable C-contiguous buffer (numpy array, bytearray) in place; "
             "the object stays alive (and a bytearray unresizable) while registered.")
+        .def(
+            "register_gpu",
+            [](PyController& c, const py::object& object) {
+                const auto [data, size] = cuda_array_range(object);
+                auto region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_gpu(data, size);
+                });
+                Buffer buffer{c.state, nullptr,           nullptr, object, data,
+                              size,    std::move(region), 0,       false};
+                buffer.device = true;
+                return buffer;
+            },
+            py::arg("array"),
+            "Registers CUDA device memory: any C-contiguous object with __cuda_array_interface__ "
+            "(its context current on this thread). The core widens the registration to the GPU "
+            "pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
+            "\"peermem\"). Reads into it are flushed before they return. The object is kept "
+            "alive while registered. nvmeof.Error says why it cannot (no CUDA support, no driver, "
+            "not device memory, both paths refused).")
         .def_property_readonly(
             "io",
             [](PyController& c) {

@@ -1,6 +1,7 @@
 """The Python API against nvmeof-target over softverbs: the documented usage
 verbatim, round trips into numpy arrays and bytearrays, transfers above MDTS,
 the low-level queue, every error class, and the GIL released while blocking."""
+import ctypes
 import os
 import socket
 import subprocess
@@ -318,3 +319,68 @@ def test_help_documents_the_api():
     assert "GIL" in nvmeof.__doc__
     assert "MDTS" in nvmeof.Namespace.read.__doc__
     assert "data_owner" in nvmeof.IoQueue.submit.__doc__
+
+
+class FakeCudaArray:
+    """The least a CUDA array library offers: __cuda_array_interface__ over
+    device memory allocated by the (fake) driver."""
+
+    def __init__(self, cuda, size):
+        self.cuda, self.size = cuda, size
+        pointer = ctypes.c_uint64()
+        assert cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size)) == 0
+        self.pointer = pointer.value
+        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (self.pointer, False),
+                                         "strides": None, "version": 3}
+
+    def upload(self, data):
+        assert self.cuda.cuMemcpyHtoD_v2(ctypes.c_uint64(self.pointer), data.ctypes.data, ctypes.c_size_t(data.nbytes)) == 0
+
+    def download(self):
+        out = numpy.zeros(self.size, dtype=numpy.uint8)
+        assert self.cuda.cuMemcpyDtoH_v2(out.ctypes.data, ctypes.c_uint64(self.pointer), ctypes.c_size_t(self.size)) == 0
+        return out
+
+
+def fake_cuda_with_current_context(path):
+    cuda = ctypes.CDLL(path)
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    assert cuda.cuInit(0) == 0
+    assert cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) == 0
+    assert cuda.cuCtxSetCurrent(context) == 0
+    return cuda
+
+
+def test_register_gpu(target):
+    fake_cuda = os.environ["NVMEOF_TEST_FAKE_CUDA"]
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        if not fake_cuda:
+            # Built without CUDA support: register_gpu says so instead of failing obscurely.
+            array = type("Array", (), {"__cuda_array_interface__": {
+                "shape": (4096,), "typestr": "|u1", "data": (1 << 40, False), "version": 3}})()
+            with pytest.raises(nvmeof.Error, match="CUDA"):
+                controller.register_gpu(array)
+            return
+        cuda = fake_cuda_with_current_context(fake_cuda)
+        source, sink = FakeCudaArray(cuda, 16384), FakeCudaArray(cuda, 16384)
+        expected = pattern(16384, 7)
+        source.upload(expected)
+        with controller.register_gpu(source) as out, controller.register_gpu(sink) as into:
+            assert out.kind == "gpu" and out.registration_path in ("dma-buf", "peermem")
+            assert out.obj is source and len(out) == 16384
+            with pytest.raises(BufferError):
+                memoryview(out)  # device memory has no host view
+            namespace.write(out, slba=500)
+            namespace.read(into, slba=500)
+        assert numpy.array_equal(sink.download(), expected)
+        with controller.allocate(16384) as host:
+            namespace.read(host, slba=500)
+            assert bytes(memoryview(host)) == expected.tobytes()
+        with pytest.raises(ValueError):
+            controller.register_gpu(bytearray(16))  # no __cuda_array_interface__
+        strided = FakeCudaArray(cuda, 4096)
+        strided.__cuda_array_interface__ = dict(strided.__cuda_array_interface__, shape=(1024,), strides=(4,))
+        with pytest.raises(ValueError):
+            controller.register_gpu(strided)
