@@ -33,6 +33,18 @@ struct ControllerState {
     std::optional<nvmeof::Controller> controller;
     std::mutex mutex;
 
+    ControllerState() = default;
+    ControllerState(const ControllerState&) = delete;
+    ControllerState& operator=(const ControllerState&) = delete;
+    // The last Python reference went without close(): closing may wait for the
+    // target (up to the timeout), so not with the GIL held.
+    ~ControllerState() {
+        if (controller && PyGILState_Check() != 0) {
+            py::gil_scoped_release no_gil;
+            controller.reset();
+        }
+    }
+
     nvmeof::Controller& open() {
         if (!controller || !controller->is_open()) {
             throw nvmeof::TransportError(nvmeof::TransportErrc::closed, 0,

@@ -147,6 +147,13 @@ def test_round_trip_bytearray_and_allocated_buffer(target):
             assert into.obj is data
             namespace.read(into, slba=300, blocks=16)
         assert bytes(data) == expected
+        # Views of allocated memory stay valid after the controller closed.
+        block = controller.allocate(512)
+        view = numpy.frombuffer(block, dtype=numpy.uint8)
+        namespace.read(block, slba=300)
+    assert view.tobytes() == expected[:512]
+    with pytest.raises(nvmeof.TransportError):
+        namespace.read(block, slba=300)  # the controller is closed
 
 
 def test_register_keeps_the_object_and_refuses_bad_buffers(target):
@@ -205,6 +212,16 @@ def test_low_level_submit_and_poll(target):
             with controller.allocate(512) as check:
                 namespace.read(check, slba=7)
                 assert bytes(memoryview(check)) == bytes(memoryview(buffer))
+        # The request alone keeps its data owner (and so the memory) alive.
+        owner_only_here = controller.allocate(512)
+        command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=7, blocks=1,
+                                      buffer=owner_only_here, lba_size=namespace.lba_size)
+        request = controller.io.submit(command, data_owner=owner_only_here)
+        del owner_only_here
+        while not request.done:
+            controller.io.poll()
+        request.response.raise_for_status()
+        assert bytes(memoryview(request.data_owner)) == pattern(512, 6).tobytes()
 
 
 def test_wrong_nqn_is_a_connect_error(target):
