@@ -109,7 +109,7 @@ struct Buffer {
     py::object owner;                          // register(): the object itself
     void* data = nullptr;
     std::size_t size = 0;
-    nvmeof::MemoryRegion region;  // last member: deregistered before the memory goes
+    nvmeof::MemoryRegion region;  // after memory/view: deregistered before they go
     std::size_t exports = 0;
     bool closed = false;
     bool device = false;  // register_gpu(): `data` is a device address
