@@ -2,6 +2,7 @@
 verbatim, round trips into numpy arrays and bytearrays, transfers above MDTS,
 the low-level queue, every error class, and the GIL released while blocking."""
 import ctypes
+import gc
 import os
 import socket
 import subprocess
@@ -317,19 +318,22 @@ def test_blocking_read_releases_the_gil():
                         ticks.append(time.monotonic())
                         time.sleep(0.001)
 
+                gc.collect()  # earlier tests' garbage is not collected in the timed window
                 counter = threading.Thread(target=count)
                 counter.start()
                 try:
                     time.sleep(0.05)
                     started = time.monotonic()
-                    namespace.read(block, slba=0)
+                    for _ in range(3):  # long enough that a loaded machine still schedules the thread
+                        namespace.read(block, slba=0)
                     finished = time.monotonic()
                 finally:
                     stop.set()
                     counter.join()
-    assert finished - started >= 0.4
+    assert finished - started >= 3 * 0.4
     during = [t for t in ticks if started + 0.1 < t < finished - 0.1]
-    assert len(during) >= 10, f"the other thread ticked {len(during)} times during a {finished - started:.2f} s read"
+    assert len(during) >= 5, (f"the other thread ticked {len(during)} times ({len(ticks)} in all) "
+                              f"during {finished - started:.2f} s of blocking reads")
 
 
 def test_help_documents_the_api():
