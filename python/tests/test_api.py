@@ -355,11 +355,11 @@ class FakeCudaArray:
                                          "strides": None, "version": 3}
 
     def upload(self, data):
-        assert self.cuda.cuMemcpyHtoD_v2(ctypes.c_uint64(self.pointer), data.ctypes.data, ctypes.c_size_t(data.nbytes)) == 0
+        assert self.cuda.cuMemcpyHtoD_v2(ctypes.c_uint64(self.pointer), ctypes.c_void_p(data.ctypes.data), ctypes.c_size_t(data.nbytes)) == 0
 
     def download(self):
         out = numpy.zeros(self.size, dtype=numpy.uint8)
-        assert self.cuda.cuMemcpyDtoH_v2(out.ctypes.data, ctypes.c_uint64(self.pointer), ctypes.c_size_t(self.size)) == 0
+        assert self.cuda.cuMemcpyDtoH_v2(ctypes.c_void_p(out.ctypes.data), ctypes.c_uint64(self.pointer), ctypes.c_size_t(self.size)) == 0
         return out
 
 
