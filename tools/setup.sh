@@ -10,6 +10,7 @@ packages=(
     libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
     libgtest-dev libnvme-dev
     fio valgrind python3-matplotlib
+    pybind11-dev python3-dev python3-numpy python3-pytest
 )
 
 missing=()

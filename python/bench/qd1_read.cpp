@@ -1,0 +1,62 @@
+// QD1 4 KiB reads per second through the C++ API, blocking (Namespace::read)
+// and low level (submit, then poll until done): the baselines that
+// python/bench/qd1.py measures the Python binding's overhead against.
+// Prints the two rates on one line.
+//   qd1_read TARGET_ADDR SUBSYSTEM_NQN PORT SECONDS
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "nvmeof/nvmeof.hpp"
+
+int main(int argc, char** argv) {
+    if (argc != 5) {
+        std::fprintf(stderr, "usage: %s TARGET_ADDR SUBSYSTEM_NQN PORT SECONDS\n", argv[0]);
+        return 2;
+    }
+    constexpr std::size_t kReadBytes = 4096;
+    try {
+        auto ctrl =
+            nvmeof::Controller::connect({.target = argv[1],
+                                         .subsystem_nqn = argv[2],
+                                         .port = static_cast<std::uint16_t>(std::atoi(argv[3])),
+                                         .random_host_id = true});
+        auto ns = ctrl.namespace_at(1);
+        auto block = ctrl.allocate(kReadBytes);
+        const std::uint64_t blocks = kReadBytes / ns.lba_size();
+        const auto span = std::chrono::duration<double>(std::atof(argv[4]));
+        const auto slba_of = [&](std::uint64_t n) {
+            return (n * blocks) % (ns.size_lbas() - blocks + 1);
+        };
+        // Reads per second of `read_one` repeated for `span`.
+        const auto rate = [&](auto&& read_one) {
+            const auto start = std::chrono::steady_clock::now();
+            std::uint64_t reads = 0;
+            while (std::chrono::steady_clock::now() - start < span) {
+                read_one(slba_of(reads));
+                ++reads;
+            }
+            const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+            return static_cast<double>(reads) / took.count();
+        };
+        const double blocking = rate([&](std::uint64_t slba) { ns.read(block, slba, blocks); });
+        auto io = ctrl.io();
+        const double polled = rate([&](std::uint64_t slba) {
+            auto request =
+                io.submit(nvmeof::wire::rw_command(nvmeof::wire::IoOpcode::read, ns.nsid(), slba,
+                                                   static_cast<std::uint32_t>(blocks),
+                                                   block.remote(0, kReadBytes), ns.lba_size()),
+                          &block);
+            while (!request.done()) {
+                io.poll();
+            }
+            request.response().raise_for_status();
+        });
+        std::printf("%.0f %.0f\n", blocking, polled);
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "qd1_read: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,759 @@
+// The `nvmeof._core` extension: the C++ initiator (core/include/nvmeof) for
+// Python, with the names, defaults and behaviour of the documented Python API.
+//
+// Lifetimes: every Python object that reaches into a controller (Namespace,
+// IoQueue, Request, Buffer) holds the controller's shared state, so the C++
+// Controller outlives them; after close() their calls raise instead of
+// touching released queues. The core is single-threaded per controller, so a
+// controller's mutex is taken (with the GIL released) around every call into it.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include "nvmeof/nvmeof.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+struct ControllerState {
+    std::optional<nvmeof::Controller> controller;
+    std::mutex mutex;
+
+    ControllerState() = default;
+    ControllerState(const ControllerState&) = delete;
+    ControllerState& operator=(const ControllerState&) = delete;
+    // The last Python reference went without close(): closing may wait for the
+    // target (up to the timeout), so not with the GIL held.
+    ~ControllerState() {
+        if (controller && PyGILState_Check() != 0) {
+            py::gil_scoped_release no_gil;
+            controller.reset();
+        }
+    }
+
+    nvmeof::Controller& open() {
+        if (!controller || !controller->is_open()) {
+            throw nvmeof::TransportError(nvmeof::TransportErrc::closed, 0,
+                                         "the controller is closed");
+        }
+        return *controller;
+    }
+};
+using StatePtr = std::shared_ptr<ControllerState>;
+
+// Runs `call` on the controller with the GIL released and the controller locked.
+template <typename Call>
+auto locked(const StatePtr& state, Call&& call) {
+    py::gil_scoped_release no_gil;
+    std::lock_guard lock(state->mutex);
+    return call(state->open());
+}
+
+// Owns a Py_buffer (keeps the exporting object alive and, for a bytearray,
+// unresizable) until released.
+class HeldView {
+  public:
+    explicit HeldView(const py::object& object) {
+        if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+            PyErr_Clear();
+            throw py::value_error("register: a " +
+                                  std::string(py::str(py::type::of(object).attr("__name__"))) +
+                                  " is not a writable C-contiguous buffer");
+        }
+        held_ = true;
+    }
+    HeldView(const HeldView&) = delete;
+    HeldView& operator=(const HeldView&) = delete;
+    ~HeldView() { release(); }
+    void release() {
+        if (held_) {
+            PyBuffer_Release(&view_);
+            held_ = false;
+        }
+    }
+    void* data() const { return view_.buf; }
+    std::size_t size() const { return static_cast<std::size_t>(view_.len); }
+
+  private:
+    Py_buffer view_{};
+    bool held_ = false;
+};
+
+struct FreeMemory {
+    void operator()(void* memory) const { std::free(memory); }
+};
+
+// A registered buffer: its own page-aligned memory (Controller.allocate), or a
+// Python object's memory (Controller.register). The bytes outlive the
+// registration: views (memoryview, numpy) taken before close() or before the
+// controller closed stay valid, because the memory, or the object's buffer, is
+// released only once no view is left (exports counts them).
+struct Buffer {
+    StatePtr state;
+    std::unique_ptr<void, FreeMemory> memory;  // allocate()
+    std::unique_ptr<HeldView> view;            // register(): the object's buffer
+    py::object owner;                          // register(): the object itself
+    void* data = nullptr;
+    std::size_t size = 0;
+    nvmeof::MemoryRegion region;  // after memory/view: deregistered before they go
+    std::size_t exports = 0;
+    bool closed = false;
+    bool device = false;  // register_gpu(): `data` is a device address
+
+    void close() {
+        {
+            py::gil_scoped_release no_gil;
+            std::lock_guard lock(state->mutex);
+            region.reset();
+        }
+        closed = true;
+        release_object();
+    }
+    // The registered object is let go (a bytearray may resize again) once
+    // closed and no view of it is left.
+    void release_object() {
+        if (closed && exports == 0) {
+            if (view) {
+                view->release();
+                view.reset();
+            }
+            owner = py::none();
+        }
+    }
+    const nvmeof::MemoryRegion& usable() const {
+        if (closed) {
+            throw py::value_error("the buffer is closed (deregistered)");
+        }
+        return region;
+    }
+};
+
+// The buffer protocol, by hand: pybind11's def_buffer cannot refuse a closed
+// buffer with an exception, nor count the views that keep the bytes in use.
+int buffer_get(PyObject* object, Py_buffer* view, int flags) {
+    view->obj = nullptr;
+    Buffer* buffer = nullptr;
+    try {
+        buffer = &py::handle(object).cast<Buffer&>();
+    } catch (const std::exception&) {
+        PyErr_SetString(PyExc_BufferError, "not an nvmeof.Buffer");
+        return -1;
+    }
+    if (buffer->closed) {
+        PyErr_SetString(PyExc_ValueError, "the buffer is closed (deregistered)");
+        return -1;
+    }
+    if (buffer->device) {
+        PyErr_SetString(PyExc_BufferError,
+                        "GPU memory has no host view (copy it with the GPU's API)");
+        return -1;
+    }
+    if (PyBuffer_FillInfo(view, object, buffer->data, static_cast<Py_ssize_t>(buffer->size), 0,
+                          flags) != 0) {
+        return -1;
+    }
+    ++buffer->exports;
+    return 0;
+}
+
+void buffer_release(PyObject* object, Py_buffer*) {
+    auto& buffer = py::handle(object).cast<Buffer&>();
+    --buffer.exports;
+    buffer.release_object();
+}
+
+const nvmeof::MemoryRegion& region_of(const py::object& buffer) {
+    if (buffer.is_none() || !py::isinstance<Buffer>(buffer)) {
+        throw py::value_error(
+            "expected a registered buffer (Controller.allocate or Controller.register), got " +
+            std::string(py::str(py::type::of(buffer).attr("__name__"))));
+    }
+    return buffer.cast<const Buffer&>().usable();
+}
+
+struct PyNamespace {
+    StatePtr state;
+    nvmeof::Namespace ns;
+
+    void transfer(bool write, const py::object& buffer, std::uint64_t slba,
+                  std::optional<std::uint64_t> blocks, std::uint64_t offset) {
+        const auto& region = region_of(buffer);
+        locked(state, [&](nvmeof::Controller&) {
+            write ? ns.write(region, slba, blocks, offset) : ns.read(region, slba, blocks, offset);
+            return 0;
+        });
+    }
+};
+
+struct PyResponse {
+    nvmeof::Response response;
+};
+
+struct PyRequest {
+    StatePtr state;
+    std::optional<nvmeof::Request> request;
+    py::object data_owner;  // kept alive while the request exists
+
+    bool done() const {
+        py::gil_scoped_release no_gil;
+        std::lock_guard lock(state->mutex);
+        return request->done();
+    }
+    PyResponse response() const {
+        py::gil_scoped_release no_gil;
+        std::lock_guard lock(state->mutex);
+        return PyResponse{request->response()};
+    }
+};
+
+struct PyIoQueue {
+    StatePtr state;
+    bool admin = false;
+
+    nvmeof::IoQueue queue(nvmeof::Controller& c) const { return admin ? c.admin() : c.io(0); }
+
+    PyRequest submit(const nvmeof::wire::Sqe& command, const py::object& data_owner) {
+        const nvmeof::MemoryRegion* owner = data_owner.is_none() ? nullptr : &region_of(data_owner);
+        auto request =
+            locked(state, [&](nvmeof::Controller& c) { return queue(c).submit(command, owner); });
+        return PyRequest{state, std::move(request), data_owner};
+    }
+    void poll() {
+        locked(state, [&](nvmeof::Controller& c) {
+            queue(c).poll();
+            c.keep_alive();
+            return 0;
+        });
+    }
+    template <typename Get>
+    auto get(Get&& get) {
+        return locked(state, [&](nvmeof::Controller& c) { return get(queue(c)); });
+    }
+};
+
+struct PyController {
+    StatePtr state = std::make_shared<ControllerState>();
+
+    void close() {
+        py::gil_scoped_release no_gil;
+        std::lock_guard lock(state->mutex);
+        if (state->controller) {
+            state->controller->close();
+        }
+    }
+};
+
+nvmeof::wire::HostId parse_host_id(const std::string& text) {
+    nvmeof::wire::HostId id{};
+    if (!nvmeof::parse_uuid(text, id)) {
+        throw py::value_error("host_id: " + text + " is not a UUID (8-4-4-4-12 hex digits)");
+    }
+    return id;
+}
+
+PyController connect(const std::string& target, const std::string& subsystem_nqn,
+                     std::uint16_t port, std::optional<std::string> host_id,
+                     std::optional<std::string> host_nqn, std::uint16_t queue_depth,
+                     std::uint32_t keep_alive_ms, double timeout,
+                     std::optional<std::string> source) {
+    if (!(timeout > 0.0)) {
+        throw py::value_error("timeout must be a positive number of seconds");
+    }
+    if (queue_depth < 2) {
+        throw py::value_error("queue_depth must be at least 2");
+    }
+    nvmeof::Options options{.target = target, .subsystem_nqn = subsystem_nqn, .port = port};
+    options.source = source.value_or("");
+    options.queue_depth = queue_depth;
+    options.keep_alive_ms = keep_alive_ms;
+    options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000.0));
+    // The documented defaults: a random host ID, and a host NQN derived from it.
+    nvmeof::wire::HostId id{};
+    if (host_id) {
+        id = parse_host_id(*host_id);
+    } else {
+        id = nvmeof::resolve_host_identity({.random_host_id = true}).id;
+    }
+    options.host_id = nvmeof::format_uuid(id);
+    options.host_nqn = host_nqn.value_or(nvmeof::host_nqn_from_id(id));
+
+    PyController result;
+    {
+        py::gil_scoped_release no_gil;
+        result.state->controller.emplace(nvmeof::Controller::connect(options));
+    }
+    return result;
+}
+
+py::dict limits_dict(const nvmeof::Limits& l) {
+    py::dict d;
+    d["queue_size"] = l.queue_size;
+    d["usable_slots"] = l.usable_slots;
+    d["io_queues"] = l.io_queues;
+    d["mdts_bytes"] = l.mdts_bytes;
+    d["max_transfer_bytes"] = l.max_transfer_bytes;
+    d["cntlid"] = l.cntlid;
+    d["namespaces"] = l.namespaces;
+    d["queue_size_limit"] = l.queue_size_limit;
+    d["source_address"] = l.source_address;
+    d["device_name"] = l.device_name;
+    d["target_address"] = l.target_address;
+    d["subsystem_nqn"] = l.subsystem_nqn;
+    d["host_nqn"] = l.host_nqn;
+    d["host_id"] = l.host_id;
+    d["model"] = l.model;
+    d["serial"] = l.serial;
+    d["firmware"] = l.firmware;
+    return d;
+}
+
+// The enumerators' own names: Python code compares them as identifiers (the
+// core's *_name() functions give prose for messages).
+std::string_view identifier(nvmeof::ConnectFailure cause) {
+    using enum nvmeof::ConnectFailure;
+    switch (cause) {
+        case invalid_options:
+            return "invalid_options";
+        case bad_source_address:
+            return "bad_source_address";
+        case address_unreachable:
+            return "address_unreachable";
+        case no_listener:
+            return "no_listener";
+        case rejected:
+            return "rejected";
+        case connect_status:
+            return "connect_status";
+        case controller_fatal:
+            return "controller_fatal";
+        case unsupported_controller:
+            return "unsupported_controller";
+        case negotiation:
+            return "negotiation";
+        case timeout:
+            return "timeout";
+        case device_error:
+            return "device_error";
+        case command_failed:
+            return "command_failed";
+        case forked_after_use:
+            return "forked_after_use";
+        case discovery_log:
+            return "discovery_log";
+    }
+    return "unknown";
+}
+
+std::string_view identifier(nvmeof::TransportErrc code) {
+    using enum nvmeof::TransportErrc;
+    switch (code) {
+        case none:
+            return "none";
+        case timeout:
+            return "timeout";
+        case queue_error:
+            return "queue_error";
+        case disconnected:
+            return "disconnected";
+        case protocol_error:
+            return "protocol_error";
+        case closed:
+            return "closed";
+        case invalid_argument:
+            return "invalid_argument";
+        case busy:
+            return "busy";
+    }
+    return "unknown";
+}
+
+// Raises the nvmeof.errors class `name`, built by its Python constructor.
+void raise_python(const char* name, const std::string& message, const py::dict& fields) {
+    auto type = py::module_::import("nvmeof.errors").attr(name);
+    auto instance = type(message, **fields);
+    PyErr_SetObject(type.ptr(), instance.ptr());
+}
+
+void translate(std::exception_ptr error) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const nvmeof::ConnectError& e) {
+        py::dict f;
+        f["cause"] = std::string(identifier(e.cause()));
+        f["step"] = e.step();
+        f["errno"] = e.sys_errno();
+        f["status"] =
+            e.status().ok() ? py::object(py::none()) : py::object(py::int_(e.status().cqe_field()));
+        raise_python("ConnectError", e.what(), f);
+    } catch (const nvmeof::InvalidArgument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const nvmeof::TransportError& e) {
+        py::dict f;
+        f["code"] = std::string(identifier(e.code()));
+        f["errno"] = e.sys_errno();
+        raise_python("TransportError", e.what(), f);
+    } catch (const nvmeof::wire::NvmeError& e) {
+        py::dict f;
+        f["status"] = e.status().cqe_field();
+        f["sct"] = static_cast<int>(e.status().type());
+        f["sc"] = e.status().code();
+        f["dnr"] = e.status().do_not_retry();
+        f["command"] = e.command();
+        f["name"] = std::string(nvmeof::wire::status_name(e.status()));
+        raise_python("NvmeError", e.what(), f);
+    } catch (const nvmeof::Error& e) {
+        raise_python("Error", e.what(), py::dict());
+    } catch (const std::invalid_argument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    }
+}
+
+nvmeof::wire::Sqe rw_command(std::uint8_t opcode, std::uint32_t nsid, std::uint64_t slba,
+                             std::uint32_t blocks, const py::object& buffer, std::uint32_t lba_size,
+                             std::uint64_t offset) {
+    using nvmeof::wire::IoOpcode;
+    if (opcode != static_cast<std::uint8_t>(IoOpcode::read) &&
+        opcode != static_cast<std::uint8_t>(IoOpcode::write)) {
+        throw py::value_error("rw_command: opcode " + std::to_string(opcode) +
+                              " is neither OPC_READ nor OPC_WRITE");
+    }
+    if (lba_size == 0) {
+        throw py::value_error("rw_command: lba_size must be positive");
+    }
+    const auto& region = region_of(buffer);
+    const auto bytes = std::uint64_t{blocks} * lba_size;
+    return nvmeof::wire::rw_command(static_cast<IoOpcode>(opcode), nsid, slba, blocks,
+                                    region.remote(offset, bytes), lba_size);
+}
+
+// The device range of an object exposing __cuda_array_interface__ (version 2+):
+// C-contiguous (strides None or the C-order strides), writable.
+std::pair<void*, std::size_t> cuda_array_range(const py::object& object) {
+    if (!py::hasattr(object, "__cuda_array_interface__")) {
+        throw py::value_error("register_gpu: a " +
+                              std::string(py::str(py::type::of(object).attr("__name__"))) +
+                              " has no __cuda_array_interface__ (DLPack is not supported yet)");
+    }
+    const py::dict interface = object.attr("__cuda_array_interface__");
+    const auto data = interface["data"].cast<py::tuple>();
+    if (data[1].cast<bool>()) {
+        throw py::value_error("register_gpu: the array is read-only");
+    }
+    const auto typestr = interface["typestr"].cast<std::string>();
+    if (typestr.size() < 3) {
+        throw py::value_error("register_gpu: bad typestr " + typestr);
+    }
+    const auto itemsize = static_cast<std::size_t>(std::stoul(typestr.substr(2)));
+    std::size_t bytes = itemsize;
+    std::vector<std::size_t> shape;
+    for (const auto& extent : interface["shape"].cast<py::tuple>()) {
+        shape.push_back(extent.cast<std::size_t>());
+        bytes *= shape.back();
+    }
+    if (interface.contains("strides") && !interface["strides"].is_none()) {
+        std::size_t expected = itemsize;
+        const auto strides = interface["strides"].cast<py::tuple>();
+        for (std::size_t i = shape.size(); i-- > 0;) {
+            if (shape[i] > 1 && strides[i].cast<std::size_t>() != expected) {
+                throw py::value_error("register_gpu: the array is not C-contiguous");
+            }
+            expected *= shape[i];
+        }
+    }
+    if (bytes == 0) {
+        throw py::value_error("register_gpu: the array is empty");
+    }
+    return {reinterpret_cast<void*>(data[0].cast<std::uintptr_t>()), bytes};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "The C++ core of the nvmeof package (use `import nvmeof`).";
+    py::register_exception_translator(translate);
+
+    py::class_<nvmeof::wire::Sqe>(m, "Command", "A 64-byte NVMe submission queue entry.")
+        .def_readonly("opcode", &nvmeof::wire::Sqe::opcode)
+        .def_readonly("nsid", &nvmeof::wire::Sqe::nsid)
+        .def_readonly("cdw10", &nvmeof::wire::Sqe::cdw10)
+        .def_readonly("cdw11", &nvmeof::wire::Sqe::cdw11)
+        .def_readonly("cdw12", &nvmeof::wire::Sqe::cdw12)
+        .def("__bytes__", [](const nvmeof::wire::Sqe& sqe) {
+            return py::bytes(reinterpret_cast<const char*>(&sqe), sizeof sqe);
+        });
+
+    m.def("rw_command", &rw_command, py::arg("opcode"), py::arg("nsid"), py::kw_only(),
+          py::arg("slba"), py::arg("blocks"), py::arg("buffer"), py::arg("lba_size"),
+          py::arg("offset") = 0,
+          "Read or Write of `blocks` blocks at `slba` into/from the registered `buffer` "
+          "(from byte `offset`). ValueError for another opcode, 0 or > 65536 blocks, or a "
+          "buffer shorter than blocks * lba_size.");
+
+    py::class_<Buffer> buffer_class(
+        m, "Buffer", py::buffer_protocol(),
+        "Registered memory. Supports the buffer protocol (memoryview, numpy.frombuffer: "
+        "zero copy, format 'B') and `with`; close() deregisters it. Views taken before "
+        "close() stay valid; new ones are refused.");
+    auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(buffer_class.ptr());
+    heap_type->as_buffer.bf_getbuffer = buffer_get;
+    heap_type->as_buffer.bf_releasebuffer = buffer_release;
+    buffer_class.def("__len__", [](const Buffer& b) { return b.size; })
+        .def_property_readonly("closed", [](const Buffer& b) { return b.closed; })
+        .def_property_readonly(
+            "kind", [](const Buffer& b) { return b.device ? "gpu" : "host"; },
+            "\"host\", or \"gpu\" for register_gpu() (no host view then).")
+        .def_property_readonly(
+            "registration_path",
+            [](const Buffer& b) { return std::string(b.region.registration_path()); })
+        .def_property_readonly(
+            "obj", [](const Buffer& b) { return b.owner; },
+            "The registered object (None for allocate()d memory).")
+        .def("close", &Buffer::close, "Deregisters the memory (and frees allocate()d memory).")
+        .def("__enter__", [](py::object self) { return self; })
+        .def("__exit__", [](Buffer& b, const py::args&) {
+            b.close();
+            return false;
+        });
+
+    py::class_<PyNamespace>(m, "Namespace", "A namespace of a connected controller.")
+        .def_property_readonly("nsid", [](const PyNamespace& n) { return n.ns.nsid(); })
+        .def_property_readonly("lba_size", [](const PyNamespace& n) { return n.ns.lba_size(); })
+        .def_property_readonly("size_lbas", [](const PyNamespace& n) { return n.ns.size_lbas(); })
+        .def_property_readonly("capacity_lbas",
+                               [](const PyNamespace& n) { return n.ns.info().capacity_lbas; })
+        .def_property_readonly("size_bytes",
+                               [](const PyNamespace& n) { return n.ns.info().size_bytes(); })
+        .def(
+            "read",
+            [](PyNamespace& n, const py::object& buffer, std::uint64_t slba,
+               std::optional<std::uint64_t> blocks,
+               std::uint64_t offset) { n.transfer(false, buffer, slba, blocks, offset); },
+            py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(),
+            py::arg("buffer_offset") = 0,
+            "Reads `blocks` blocks at `slba` into the registered buffer (default: as many as fit "
+            "from buffer_offset). Blocks without the GIL; splits at MDTS. ValueError for a range "
+            "outside the namespace or buffer; NvmeError / TransportError when it fails.")
+        .def(
+            "write",
+            [](PyNamespace& n, const py::object& buffer, std::uint64_t slba,
+               std::optional<std::uint64_t> blocks,
+               std::uint64_t offset) { n.transfer(true, buffer, slba, blocks, offset); },
+            py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(),
+            py::arg("buffer_offset") = 0,
+            "Writes `blocks` blocks at `slba` from the registered buffer; as read().")
+        .def("flush",
+             [](PyNamespace& n) {
+                 locked(n.state, [&](nvmeof::Controller&) {
+                     n.ns.flush();
+                     return 0;
+                 });
+             })
+        .def(
+            "write_zeroes",
+            [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
+                locked(n.state, [&](nvmeof::Controller&) {
+                    n.ns.write_zeroes(slba, blocks);
+                    return 0;
+                });
+            },
+            py::arg("slba"), py::arg("blocks"))
+        .def(
+            "deallocate",
+            [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
+                locked(n.state, [&](nvmeof::Controller&) {
+                    n.ns.deallocate(slba, blocks);
+                    return 0;
+                });
+            },
+            py::arg("slba"), py::arg("blocks"));
+
+    py::class_<PyResponse>(m, "Response", "The completion of a low-level request.")
+        .def_property_readonly(
+            "status", [](const PyResponse& r) { return r.response.status.nvme.cqe_field(); },
+            "The CQE status field (phase bit cleared).")
+        .def_property_readonly(
+            "sct",
+            [](const PyResponse& r) { return static_cast<int>(r.response.status.nvme.type()); })
+        .def_property_readonly("sc",
+                               [](const PyResponse& r) { return r.response.status.nvme.code(); })
+        .def_property_readonly(
+            "dnr", [](const PyResponse& r) { return r.response.status.nvme.do_not_retry(); })
+        .def_property_readonly("ok", [](const PyResponse& r) { return r.response.status.ok(); })
+        .def_property_readonly("dw0", [](const PyResponse& r) { return r.response.cqe.dw0; })
+        .def_property_readonly("dw1", [](const PyResponse& r) { return r.response.cqe.dw1; })
+        .def(
+            "raise_for_status", [](const PyResponse& r) { r.response.raise_for_status(); },
+            "Raises NvmeError (an NVMe error status) or TransportError; returns None on success.");
+
+    py::class_<PyRequest>(m, "Request",
+                          "A low-level command in flight; keeps its data_owner alive.")
+        .def_property_readonly("done", &PyRequest::done)
+        .def_property_readonly("response", &PyRequest::response,
+                               "The Response; raises nvmeof.Error until done.")
+        .def_property_readonly("command_id",
+                               [](const PyRequest& r) { return r.request->command_id(); })
+        .def_readonly("data_owner", &PyRequest::data_owner);
+
+    py::class_<PyIoQueue>(m, "IoQueue", "A queue of the controller: submit() and poll().")
+        .def("submit", &PyIoQueue::submit, py::arg("command"), py::arg("data_owner") = py::none(),
+             "Posts `command` (nvmeof.protocol builders); returns a Request. `data_owner` is the "
+             "registered buffer the command's data lives in. TransportError when no slot is free.")
+        .def("poll", &PyIoQueue::poll,
+             "Makes progress (never blocks); also sends keep-alives when due.")
+        .def_property_readonly(
+            "qid", [](PyIoQueue& q) { return q.get([](nvmeof::IoQueue io) { return io.qid(); }); })
+        .def_property_readonly(
+            "capacity",
+            [](PyIoQueue& q) { return q.get([](nvmeof::IoQueue io) { return io.capacity(); }); })
+        .def_property_readonly(
+            "free_slots",
+            [](PyIoQueue& q) { return q.get([](nvmeof::IoQueue io) { return io.free_slots(); }); })
+        .def_property_readonly("in_flight", [](PyIoQueue& q) {
+            return q.get([](nvmeof::IoQueue io) { return io.in_flight(); });
+        });
+
+    py::class_<PyController>(m, "Controller", "An NVMe-oF/RDMA controller association.")
+        .def_static(
+            "connect", &connect, py::arg("target"), py::arg("subsystem_nqn"), py::kw_only(),
+            py::arg("port") = nvmeof::wire::kDefaultPort, py::arg("host_id") = py::none(),
+            py::arg("host_nqn") = py::none(), py::arg("queue_depth") = nvmeof::kDefaultQueueDepth,
+            py::arg("keep_alive_ms") = 0, py::arg("timeout") = 30.0, py::arg("source") = py::none(),
+            R"(Connects to `subsystem_nqn` at `target` (an IPv4/IPv6 address).
+
+port: RDMA-CM port (4420). host_id: host UUID text (default: a random UUID).
+host_nqn: default derived from the host ID (nqn.2014-08.org.nvmexpress:uuid:<id>).
+queue_depth: I/O queue size asked for (128; negotiated down). keep_alive_ms: KATO (0 = off).
+timeout: seconds for the whole connect, then per request (30.0). source: local address
+that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; releases the GIL.)")
+        .def("close", &PyController::close,
+             "Shuts the controller down and deregisters its buffers. Idempotent.")
+        .def("__enter__", [](py::object self) { return self; })
+        .def("__exit__",
+             [](PyController& c, const py::args&) {
+                 c.close();
+                 return false;
+             })
+        .def_property_readonly("is_open",
+                               [](PyController& c) {
+                                   std::lock_guard lock(c.state->mutex);
+                                   return c.state->controller && c.state->controller->is_open();
+                               })
+        .def_property_readonly(
+            "limits",
+            [](PyController& c) {
+                return limits_dict(
+                    locked(c.state, [](nvmeof::Controller& ctrl) { return ctrl.limits(); }));
+            },
+            "What was negotiated (queue size, MDTS, addresses, identity) as a dict.")
+        .def(
+            "namespace",
+            [](PyController& c, std::uint32_t nsid) {
+                return PyNamespace{c.state, locked(c.state, [&](nvmeof::Controller& ctrl) {
+                                       return ctrl.namespace_at(nsid);
+                                   })};
+            },
+            py::arg("nsid"), "Identify Namespace `nsid`; NvmeError when the controller refuses it.")
+        .def(
+            "allocate",
+            [](PyController& c, std::size_t size) {
+                if (size == 0) {
+                    throw py::value_error("allocate: size must be positive");
+                }
+                // The buffer owns its memory (not Controller::allocate's) so views of it
+                // stay valid after the controller closes.
+                const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+                const std::size_t rounded = (size + page - 1) / page * page;
+                std::unique_ptr<void, FreeMemory> memory(std::aligned_alloc(page, rounded));
+                if (!memory) {
+                    throw std::bad_alloc();
+                }
+                std::memset(memory.get(), 0, rounded);
+                Buffer buffer{c.state, std::move(memory), nullptr, py::none(), nullptr, size, {}, 0,
+                              false};
+                buffer.data = buffer.memory.get();
+                buffer.region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_memory(buffer.data, size);
+                });
+                return buffer;
+            },
+            py::arg("size"),
+            "Page-aligned, zero-filled, registered host memory of `size` bytes (a Buffer).")
+        .def(
+            "register",
+            [](PyController& c, const py::object& object) {
+                auto view = std::make_unique<HeldView>(object);
+                if (view->size() == 0) {
+                    throw py::value_error("register: the buffer is empty");
+                }
+                auto region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_memory(view->data(), view->size());
+                });
+                void* data = view->data();
+                const std::size_t size = view->size();
+                return Buffer{c.state, nullptr, std::move(view),   object,
+                              data,    size,    std::move(region), 0,
+                              false};
+            },
+            py::arg("obj"),
+            "Registers a writable C-contiguous buffer (numpy array, bytearray) in place; "
+            "the object stays alive (and a bytearray unresizable) while registered.")
+        .def(
+            "register_gpu",
+            [](PyController& c, const py::object& object) {
+                const auto [data, size] = cuda_array_range(object);
+                auto region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_gpu(data, size);
+                });
+                Buffer buffer{c.state, nullptr,           nullptr, object, data,
+                              size,    std::move(region), 0,       false};
+                buffer.device = true;
+                return buffer;
+            },
+            py::arg("array"),
+            "Registers CUDA device memory: any C-contiguous object with __cuda_array_interface__ "
+            "(its context current on this thread). The core widens the registration to the GPU "
+            "pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
+            "\"peermem\"). Reads into it are flushed before they return. The object is kept "
+            "alive while registered. nvmeof.Error says why it cannot (no CUDA support, no driver, "
+            "not device memory, both paths refused).")
+        .def_property_readonly(
+            "io",
+            [](PyController& c) {
+                return PyIoQueue{c.state, false};
+            },
+            "I/O queue 0, for low-level submit()/poll().")
+        .def_property_readonly(
+            "admin",
+            [](PyController& c) {
+                return PyIoQueue{c.state, true};
+            },
+            "The admin queue.");
+
+    py::module_ wire = m.def_submodule("wire", "NVMe constants.");
+    wire.attr("OPC_FLUSH") = static_cast<int>(nvmeof::wire::IoOpcode::flush);
+    wire.attr("OPC_WRITE") = static_cast<int>(nvmeof::wire::IoOpcode::write);
+    wire.attr("OPC_READ") = static_cast<int>(nvmeof::wire::IoOpcode::read);
+    m.def(
+        "status_name",
+        [](std::uint16_t status, std::uint8_t opcode) {
+            return std::string(
+                nvmeof::wire::status_name(nvmeof::wire::Status::from_cqe_field(status),
+                                          {opcode, nvmeof::wire::QueueKind::io}));
+        },
+        py::arg("status"), py::arg("opcode") = 0,
+        "The specification's name of a CQE status field.");
+}

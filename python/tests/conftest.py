@@ -1,0 +1,92 @@
+"""Starts nvmeof-target on loopback under softverbs for the Python API tests.
+This process must itself run under softverbs-run (meson test does that)."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+
+import pytest
+
+TARGET = os.environ["NVMEOF_TARGET_BIN"]
+SOFTVERBS_RUN = os.environ["NVMEOF_SOFTVERBS_RUN"]
+NQN = "nqn.2026-12.io.nvmeof:python"
+READY = re.compile(r"listening on (\S+):(\d+)")
+
+
+class Target:
+    def __init__(self, proc, address, port, stats_path):
+        self.proc, self.address, self.port, self.stats_path = proc, address, port, stats_path
+        self.nqn = NQN
+
+    def stats(self):
+        """The target's statistics (written when it stops)."""
+        with open(self.stats_path) as f:
+            return json.load(f)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("nvmeof-target did not stop within 15 s of SIGTERM")
+        return self.proc.stderr.read()
+
+
+@contextmanager
+def start_target(*extra, namespace="ram:16M:512", port=0, env=None):
+    stats = os.path.join(tempfile.gettempdir(), f"nvmeof-python-stats-{os.getpid()}-{time.monotonic_ns()}.json")
+    cmd = [SOFTVERBS_RUN, TARGET, "--listen", "127.0.0.1", "--port", str(port),
+           "--subsystem", NQN, "--namespace", namespace, "--stats", stats, *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})))
+    deadline = time.monotonic() + 30
+    line = ""
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line or proc.poll() is not None:
+            break
+    match = READY.search(line)
+    if not match:
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        raise AssertionError(f"nvmeof-target did not start: {line!r} {err}")
+    target = Target(proc, match.group(1), int(match.group(2)), stats)
+    try:
+        yield target
+    finally:
+        target.stop()
+
+
+@pytest.fixture(scope="module")
+def target():
+    with start_target() as t:
+        yield t
+
+
+@pytest.fixture
+def fresh_target_factory():
+    """start_target(*extra) for tests that need their own target options."""
+    return start_target
+
+
+# meson (and CI's unexpected-skip check) sees one test: a skipped pytest case
+# would pass unnoticed, so any skip fails the run.
+_skipped = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped:
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _skipped and exitstatus == 0:
+        print(f"\nskipped tests are failures here: {', '.join(_skipped)}")
+        session.exitstatus = 1

@@ -1,0 +1,407 @@
+"""The Python API against nvmeof-target over softverbs: the documented usage
+verbatim, round trips into numpy arrays and bytearrays, transfers above MDTS,
+the low-level queue, every error class, and the GIL released while blocking."""
+import ctypes
+import gc
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy
+import pytest
+
+import nvmeof
+from nvmeof import protocol
+
+from conftest import SOFTVERBS_RUN, start_target
+
+LOOPBACK = "127.0.0.1"
+
+# The documented usage, exactly as the package's documentation writes it.
+DOCUMENTED_SNIPPET = """\
+import nvmeof
+with nvmeof.Controller.connect(target_ip, subsystem_nqn, source=initiator_ip) as controller:
+    namespace = controller.namespace(1)
+    with controller.allocate(4096) as block:
+        namespace.read(block, slba=0, blocks=1)
+"""
+
+LOW_LEVEL_SNIPPET = """\
+command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=0, blocks=1, buffer=buffer, lba_size=namespace.lba_size)
+request = controller.io.submit(command, data_owner=buffer)
+while not request.done:
+    controller.io.poll()
+request.response.raise_for_status()
+"""
+
+
+def connect(target, **options):
+    return nvmeof.Controller.connect(target.address, target.nqn, port=target.port, **options)
+
+
+def pattern(size, seed):
+    return numpy.random.default_rng(seed).integers(0, 256, size, dtype=numpy.uint8)
+
+
+def free_tcp_port():
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def test_documented_snippet_runs_verbatim():
+    # The snippet connects to the default port 4420: softverbs maps it to a free
+    # TCP port (SOFTVERBS_PORT_OFFSET) so parallel test runs cannot collide.
+    offset = {"SOFTVERBS_PORT_OFFSET": str(free_tcp_port() - 4420)}
+    with start_target(port=4420, env=offset, namespace="ram:16M:4096") as target:
+        prologue = f"target_ip, subsystem_nqn, initiator_ip = {LOOPBACK!r}, {target.nqn!r}, {LOOPBACK!r}\n"
+        script = prologue + DOCUMENTED_SNIPPET + "print('snippet ok', namespace.lba_size)\n"
+        run = subprocess.run([SOFTVERBS_RUN, sys.executable, "-c", script], capture_output=True, text=True,
+                             env=dict(os.environ, **offset), timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == "snippet ok 4096"
+    stats = target.stats()
+    assert stats["commands"]["read"] == 1
+    assert stats["bytes"]["read"] == 4096
+
+
+def test_documented_snippet_reads_what_was_written(target):
+    expected = pattern(4096, 1)
+    with connect(target) as writer:
+        with writer.register(expected.copy()) as data:
+            writer.namespace(1).write(data, slba=0)
+    target_ip, subsystem_nqn, initiator_ip = target.address, target.nqn, LOOPBACK
+    seen = None
+    with nvmeof.Controller.connect(target_ip, subsystem_nqn, source=initiator_ip, port=target.port) as controller:
+        namespace = controller.namespace(1)
+        with controller.allocate(4096) as block:
+            namespace.read(block, slba=0, blocks=1)
+            seen = bytes(memoryview(block))
+    lba = namespace.lba_size
+    assert seen[:lba] == expected.tobytes()[:lba]
+    assert seen[lba:] == bytes(4096 - lba)
+
+
+def test_connect_defaults_and_identity(target):
+    with connect(target) as a, connect(target) as b:
+        assert a.is_open
+        limits = a.limits
+        assert limits["subsystem_nqn"] == target.nqn
+        assert limits["host_nqn"] == "nqn.2014-08.org.nvmexpress:uuid:" + limits["host_id"]
+        assert b.limits["host_id"] != limits["host_id"], "the default host ID is random per connect"
+        assert 2 <= limits["queue_size"] <= 128
+    assert not a.is_open
+    host_id = "0f6b8e0a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+    with connect(target, host_id=host_id, queue_depth=16, timeout=10.0) as c:
+        assert c.limits["host_id"] == host_id
+        assert c.limits["host_nqn"] == "nqn.2014-08.org.nvmexpress:uuid:" + host_id
+        assert c.limits["queue_size"] == 16
+    with connect(target, host_nqn="nqn.2026-12.io.nvmeof:python-host") as c:
+        assert c.limits["host_nqn"] == "nqn.2026-12.io.nvmeof:python-host"
+
+
+def test_connect_options_are_keyword_only_and_documented():
+    with pytest.raises(TypeError):
+        nvmeof.Controller.connect(LOOPBACK, "nqn.x", 4420)
+    doc = nvmeof.Controller.connect.__doc__
+    for option in ("port", "host_id", "host_nqn", "queue_depth", "keep_alive_ms", "timeout", "source"):
+        assert option in doc
+    with pytest.raises(ValueError):
+        nvmeof.Controller.connect(LOOPBACK, "nqn.x", host_id="not-a-uuid")
+    with pytest.raises(ValueError):
+        nvmeof.Controller.connect(LOOPBACK, "nqn.x", timeout=0)
+
+
+def test_round_trip_numpy_arrays(target):
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        source = pattern(64 * 1024, 2)
+        sink = numpy.zeros(64 * 1024, dtype=numpy.uint8)
+        with controller.register(source) as out, controller.register(sink) as into:
+            namespace.write(out, slba=100)
+            namespace.read(into, slba=100)
+        assert numpy.array_equal(sink, source)
+        # A 2-D float array, registered in place and read into at a byte offset.
+        matrix = numpy.zeros((8, 128), dtype=numpy.float32)
+        with controller.register(matrix) as into:
+            namespace.read(into, slba=100, blocks=4, buffer_offset=512)
+        assert matrix.tobytes()[512:512 + 2048] == source.tobytes()[:2048]
+        assert not matrix.tobytes()[:512].strip(b"\0")
+
+
+def test_round_trip_bytearray_and_allocated_buffer(target):
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        with controller.allocate(8192) as block:
+            view = numpy.frombuffer(block, dtype=numpy.uint8)  # zero copy
+            view[:] = pattern(8192, 3)
+            assert memoryview(block)[:16] == view[:16].tobytes()
+            namespace.write(block, slba=300)
+            expected = view.tobytes()
+            del view
+        data = bytearray(8192)
+        with controller.register(data) as into:
+            assert into.obj is data
+            namespace.read(into, slba=300, blocks=16)
+        assert bytes(data) == expected
+        # Views of allocated memory stay valid after the controller closed.
+        block = controller.allocate(512)
+        view = numpy.frombuffer(block, dtype=numpy.uint8)
+        namespace.read(block, slba=300)
+    assert view.tobytes() == expected[:512]
+    with pytest.raises(nvmeof.TransportError):
+        namespace.read(block, slba=300)  # the controller is closed
+
+
+def test_register_keeps_the_object_and_refuses_bad_buffers(target):
+    with connect(target) as controller:
+        buffer = controller.register(bytearray(b"x" * 4096))
+        assert len(buffer) == 4096 and buffer.obj == bytearray(b"x" * 4096)
+        with pytest.raises(BufferError):
+            buffer.obj.extend(b"more")  # registered memory cannot move
+        data = buffer.obj
+        buffer.close()
+        assert buffer.closed
+        data.extend(b"more")  # released with the registration
+        with pytest.raises(ValueError):
+            controller.register(b"read-only bytes")
+        with pytest.raises(ValueError):
+            controller.register(numpy.zeros(4096, dtype=numpy.uint8)[::2])  # not contiguous
+        with pytest.raises(ValueError):
+            controller.allocate(0)
+
+
+def test_transfer_above_mdts_is_split():
+    with start_target("--mdts", "1") as target:
+        with connect(target) as controller:
+            assert controller.limits["mdts_bytes"] == 8192
+            namespace = controller.namespace(1)
+            source, sink = pattern(256 * 1024, 4), numpy.zeros(256 * 1024, dtype=numpy.uint8)
+            with controller.register(source) as out, controller.register(sink) as into:
+                namespace.write(out, slba=0)
+                namespace.read(into, slba=0)
+            assert numpy.array_equal(source, sink)
+    stats = target.stats()
+    assert stats["commands"]["write"] == 32 and stats["commands"]["read"] == 32
+
+
+def test_low_level_submit_and_poll(target):
+    expected = pattern(512, 5)
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        with controller.register(expected.copy()) as data:
+            namespace.write(data, slba=0, blocks=1)
+        with controller.allocate(512) as buffer:
+            exec(LOW_LEVEL_SNIPPET, {"protocol": protocol, "controller": controller,
+                                     "namespace": namespace, "buffer": buffer})
+            assert bytes(memoryview(buffer)) == expected.tobytes()
+            # A write through the low level, read back through the blocking path.
+            numpy.frombuffer(buffer, dtype=numpy.uint8)[:] = pattern(512, 6)
+            command = protocol.rw_command(protocol.OPC_WRITE, namespace.nsid, slba=7, blocks=1,
+                                          buffer=buffer, lba_size=namespace.lba_size)
+            assert command.opcode == protocol.OPC_WRITE and command.nsid == namespace.nsid
+            request = controller.io.submit(command, data_owner=buffer)
+            assert request.data_owner is buffer
+            while not request.done:
+                controller.io.poll()
+            assert request.response.ok and request.response.status == 0
+            request.response.raise_for_status()
+            with controller.allocate(512) as check:
+                namespace.read(check, slba=7)
+                assert bytes(memoryview(check)) == bytes(memoryview(buffer))
+        # The request alone keeps its data owner (and so the memory) alive.
+        owner_only_here = controller.allocate(512)
+        command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=7, blocks=1,
+                                      buffer=owner_only_here, lba_size=namespace.lba_size)
+        request = controller.io.submit(command, data_owner=owner_only_here)
+        del owner_only_here
+        while not request.done:
+            controller.io.poll()
+        request.response.raise_for_status()
+        assert bytes(memoryview(request.data_owner)) == pattern(512, 6).tobytes()
+
+
+def test_wrong_nqn_is_a_connect_error(target):
+    with pytest.raises(nvmeof.ConnectError) as caught:
+        nvmeof.Controller.connect(target.address, "nqn.2026-12.io.nvmeof:nobody", port=target.port,
+                                  timeout=10.0)
+    error = caught.value
+    assert isinstance(error, nvmeof.Error)
+    assert error.cause == "connect_status", str(error)
+    assert error.step and error.status is not None
+    assert "nqn.2026-12.io.nvmeof:nobody" in str(error) or error.step in str(error)
+
+
+def test_nothing_listening_is_a_connect_error():
+    with pytest.raises(nvmeof.ConnectError) as caught:
+        nvmeof.Controller.connect(LOOPBACK, "nqn.x", port=free_tcp_port(), timeout=5.0)
+    assert caught.value.cause in ("no_listener", "address_unreachable", "rejected")
+
+
+def test_bad_ranges_are_value_errors(target):
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        with controller.allocate(4096) as block:
+            with pytest.raises(ValueError):
+                namespace.read(block, slba=namespace.size_lbas, blocks=1)  # LBA out of range
+            with pytest.raises(ValueError):
+                namespace.read(block, slba=0, blocks=9)  # more than the buffer holds
+            with pytest.raises(ValueError):
+                protocol.rw_command(protocol.OPC_READ, 1, slba=0, blocks=0, buffer=block, lba_size=512)
+            with pytest.raises(ValueError):
+                protocol.rw_command(protocol.OPC_READ, 1, slba=0, blocks=9, buffer=block, lba_size=512)
+            with pytest.raises(ValueError):
+                namespace.read(bytearray(4096), slba=0)  # not registered
+        with pytest.raises(ValueError):
+            memoryview(block)  # closed
+        with pytest.raises(ValueError):
+            namespace.read(block, slba=0)
+
+
+def test_nvme_error_status():
+    with start_target("--fault", "fail-lba=8-8:2/0x81") as target:
+        with connect(target) as controller:
+            namespace = controller.namespace(1)
+            with controller.allocate(4096) as block:
+                namespace.read(block, slba=0, blocks=8)  # below the failing LBA
+                with pytest.raises(nvmeof.NvmeError) as caught:
+                    namespace.read(block, slba=8, blocks=1)
+                error = caught.value
+                assert isinstance(error, nvmeof.Error)
+                assert (error.sct, error.sc) == (2, 0x81)
+                assert error.status == (2 << 9) | (0x81 << 1) | (0x8000 if error.dnr else 0)
+                assert error.name == "Unrecovered Read Error"
+                assert "Unrecovered Read Error" in str(error)
+                command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=8, blocks=1,
+                                              buffer=block, lba_size=namespace.lba_size)
+                request = controller.io.submit(command, data_owner=block)
+                while not request.done:
+                    controller.io.poll()
+                response = request.response
+                assert not response.ok and (response.sct, response.sc) == (2, 0x81)
+                with pytest.raises(nvmeof.NvmeError):
+                    response.raise_for_status()
+
+
+def test_transport_errors():
+    with start_target() as target:
+        controller = connect(target, timeout=5.0)
+        namespace = controller.namespace(1)
+        block = controller.allocate(512)
+        target.proc.kill()
+        target.proc.wait()
+        started = time.monotonic()
+        with pytest.raises(nvmeof.TransportError) as caught:
+            namespace.read(block, slba=0)
+        assert time.monotonic() - started < 5.0 + 1.0
+        assert isinstance(caught.value, nvmeof.Error)
+        assert caught.value.code in ("queue_error", "disconnected", "timeout"), str(caught.value)
+        controller.close()
+        with pytest.raises(nvmeof.TransportError) as caught:
+            namespace.read(block, slba=0)
+        assert caught.value.code == "closed"
+
+
+def test_blocking_read_releases_the_gil():
+    with start_target("--fault", "delay-ms=400") as target:
+        with connect(target) as controller:
+            namespace = controller.namespace(1)
+            with controller.allocate(512) as block:
+                ticks, stop = [], threading.Event()
+
+                def count():
+                    while not stop.is_set():
+                        ticks.append(time.monotonic())
+                        time.sleep(0.001)
+
+                gc.collect()  # earlier tests' garbage is not collected in the timed window
+                counter = threading.Thread(target=count)
+                counter.start()
+                try:
+                    time.sleep(0.05)
+                    started = time.monotonic()
+                    for _ in range(3):  # long enough that a loaded machine still schedules the thread
+                        namespace.read(block, slba=0)
+                    finished = time.monotonic()
+                finally:
+                    stop.set()
+                    counter.join()
+    assert finished - started >= 3 * 0.4
+    during = [t for t in ticks if started + 0.1 < t < finished - 0.1]
+    assert len(during) >= 5, (f"the other thread ticked {len(during)} times ({len(ticks)} in all) "
+                              f"during {finished - started:.2f} s of blocking reads")
+
+
+def test_help_documents_the_api():
+    assert "GIL" in nvmeof.__doc__
+    assert "MDTS" in nvmeof.Namespace.read.__doc__
+    assert "data_owner" in nvmeof.IoQueue.submit.__doc__
+
+
+class FakeCudaArray:
+    """The least a CUDA array library offers: __cuda_array_interface__ over
+    device memory allocated by the (fake) driver."""
+
+    def __init__(self, cuda, size):
+        self.cuda, self.size = cuda, size
+        pointer = ctypes.c_uint64()
+        assert cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size)) == 0
+        self.pointer = pointer.value
+        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (self.pointer, False),
+                                         "strides": None, "version": 3}
+
+    def upload(self, data):
+        assert self.cuda.cuMemcpyHtoD_v2(ctypes.c_uint64(self.pointer), ctypes.c_void_p(data.ctypes.data), ctypes.c_size_t(data.nbytes)) == 0
+
+    def download(self):
+        out = numpy.zeros(self.size, dtype=numpy.uint8)
+        assert self.cuda.cuMemcpyDtoH_v2(ctypes.c_void_p(out.ctypes.data), ctypes.c_uint64(self.pointer), ctypes.c_size_t(self.size)) == 0
+        return out
+
+
+def fake_cuda_with_current_context(path):
+    cuda = ctypes.CDLL(path)
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    assert cuda.cuInit(0) == 0
+    assert cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) == 0
+    assert cuda.cuCtxSetCurrent(context) == 0
+    return cuda
+
+
+def test_register_gpu(target):
+    fake_cuda = os.environ["NVMEOF_TEST_FAKE_CUDA"]
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        if not fake_cuda:
+            # Built without CUDA support: register_gpu says so instead of failing obscurely.
+            array = type("Array", (), {"__cuda_array_interface__": {
+                "shape": (4096,), "typestr": "|u1", "data": (1 << 40, False), "version": 3}})()
+            with pytest.raises(nvmeof.Error, match="CUDA"):
+                controller.register_gpu(array)
+            return
+        cuda = fake_cuda_with_current_context(fake_cuda)
+        source, sink = FakeCudaArray(cuda, 16384), FakeCudaArray(cuda, 16384)
+        expected = pattern(16384, 7)
+        source.upload(expected)
+        with controller.register_gpu(source) as out, controller.register_gpu(sink) as into:
+            assert out.kind == "gpu" and out.registration_path in ("dma-buf", "peermem")
+            assert out.obj is source and len(out) == 16384
+            with pytest.raises(BufferError):
+                memoryview(out)  # device memory has no host view
+            namespace.write(out, slba=500)
+            namespace.read(into, slba=500)
+        assert numpy.array_equal(sink.download(), expected)
+        with controller.allocate(16384) as host:
+            namespace.read(host, slba=500)
+            assert bytes(memoryview(host)) == expected.tobytes()
+        with pytest.raises(ValueError):
+            controller.register_gpu(bytearray(16))  # no __cuda_array_interface__
+        strided = FakeCudaArray(cuda, 4096)
+        strided.__cuda_array_interface__ = dict(strided.__cuda_array_interface__, shape=(1024,), strides=(4,))
+        with pytest.raises(ValueError):
+            controller.register_gpu(strided)
