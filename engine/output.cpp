@@ -35,28 +35,33 @@ bool machine_readable_output() {
     return (output_format & (FIO_OUTPUT_JSON | FIO_OUTPUT_JSON_PLUS | FIO_OUTPUT_TERSE)) != 0;
 }
 
-void say_info(const char* format, ...) {
-    va_list args;
-    va_start(args, format);
+namespace {
+
+// One line of the engine's: on stderr in machine-readable modes (stdout is
+// fio's report alone), else through fio's own logger for that kind of line.
+void say(ssize_t (*fio_logger)(const char*, ...), const char* format, va_list args) {
     const std::string text = format_text(format, args);
-    va_end(args);
     if (machine_readable_output()) {
         to_stderr(text);
     } else {
-        log_info("%s", text.c_str());
+        fio_logger("%s", text.c_str());
     }
+}
+
+}  // namespace
+
+void say_info(const char* format, ...) {
+    va_list args;
+    va_start(args, format);
+    say(log_info, format, args);
+    va_end(args);
 }
 
 void say_note(const char* format, ...) {
     va_list args;
     va_start(args, format);
-    const std::string text = format_text(format, args);
+    say(log_err, format, args);
     va_end(args);
-    if (machine_readable_output()) {
-        to_stderr(text);
-    } else {
-        log_err("%s", text.c_str());
-    }
 }
 
 }  // namespace nvmeof::engine
