@@ -97,7 +97,7 @@ def compare(baseline, current, thresholds):
     return rows, missing
 
 
-def _fmt(values):
+def fmt(values):
     if not values:
         return "-"
     med = statistics.median(values)
@@ -115,7 +115,7 @@ def markdown(rows, missing, thresholds, baseline_name, current_name):
         label, unit, _, tkey = metrics.metric_info(key)
         ch = "-" if change is None else f"{change * 100:+.1f} %"
         mark = {REGRESSED: "**regressed**", IMPROVED: "improved"}.get(v, v)
-        out.append(f"| {name} | {label} ({unit}) | {_fmt(b)} | {_fmt(c)} | {ch} | "
+        out.append(f"| {name} | {label} ({unit}) | {fmt(b)} | {fmt(c)} | {ch} | "
                    f"{thresholds[tkey] * 100:.0f} % | {mark} |")
     for name, side in missing:
         out.append(f"| {name} | - | | | | | not in the {side} |")

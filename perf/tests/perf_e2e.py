@@ -98,6 +98,27 @@ def test_regressed(workdir):
     print(f"compare against a target delayed 10 ms per completion: IOPS regressed at {len(iops)} points, exit 1")
 
 
+def test_gpu_fake(workdir):
+    """The gpu suite as shipped, on the embedded target with the fake CUDA
+    driver (device memory the CPU cannot touch): every point runs with its
+    buffers in "GPU" memory and no fio error."""
+    fake = os.environ.get("NVMEOF_FAKE_CUDA")
+    check(fake, "NVMEOF_FAKE_CUDA is not set")
+    os.environ.update({"NVMEOF_CUDA_LIBRARY": fake, "SOFTVERBS_CUDA_LIBRARY": fake, "FAKE_CUDA_OPAQUE": "1"})
+    path = run_suite(workdir, "gpu", "--embedded", "--runtime", "1", "--repeats", "1")
+    result = json.loads(path.read_text())
+    check(len(result["points"]) == 6, f"{len(result['points'])} points, expected 6")
+    for p in result["points"]:
+        job = p["runs"][0]["fio"]["jobs"][0]
+        check(job["error"] == 0, f"fio error {job['error']} in {p['name']}")
+        done = job["read"]["total_ios"] + job["write"]["total_ios"]
+        check(done > 0, f"no I/O in {p['name']}")
+        check(str(p["options"].get("gpu")) == "0", f"the suite's gpu option is not in {p['name']}: {p['options']}")
+    facts = result["metadata"]["target"]["facts"]
+    check(facts.get("mdts_bytes") == 131072, f"target facts {facts}")
+    print(f"gpu suite on the fake CUDA driver: {len(result['points'])} points, no fio error")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -184,8 +205,8 @@ def test_budget_within(workdir):
     """The committed instruction budget holds for this build."""
     proc = perf("budget", "--check", str(BUDGET))
     check(proc.returncode == 0, f"budget check exited {proc.returncode}:\n{proc.stdout}{proc.stderr[-2000:]}")
-    rows = [line for line in proc.stdout.splitlines() if line.endswith("| ok |")]
-    check(len(rows) == 4, f"expected 4 paths within budget:\n{proc.stdout}")
+    rows = [line for line in proc.stdout.splitlines() if "| ok |" in line]
+    check(len(rows) == 5, f"expected 4 paths and their sum within budget:\n{proc.stdout}")
     print(proc.stdout)
 
 
@@ -203,7 +224,7 @@ def test_budget_over(workdir):
     print(proc.stdout)
 
 
-CASES = {"unchanged": test_unchanged, "regressed": test_regressed, "two-hosts": test_two_hosts,
+CASES = {"unchanged": test_unchanged, "regressed": test_regressed, "two-hosts": test_two_hosts, "gpu-fake": test_gpu_fake,
          "budget-within": test_budget_within, "budget-over": test_budget_over}
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nvmeof_perf import compare, metrics, runner, suite  # noqa: E402
+from nvmeof_perf import budget, callgrind, compare, metrics, runner, show, suite  # noqa: E402
 
 
 def job(iops, clat_us, p99_us, ios=1000, runtime_ms=1000, cpu=50.0, direction="read"):
@@ -176,6 +176,99 @@ class Suites(unittest.TestCase):
         for path in sorted((Path(__file__).resolve().parents[2] / "bench" / "suites").glob("*.toml")):
             with self.subTest(suite=path.name):
                 self.assertTrue(suite.load(path).points)
+
+
+# A callgrind file as valgrind writes it with --compress-strings=no
+# --compress-pos=no: submit (engine) costs 10 itself, calls a core helper
+# (inclusive 30: 20 of its own, 10 in the RDMA device's library) and libc's
+# memcpy (5). The helper is also called from elsewhere (inclusive 30 again).
+CALLGRIND = """# callgrind format
+events: Ir
+
+ob=/x/libfio_nvmeof.so
+fl=job.cpp
+fn=nvmeof::engine::Job::queue(io_u*)
+1 10
+cob=/x/libnvmeof.so.0
+cfi=q.cpp
+cfn=helper()
+calls=1 5
+2 30
+cob=/lib/libc.so.6
+cfi=memcpy.c
+cfn=memcpy
+calls=1 7
+3 5
+
+fn=other()
+1 1
+cob=/x/libnvmeof.so.0
+cfn=helper()
+calls=1 5
+2 30
+
+ob=/x/libnvmeof.so.0
+fl=q.cpp
+fn=helper()
+5 40
+cob=/x/softverbs/libibverbs.so.1
+cfi=post.c
+cfn=post_send
+calls=2 9
+6 20
+
+ob=/x/softverbs/libibverbs.so.1
+fl=post.c
+fn=post_send
+9 20
+
+ob=/lib/libc.so.6
+fl=memcpy.c
+fn=memcpy
+7 5
+"""
+
+
+class Show(unittest.TestCase):
+    def test_table_has_medians_and_ranges(self):
+        r = result([900, 1000, 1200], clat=50.0, p99=80.0)
+        r["suite"] = {"name": "qd"}
+        r["metadata"] = {"host": "h", "fio_version": "fio-3.33", "target": {"kind": "embedded",
+                                                                           "facts": {"mdts_bytes": 131072}}}
+        table = show.markdown(r, "x.json")
+        row = [line for line in table.splitlines() if line.startswith("| p |")]
+        self.assertEqual(len(row), 1, table)
+        cells = [c.strip() for c in row[0].strip("|").split("|")]
+        self.assertEqual(cells[1], "1000 [900–1200]")       # IOPS
+        self.assertEqual(cells[4], "50.00 [50.00–50.00]")   # mean completion latency, us
+        self.assertEqual(cells[5], "80.00 [80.00–80.00]")   # p99, us
+        self.assertIn("MDTS 131072 bytes", table)
+
+
+class CallgrindFiles(unittest.TestCase):
+    def graph(self):
+        path = Path(tempfile.mkdtemp()) / "callgrind.out"
+        path.write_text(CALLGRIND)
+        return callgrind.CallGraph(path)
+
+    def test_inclusive_and_own(self):
+        g = self.graph()
+        (queue,) = g.functions("Job::queue(")
+        self.assertEqual(g.inclusive(queue), 45)
+        # The device's share of helper (20 of its 60) is left out; libc's memcpy counts.
+        self.assertAlmostEqual(g.own_inclusive(queue, budget.is_ours), 10 + 30 * 40 / 60 + 5)
+        self.assertEqual(g.self_cost[("/x/softverbs/libibverbs.so.1", "post_send")], 20)
+
+    def test_budget_verdicts(self):
+        measured = {"submit": (106.0, 200.0), "commit": (50.0, 900.0), "completion": (100.0, 300.0),
+                    "reap": (10.0, 10.0), budget.TOTAL: (266.0, 1410.0)}
+        rows = budget.check(measured, {"submit": 100, "commit": 50, "completion": 100, "reap": 10,
+                                       budget.TOTAL: 260}, 0.05)
+        verdicts = {r[0]: r[4] for r in rows}
+        self.assertEqual(verdicts, {"submit": "over", "commit": "ok", "completion": "ok", "reap": "ok",
+                                    budget.TOTAL: "ok"})
+        table = budget.markdown(rows, 0.05)
+        self.assertIn("| submit | 106 | 100 | **over budget** (> 5 %) | 200 |", table)
 
 
 if __name__ == "__main__":
