@@ -18,14 +18,17 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <unistd.h>
 
+#include "dlpack.hpp"
 #include "nvmeof/nvmeof.hpp"
 
 namespace py = pybind11;
+namespace dlpack = nvmeof_python::dlpack;
 
 namespace {
 
@@ -98,18 +101,20 @@ struct FreeMemory {
 };
 
 // A registered buffer: its own page-aligned memory (Controller.allocate), or a
-// Python object's memory (Controller.register). The bytes outlive the
+// Python object's memory (Controller.register: its buffer protocol, or its
+// DLPack tensor; register_gpu: __cuda_array_interface__ or DLPack). The bytes outlive the
 // registration: views (memoryview, numpy) taken before close() or before the
 // controller closed stay valid, because the memory, or the object's buffer, is
 // released only once no view is left (exports counts them).
 struct Buffer {
     StatePtr state;
-    std::unique_ptr<void, FreeMemory> memory;  // allocate()
-    std::unique_ptr<HeldView> view;            // register(): the object's buffer
-    py::object owner;                          // register(): the object itself
+    std::unique_ptr<void, FreeMemory> memory;        // allocate()
+    std::unique_ptr<HeldView> view;                  // register(): the object's buffer
+    std::unique_ptr<dlpack::ConsumedTensor> tensor;  // register*() by DLPack
+    py::object owner;                                // register*(): the object itself
     void* data = nullptr;
     std::size_t size = 0;
-    nvmeof::MemoryRegion region;  // after memory/view: deregistered before they go
+    nvmeof::MemoryRegion region;  // after memory/view/tensor: deregistered before they go
     std::size_t exports = 0;
     bool closed = false;
     bool device = false;  // register_gpu(): `data` is a device address
@@ -131,6 +136,7 @@ struct Buffer {
                 view->release();
                 view.reset();
             }
+            tensor.reset();
             owner = py::none();
         }
     }
@@ -440,14 +446,13 @@ nvmeof::wire::Sqe rw_command(std::uint8_t opcode, std::uint32_t nsid, std::uint6
                                     region.remote(offset, bytes), lba_size);
 }
 
+std::string type_name(const py::handle& object) {
+    return py::str(py::type::of(object).attr("__name__"));
+}
+
 // The device range of an object exposing __cuda_array_interface__ (version 2+):
 // C-contiguous (strides None or the C-order strides), writable.
 std::pair<void*, std::size_t> cuda_array_range(const py::object& object) {
-    if (!py::hasattr(object, "__cuda_array_interface__")) {
-        throw py::value_error("register_gpu: a " +
-                              std::string(py::str(py::type::of(object).attr("__name__"))) +
-                              " has no __cuda_array_interface__ (DLPack is not supported yet)");
-    }
     const py::dict interface = object.attr("__cuda_array_interface__");
     const auto data = interface["data"].cast<py::tuple>();
     if (data[1].cast<bool>()) {
@@ -682,8 +687,10 @@ that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; r
                     throw std::bad_alloc();
                 }
                 std::memset(memory.get(), 0, rounded);
-                Buffer buffer{c.state, std::move(memory), nullptr, py::none(), nullptr, size, {}, 0,
-                              false};
+                Buffer buffer{};
+                buffer.state = c.state;
+                buffer.memory = std::move(memory);
+                buffer.size = size;
                 buffer.data = buffer.memory.get();
                 buffer.region = locked(c.state, [&](nvmeof::Controller& ctrl) {
                     return ctrl.register_memory(buffer.data, size);
@@ -695,41 +702,70 @@ that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; r
         .def(
             "register",
             [](PyController& c, const py::object& object) {
-                auto view = std::make_unique<HeldView>(object);
-                if (view->size() == 0) {
+                Buffer buffer{};
+                buffer.state = c.state;
+                buffer.owner = object;
+                if (PyObject_CheckBuffer(object.ptr()) != 0) {
+                    buffer.view = std::make_unique<HeldView>(object);
+                    buffer.data = buffer.view->data();
+                    buffer.size = buffer.view->size();
+                } else if (dlpack::offers_dlpack(object)) {
+                    buffer.tensor = dlpack::consume(object, dlpack::DeviceType::cpu, "register");
+                    buffer.data = buffer.tensor->data();
+                    buffer.size = buffer.tensor->size();
+                } else {
+                    throw py::value_error("register: a " + type_name(object) +
+                                          " is neither a buffer (numpy array, bytearray) nor a "
+                                          "DLPack tensor (torch CPU tensor)");
+                }
+                if (buffer.size == 0) {
                     throw py::value_error("register: the buffer is empty");
                 }
-                auto region = locked(c.state, [&](nvmeof::Controller& ctrl) {
-                    return ctrl.register_memory(view->data(), view->size());
+                buffer.region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_memory(buffer.data, buffer.size);
                 });
-                void* data = view->data();
-                const std::size_t size = view->size();
-                return Buffer{c.state, nullptr, std::move(view),   object,
-                              data,    size,    std::move(region), 0,
-                              false};
+                return buffer;
             },
             py::arg("obj"),
-            "Registers a writable C-contiguous buffer (numpy array, bytearray) in place; "
-            "the object stays alive (and a bytearray unresizable) while registered.")
+            "Registers host memory in place: a writable C-contiguous buffer (numpy array, "
+            "bytearray) or a C-contiguous CPU tensor by DLPack (torch CPU tensor; one that "
+            "requires grad is refused: detach() it). The object stays alive (and a bytearray "
+            "unresizable) while registered; do not resize_() a registered tensor. ValueError "
+            "for anything else.")
         .def(
             "register_gpu",
             [](PyController& c, const py::object& object) {
-                const auto [data, size] = cuda_array_range(object);
-                auto region = locked(c.state, [&](nvmeof::Controller& ctrl) {
-                    return ctrl.register_gpu(data, size);
-                });
-                Buffer buffer{c.state, nullptr,           nullptr, object, data,
-                              size,    std::move(region), 0,       false};
+                Buffer buffer{};
+                buffer.state = c.state;
+                buffer.owner = object;
                 buffer.device = true;
+                if (py::hasattr(object, "__cuda_array_interface__")) {
+                    std::tie(buffer.data, buffer.size) = cuda_array_range(object);
+                } else if (dlpack::offers_dlpack(object)) {
+                    buffer.tensor =
+                        dlpack::consume(object, dlpack::DeviceType::cuda, "register_gpu");
+                    buffer.data = buffer.tensor->data();
+                    buffer.size = buffer.tensor->size();
+                } else {
+                    throw py::value_error("register_gpu: a " + type_name(object) +
+                                          " has neither __cuda_array_interface__ nor DLPack "
+                                          "(__dlpack__, __dlpack_device__)");
+                }
+                buffer.region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_gpu(buffer.data, buffer.size);
+                });
                 return buffer;
             },
             py::arg("array"),
-            "Registers CUDA device memory: any C-contiguous object with __cuda_array_interface__ "
-            "(its context current on this thread). The core widens the registration to the GPU "
-            "pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
+            "Registers CUDA device memory: a C-contiguous object with __cuda_array_interface__ "
+            "or a DLPack tensor on a CUDA device (kDLCUDA: torch CUDA tensors), its context "
+            "current on this thread. Writes from it do not wait for kernels still writing it: "
+            "synchronise first (torch.cuda.synchronize()). The core widens the registration to "
+            "the GPU pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
             "\"peermem\"). Reads into it are flushed before they return. The object is kept "
-            "alive while registered. nvmeof.Error says why it cannot (no CUDA support, no driver, "
-            "not device memory, both paths refused).")
+            "alive while registered. ValueError for another device, strides or a read-only "
+            "array; nvmeof.Error says why it cannot register (no CUDA support, no driver, not "
+            "device memory, both paths refused).")
         .def_property_readonly(
             "io",
             [](PyController& c) {

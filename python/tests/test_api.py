@@ -405,3 +405,104 @@ def test_register_gpu(target):
         strided.__cuda_array_interface__ = dict(strided.__cuda_array_interface__, shape=(1024,), strides=(4,))
         with pytest.raises(ValueError):
             controller.register_gpu(strided)
+
+
+# DLPack's ABI (dlpack.h v0.x), for a minimal producer like a torch CUDA tensor's.
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+DLDeleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DLDeleter)]
+KDL_CPU, KDL_CUDA, KDL_CUDA_MANAGED = 1, 2, 13
+_DLTENSOR_NAME = ctypes.create_string_buffer(b"dltensor")  # a capsule keeps the pointer, not a copy
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class FakeDlpackArray(FakeCudaArray):
+    """Device memory of the fake driver offered only by DLPack (`__dlpack__`,
+    `__dlpack_device__`), as uint8 of `shape`/`strides`; counts its deleter's calls."""
+
+    def __init__(self, cuda, size, device_type=KDL_CUDA, shape=None, strides=None):
+        if cuda is None:  # no driver: an address nothing backs
+            self.cuda, self.size, self.pointer = None, size, 1 << 40
+        else:
+            super().__init__(cuda, size)
+            del self.__cuda_array_interface__
+        self.device_type, self.deleted, self._exports = device_type, 0, []
+        self.shape = (ctypes.c_int64 * 1)(size) if shape is None else (ctypes.c_int64 * len(shape))(*shape)
+        self.strides = None if strides is None else (ctypes.c_int64 * len(strides))(*strides)
+        self._deleter = DLDeleter(self._delete)
+
+    def _delete(self, managed):
+        self.deleted += 1
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+    def __dlpack__(self, stream=None):
+        managed = DLManagedTensor()
+        managed.dl_tensor = DLTensor(self.pointer, DLDevice(self.device_type, 0), len(self.shape),
+                                     DLDataType(1, 8, 1), self.shape, self.strides, 0)
+        managed.deleter = self._deleter
+        self._exports.append(managed)
+        return _capsule_new(ctypes.addressof(managed), ctypes.cast(_DLTENSOR_NAME, ctypes.c_char_p), None)
+
+
+def test_register_gpu_by_dlpack(target):
+    fake_cuda = os.environ["NVMEOF_TEST_FAKE_CUDA"]
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        if not fake_cuda:
+            # Built without CUDA support: register_gpu says so for a DLPack tensor too.
+            array = FakeDlpackArray(None, 4096)
+            with pytest.raises(nvmeof.Error, match="CUDA"):
+                controller.register_gpu(array)
+            assert array.deleted == 1, "a refused registration hands the tensor back"
+            return
+        cuda = fake_cuda_with_current_context(fake_cuda)
+        source, sink = FakeDlpackArray(cuda, 16384), FakeDlpackArray(cuda, 16384)
+        assert not hasattr(source, "__cuda_array_interface__")
+        expected = pattern(16384, 8)
+        source.upload(expected)
+        with controller.register_gpu(source) as out, controller.register_gpu(sink) as into:
+            assert out.kind == "gpu" and out.registration_path in ("dma-buf", "peermem")
+            assert out.obj is source and len(out) == 16384
+            assert source.deleted == 0, "the tensor is in use while registered"
+            namespace.write(out, slba=700)
+            namespace.read(into, slba=700)
+        assert (source.deleted, sink.deleted) == (1, 1), "closing hands the tensor back once"
+        assert numpy.array_equal(sink.download(), expected)
+        with controller.allocate(16384) as host:
+            namespace.read(host, slba=700)
+            assert bytes(memoryview(host)) == expected.tobytes()
+        # A 2-D tensor with its row-major strides spelled out is C-contiguous.
+        matrix = FakeDlpackArray(cuda, 8192, shape=(2, 4096), strides=(4096, 1))
+        with controller.register_gpu(matrix) as into:
+            namespace.read(into, slba=700)
+        assert numpy.array_equal(matrix.download(), expected[:8192])
+        for device_type in (KDL_CPU, KDL_CUDA_MANAGED):
+            with pytest.raises(ValueError, match="not CUDA"):
+                controller.register_gpu(FakeDlpackArray(cuda, 4096, device_type=device_type))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            controller.register_gpu(FakeDlpackArray(cuda, 4096, shape=(1024,), strides=(4,)))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            controller.register_gpu(FakeDlpackArray(cuda, 8192, shape=(2, 4096), strides=(1, 2)))
+        with pytest.raises(ValueError, match="neither"):
+            controller.register_gpu(bytearray(16))
