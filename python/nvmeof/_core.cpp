@@ -5,10 +5,13 @@
 // IoQueue, Request, Buffer) holds the controller's shared state, so the C++
 // Controller outlives them; after close() their calls raise instead of
 // touching released queues. The core is single-threaded per controller, so a
-// controller's mutex is taken (with the GIL released) around every call into it.
+// controller's mutex is taken (with the GIL released) around every call into it,
+// but not while a blocking transfer waits (blocking_transfer): threads sharing a
+// controller have their transfers in flight together.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -18,7 +21,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -35,6 +40,11 @@ namespace {
 struct ControllerState {
     std::optional<nvmeof::Controller> controller;
     std::mutex mutex;
+    // Blocking transfers' completions by token (their Transfer::user_data),
+    // filed by whichever waiting thread polled them; an entry exists while its
+    // thread waits. Guarded by `mutex`.
+    std::unordered_map<std::uint64_t, std::optional<nvmeof::CompletionStatus>> finished;
+    std::uint64_t next_token = 1;
 
     ControllerState() = default;
     ControllerState(const ControllerState&) = delete;
@@ -116,10 +126,14 @@ struct Buffer {
     std::size_t size = 0;
     nvmeof::MemoryRegion region;  // after memory/view/tensor: deregistered before they go
     std::size_t exports = 0;
+    std::size_t transfers = 0;  // blocking transfers using it now (counted under the GIL)
     bool closed = false;
     bool device = false;  // register_gpu(): `data` is a device address
 
     void close() {
+        if (transfers != 0) {
+            throw py::value_error("close: the buffer is in use by a transfer of another thread");
+        }
         {
             py::gil_scoped_release no_gil;
             std::lock_guard lock(state->mutex);
@@ -182,13 +196,122 @@ void buffer_release(PyObject* object, Py_buffer*) {
     buffer.release_object();
 }
 
-const nvmeof::MemoryRegion& region_of(const py::object& buffer) {
+Buffer& buffer_of(const py::object& buffer) {
     if (buffer.is_none() || !py::isinstance<Buffer>(buffer)) {
         throw py::value_error(
             "expected a registered buffer (Controller.allocate or Controller.register), got " +
             std::string(py::str(py::type::of(buffer).attr("__name__"))));
     }
-    return buffer.cast<const Buffer&>().usable();
+    auto& result = buffer.cast<Buffer&>();
+    result.usable();
+    return result;
+}
+
+const nvmeof::MemoryRegion& region_of(const py::object& buffer) {
+    return buffer_of(buffer).region;
+}
+
+// Counts a transfer on a buffer (under the GIL) so close() from another thread
+// cannot deregister memory in flight.
+class BufferInUse {
+  public:
+    explicit BufferInUse(Buffer* buffer) : buffer_(buffer) {
+        if (buffer_ != nullptr) {
+            ++buffer_->transfers;
+        }
+    }
+    BufferInUse(const BufferInUse&) = delete;
+    BufferInUse& operator=(const BufferInUse&) = delete;
+    ~BufferInUse() {
+        if (buffer_ != nullptr) {
+            --buffer_->transfers;
+        }
+    }
+
+  private:
+    Buffer* buffer_;
+};
+
+// Files every finished blocking transfer the queue hands back under its token.
+void reap(ControllerState& state, nvmeof::IoQueue queue) {
+    std::array<nvmeof::Completion, 16> out;
+    std::size_t count = 0;
+    do {
+        count = queue.poll(out);
+        for (std::size_t i = 0; i < count; ++i) {
+            if (auto waiting = state.finished.find(out[i].user_data);
+                waiting != state.finished.end()) {
+                waiting->second = out[i].status;
+            }
+        }
+    } while (count == out.size());
+}
+
+// The range checks of the core's blocking Namespace calls, with their messages
+// (the non-blocking submit only says "invalid argument").
+void check_transfer(const nvmeof::NamespaceInfo& ns, const nvmeof::Transfer& t) {
+    const std::string what = "namespace " + std::to_string(ns.nsid);
+    if (t.op != nvmeof::Op::flush &&
+        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
+        throw py::value_error(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
+                              std::to_string(t.blocks) + ") is outside the namespace (" +
+                              std::to_string(ns.size_lbas) + " blocks)");
+    }
+    if (t.memory != nullptr) {
+        const std::uint64_t size = t.memory->size();
+        if (t.blocks > size / ns.lba_size || t.offset > size ||
+            t.blocks * ns.lba_size > size - t.offset) {
+            throw py::value_error(what + ": " + std::to_string(t.blocks) + " blocks of " +
+                                  std::to_string(ns.lba_size) + " bytes at buffer offset " +
+                                  std::to_string(t.offset) + " do not fit the " +
+                                  std::to_string(size) + "-byte buffer");
+        }
+    }
+}
+
+// A Namespace call, blocking as the core's are (split at MDTS, the CUDA
+// ordering, keep-alive while waiting, the first error raised), but on the
+// public non-blocking queue API: the lock is held to submit and for each poll,
+// and let go between polls, so other threads submit and poll meanwhile. The
+// caller has released the GIL.
+void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns, nvmeof::Transfer t) {
+    check_transfer(ns.info(), t);
+    std::unique_lock lock(state.mutex);
+    const std::uint64_t token = state.next_token++;
+    t.user_data = token;
+    state.finished.emplace(token, std::nullopt);
+    struct Forget {
+        ControllerState& state;
+        std::uint64_t token;
+        ~Forget() { state.finished.erase(token); }  // the lock is held on every way out
+    } forget{state, token};
+    auto let_others_in = [&] {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+    };
+    for (;;) {
+        auto queue = state.open().io(0);
+        const auto result = queue.submit(ns, t);
+        if (result == nvmeof::SubmitResult::queued) {
+            break;
+        }
+        if (result != nvmeof::SubmitResult::busy) {
+            nvmeof::raise_for_status(queue.last_error());
+        }
+        reap(state, queue);  // every transfer record is taken: wait for one
+        let_others_in();
+    }
+    for (;;) {
+        auto& controller = state.open();
+        reap(state, controller.io(0));
+        controller.keep_alive();  // a long transfer must not starve the target's timer
+        if (const auto& status = state.finished.at(token)) {
+            nvmeof::raise_for_status(*status);
+            return;
+        }
+        let_others_in();
+    }
 }
 
 struct PyNamespace {
@@ -197,11 +320,27 @@ struct PyNamespace {
 
     void transfer(bool write, const py::object& buffer, std::uint64_t slba,
                   std::optional<std::uint64_t> blocks, std::uint64_t offset) {
-        const auto& region = region_of(buffer);
-        locked(state, [&](nvmeof::Controller&) {
-            write ? ns.write(region, slba, blocks, offset) : ns.read(region, slba, blocks, offset);
-            return 0;
-        });
+        auto& registered = buffer_of(buffer);
+        if (registered.state != state) {
+            throw py::value_error("the buffer is registered with another controller");
+        }
+        std::uint64_t count = 0;
+        if (blocks) {
+            count = *blocks;
+        } else if (offset < registered.size) {
+            count = (registered.size - offset) / ns.lba_size();
+        }
+        if (count == 0) {
+            throw py::value_error("the buffer holds no whole block after offset " +
+                                  std::to_string(offset));
+        }
+        const BufferInUse in_use(&registered);
+        run({write ? nvmeof::Op::write : nvmeof::Op::read, slba, count, &registered.region, offset,
+             0});
+    }
+    void run(const nvmeof::Transfer& transfer) {
+        py::gil_scoped_release no_gil;
+        blocking_transfer(*state, ns, transfer);
     }
 };
 
@@ -408,6 +547,10 @@ void translate(std::exception_ptr error) {
     } catch (const nvmeof::InvalidArgument& e) {
         PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const nvmeof::TransportError& e) {
+        if (e.code() == nvmeof::TransportErrc::invalid_argument) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+            return;
+        }
         py::dict f;
         f["code"] = std::string(identifier(e.code()));
         f["errno"] = e.sys_errno();
@@ -562,27 +705,18 @@ PYBIND11_MODULE(_core, m) {
             "Writes `blocks` blocks at `slba` from the registered buffer; as read().")
         .def("flush",
              [](PyNamespace& n) {
-                 locked(n.state, [&](nvmeof::Controller&) {
-                     n.ns.flush();
-                     return 0;
-                 });
+                 n.run({nvmeof::Op::flush, 0, 0, nullptr, 0, 0});
              })
         .def(
             "write_zeroes",
             [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
-                locked(n.state, [&](nvmeof::Controller&) {
-                    n.ns.write_zeroes(slba, blocks);
-                    return 0;
-                });
+                n.run({nvmeof::Op::write_zeroes, slba, blocks, nullptr, 0, 0});
             },
             py::arg("slba"), py::arg("blocks"))
         .def(
             "deallocate",
             [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
-                locked(n.state, [&](nvmeof::Controller&) {
-                    n.ns.deallocate(slba, blocks);
-                    return 0;
-                });
+                n.run({nvmeof::Op::deallocate, slba, blocks, nullptr, 0, 0});
             },
             py::arg("slba"), py::arg("blocks"));
 

@@ -336,6 +336,61 @@ def test_blocking_read_releases_the_gil():
                               f"during {finished - started:.2f} s of blocking reads")
 
 
+def test_threads_sharing_a_controller_have_reads_in_flight_together():
+    # Each completion is delayed: with one lock held across a blocking read, the
+    # second thread could not even post its read while the first waits.
+    with start_target("--fault", "delay-ms=300") as target:
+        with connect(target) as controller:
+            namespace = controller.namespace(1)
+            expected = [pattern(4096, 30), pattern(4096, 31)]
+            for index, data in enumerate(expected):
+                with controller.register(data.copy()) as out:
+                    namespace.write(out, slba=index * 8)
+            seen, errors, most_in_flight, stop = [[], []], [], [0], threading.Event()
+
+            def read(index):
+                try:
+                    with controller.allocate(4096) as block:
+                        for _ in range(3):
+                            namespace.read(block, slba=index * 8)
+                            seen[index].append(bytes(memoryview(block)))
+                except Exception as error:  # reported below, with the thread's data
+                    errors.append(error)
+
+            def watch():
+                while not stop.is_set():
+                    most_in_flight[0] = max(most_in_flight[0], controller.io.in_flight)
+                    time.sleep(0.005)
+
+            watcher = threading.Thread(target=watch)
+            readers = [threading.Thread(target=read, args=(i,)) for i in range(2)]
+            watcher.start()
+            for reader in readers:
+                reader.start()
+            for reader in readers:
+                reader.join(timeout=60)
+            stop.set()
+            watcher.join()
+            assert not errors, errors
+            assert [len(s) for s in seen] == [3, 3], "both threads finished their reads"
+            for index in range(2):
+                assert all(data == expected[index].tobytes() for data in seen[index])
+            assert most_in_flight[0] == 2, "the two threads' reads were in flight at once"
+
+            # A buffer a transfer of another thread is using cannot be closed under it.
+            block = controller.allocate(4096)
+            reader = threading.Thread(target=namespace.read, args=(block,), kwargs={"slba": 0})
+            reader.start()
+            deadline = time.monotonic() + 10
+            while controller.io.in_flight == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            with pytest.raises(ValueError, match="in use"):
+                block.close()
+            reader.join()
+            block.close()
+            assert block.closed
+
+
 def test_help_documents_the_api():
     assert "GIL" in nvmeof.__doc__
     assert "MDTS" in nvmeof.Namespace.read.__doc__
