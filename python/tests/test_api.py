@@ -3,7 +3,10 @@ verbatim, round trips into numpy arrays and bytearrays, transfers above MDTS,
 the low-level queue, every error class, and the GIL released while blocking."""
 import ctypes
 import gc
+import json
 import os
+import pydoc
+import re
 import socket
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from nvmeof import protocol
 from conftest import SOFTVERBS_RUN, start_target
 
 LOOPBACK = "127.0.0.1"
+EXAMPLE_READ_WRITE = os.environ["NVMEOF_EXAMPLE_READ_WRITE"]  # examples/read_write.cpp, built
 
 # The documented usage, exactly as the package's documentation writes it.
 DOCUMENTED_SNIPPET = """\
@@ -53,20 +57,36 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def test_documented_snippet_runs_verbatim():
+def test_documented_snippet_runs_verbatim_and_matches_the_cpp_api():
     # The snippet connects to the default port 4420: softverbs maps it to a free
     # TCP port (SOFTVERBS_PORT_OFFSET) so parallel test runs cannot collide.
     offset = {"SOFTVERBS_PORT_OFFSET": str(free_tcp_port() - 4420)}
+    env = dict(os.environ, **offset)
     with start_target(port=4420, env=offset, namespace="ram:16M:4096") as target:
-        prologue = f"target_ip, subsystem_nqn, initiator_ip = {LOOPBACK!r}, {target.nqn!r}, {LOOPBACK!r}\n"
-        script = prologue + DOCUMENTED_SNIPPET + "print('snippet ok', namespace.lba_size)\n"
-        run = subprocess.run([SOFTVERBS_RUN, sys.executable, "-c", script], capture_output=True, text=True,
-                             env=dict(os.environ, **offset), timeout=120)
+        # The C++ API first (examples/read_write.cpp, its defaults): it writes 0xA5
+        # to LBA 0 and prints what it negotiated.
+        cpp = subprocess.run([SOFTVERBS_RUN, EXAMPLE_READ_WRITE, LOOPBACK, target.nqn], capture_output=True,
+                             text=True, env=env, timeout=120)
+        assert cpp.returncode == 0, cpp.stderr
+        negotiated = re.search(r"queue (\d+), MDTS (\d+) bytes", cpp.stdout)
+        geometry = re.search(r"namespace 1: (\d+) blocks of (\d+) bytes", cpp.stdout)
+        assert negotiated and geometry, cpp.stdout
+        prologue = f"import json\ntarget_ip, subsystem_nqn, initiator_ip = {LOOPBACK!r}, {target.nqn!r}, {LOOPBACK!r}\n"
+        # The epilogue's first lines continue the snippet's innermost `with`.
+        epilogue = ("        seen = bytes(memoryview(block))\n        limits = controller.limits\n"
+                    "print(json.dumps({'seen': seen.hex(), 'lba_size': namespace.lba_size,\n"
+                    "                  'size_lbas': namespace.size_lbas, 'queue_size': limits['queue_size'],\n"
+                    "                  'mdts_bytes': limits['mdts_bytes']}))\n")
+        run = subprocess.run([SOFTVERBS_RUN, sys.executable, "-c", prologue + DOCUMENTED_SNIPPET + epilogue],
+                             capture_output=True, text=True, env=env, timeout=120)
         assert run.returncode == 0, run.stderr
-        assert run.stdout.strip() == "snippet ok 4096"
+    python = json.loads(run.stdout)
+    assert bytes.fromhex(python["seen"]) == b"\xa5" * 4096, "the snippet reads what the C++ API wrote"
+    assert (python["queue_size"], python["mdts_bytes"]) == tuple(map(int, negotiated.groups()))
+    assert (python["size_lbas"], python["lba_size"]) == tuple(map(int, geometry.groups()))
     stats = target.stats()
-    assert stats["commands"]["read"] == 1
-    assert stats["bytes"]["read"] == 4096
+    assert stats["commands"]["read"] == 2  # the C++ example's and the snippet's
+    assert stats["bytes"]["read"] == 2 * 4096
 
 
 def test_documented_snippet_reads_what_was_written(target):
@@ -107,9 +127,11 @@ def test_connect_defaults_and_identity(target):
 def test_connect_options_are_keyword_only_and_documented():
     with pytest.raises(TypeError):
         nvmeof.Controller.connect(LOOPBACK, "nqn.x", 4420)
-    doc = nvmeof.Controller.connect.__doc__
-    for option in ("port", "host_id", "host_nqn", "queue_depth", "keep_alive_ms", "timeout", "source"):
-        assert option in doc
+    shown = pydoc.render_doc(nvmeof.Controller.connect, renderer=pydoc.plaintext)  # what help() prints
+    for option, default in (("port", "4420"), ("host_id", "None"), ("host_nqn", "None"), ("queue_depth", "128"),
+                            ("keep_alive_ms", "0"), ("timeout", "30.0"), ("source", "None")):
+        assert f"{option}: " in shown and f" = {default}" in shown, f"help() does not document {option}"
+        assert shown.count(f"{option}:") >= 2, f"help() names {option} only in the signature"
     with pytest.raises(ValueError):
         nvmeof.Controller.connect(LOOPBACK, "nqn.x", host_id="not-a-uuid")
     with pytest.raises(ValueError):
