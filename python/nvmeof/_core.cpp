@@ -653,9 +653,10 @@ PYBIND11_MODULE(_core, m) {
 
     py::class_<Buffer> buffer_class(
         m, "Buffer", py::buffer_protocol(),
-        "Registered memory. Supports the buffer protocol (memoryview, numpy.frombuffer: "
-        "zero copy, format 'B') and `with`; close() deregisters it. Views taken before "
-        "close() stay valid; new ones are refused.");
+        "Registered memory. Supports the buffer protocol (memoryview, numpy.frombuffer, "
+        "torch.frombuffer: zero copy, format 'B') and `with`; close() deregisters it (refused "
+        "while a blocking transfer of another thread uses it). Views taken before close() stay "
+        "valid; new ones are refused.");
     auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(buffer_class.ptr());
     heap_type->as_buffer.bf_getbuffer = buffer_get;
     heap_type->as_buffer.bf_releasebuffer = buffer_release;

@@ -417,6 +417,9 @@ def test_help_documents_the_api():
     assert "GIL" in nvmeof.__doc__
     assert "MDTS" in nvmeof.Namespace.read.__doc__
     assert "data_owner" in nvmeof.IoQueue.submit.__doc__
+    assert "torch.frombuffer" in nvmeof.Buffer.__doc__
+    assert "torch CPU tensor" in nvmeof.Controller.register.__doc__
+    assert "DLPack" in nvmeof.Controller.register_gpu.__doc__ and "peermem" in nvmeof.Controller.register_gpu.__doc__
 
 
 class FakeCudaArray:
