@@ -1,9 +1,10 @@
 #!/bin/sh
 # Starts nvmeof-target on a free port, runs the example against it, stops it.
-# usage: run_example.sh TARGET_BIN EXAMPLE_BIN
+# usage: run_example.sh TARGET_BIN EXAMPLE [ARGS...]
+# (the example runs as EXAMPLE ARGS... 127.0.0.1 NQN PORT)
 set -eu
 target_bin=$1
-example=$2
+shift
 # The preload (softverbs, maybe the ASan runtime first) is for the two programs
 # under test, not for the shell tools.
 preload=${LD_PRELOAD:-}
@@ -19,4 +20,4 @@ for _ in $(seq 100); do
 done
 port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$out")
 [ -n "$port" ] || { echo "target did not start" >&2; exit 1; }
-LD_PRELOAD=$preload "$example" 127.0.0.1 "$nqn" "$port"
+LD_PRELOAD=$preload "$@" 127.0.0.1 "$nqn" "$port"

@@ -6,8 +6,9 @@
         with controller.allocate(4096) as block:
             namespace.read(block, slba=0, blocks=1)
 
-Blocking calls release the GIL. One thread at a time drives a controller
-(calls from several threads are serialised).
+Blocking calls release the GIL. Threads may share a controller: each call
+into it is serialised, but a blocking read or write holds the controller only
+to submit and to poll, so several threads' transfers are in flight together.
 """
 from nvmeof._core import Buffer, Controller, IoQueue, Namespace, Request, Response
 from nvmeof.errors import ConnectError, Error, NvmeError, TransportError

@@ -5,10 +5,13 @@
 // IoQueue, Request, Buffer) holds the controller's shared state, so the C++
 // Controller outlives them; after close() their calls raise instead of
 // touching released queues. The core is single-threaded per controller, so a
-// controller's mutex is taken (with the GIL released) around every call into it.
+// controller's mutex is taken (with the GIL released) around every call into it,
+// but not while a blocking transfer waits (blocking_transfer): threads sharing a
+// controller have their transfers in flight together.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -18,20 +21,30 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <unistd.h>
 
+#include "dlpack.hpp"
 #include "nvmeof/nvmeof.hpp"
 
 namespace py = pybind11;
+namespace dlpack = nvmeof_python::dlpack;
 
 namespace {
 
 struct ControllerState {
     std::optional<nvmeof::Controller> controller;
     std::mutex mutex;
+    // Blocking transfers' completions by token (their Transfer::user_data),
+    // filed by whichever waiting thread polled them; an entry exists while its
+    // thread waits. Guarded by `mutex`.
+    std::unordered_map<std::uint64_t, std::optional<nvmeof::CompletionStatus>> finished;
+    std::uint64_t next_token = 1;
 
     ControllerState() = default;
     ControllerState(const ControllerState&) = delete;
@@ -98,23 +111,29 @@ struct FreeMemory {
 };
 
 // A registered buffer: its own page-aligned memory (Controller.allocate), or a
-// Python object's memory (Controller.register). The bytes outlive the
+// Python object's memory (Controller.register: its buffer protocol, or its
+// DLPack tensor; register_gpu: __cuda_array_interface__ or DLPack). The bytes outlive the
 // registration: views (memoryview, numpy) taken before close() or before the
 // controller closed stay valid, because the memory, or the object's buffer, is
 // released only once no view is left (exports counts them).
 struct Buffer {
     StatePtr state;
-    std::unique_ptr<void, FreeMemory> memory;  // allocate()
-    std::unique_ptr<HeldView> view;            // register(): the object's buffer
-    py::object owner;                          // register(): the object itself
+    std::unique_ptr<void, FreeMemory> memory;        // allocate()
+    std::unique_ptr<HeldView> view;                  // register(): the object's buffer
+    std::unique_ptr<dlpack::ConsumedTensor> tensor;  // register*() by DLPack
+    py::object owner;                                // register*(): the object itself
     void* data = nullptr;
     std::size_t size = 0;
-    nvmeof::MemoryRegion region;  // after memory/view: deregistered before they go
+    nvmeof::MemoryRegion region;  // after memory/view/tensor: deregistered before they go
     std::size_t exports = 0;
+    std::size_t transfers = 0;  // blocking transfers using it now (counted under the GIL)
     bool closed = false;
     bool device = false;  // register_gpu(): `data` is a device address
 
     void close() {
+        if (transfers != 0) {
+            throw py::value_error("close: the buffer is in use by a transfer of another thread");
+        }
         {
             py::gil_scoped_release no_gil;
             std::lock_guard lock(state->mutex);
@@ -131,6 +150,7 @@ struct Buffer {
                 view->release();
                 view.reset();
             }
+            tensor.reset();
             owner = py::none();
         }
     }
@@ -176,13 +196,122 @@ void buffer_release(PyObject* object, Py_buffer*) {
     buffer.release_object();
 }
 
-const nvmeof::MemoryRegion& region_of(const py::object& buffer) {
+Buffer& buffer_of(const py::object& buffer) {
     if (buffer.is_none() || !py::isinstance<Buffer>(buffer)) {
         throw py::value_error(
             "expected a registered buffer (Controller.allocate or Controller.register), got " +
             std::string(py::str(py::type::of(buffer).attr("__name__"))));
     }
-    return buffer.cast<const Buffer&>().usable();
+    auto& result = buffer.cast<Buffer&>();
+    result.usable();
+    return result;
+}
+
+const nvmeof::MemoryRegion& region_of(const py::object& buffer) {
+    return buffer_of(buffer).region;
+}
+
+// Counts a transfer on a buffer (under the GIL) so close() from another thread
+// cannot deregister memory in flight.
+class BufferInUse {
+  public:
+    explicit BufferInUse(Buffer* buffer) : buffer_(buffer) {
+        if (buffer_ != nullptr) {
+            ++buffer_->transfers;
+        }
+    }
+    BufferInUse(const BufferInUse&) = delete;
+    BufferInUse& operator=(const BufferInUse&) = delete;
+    ~BufferInUse() {
+        if (buffer_ != nullptr) {
+            --buffer_->transfers;
+        }
+    }
+
+  private:
+    Buffer* buffer_;
+};
+
+// Files every finished blocking transfer the queue hands back under its token.
+void reap(ControllerState& state, nvmeof::IoQueue queue) {
+    std::array<nvmeof::Completion, 16> out;
+    std::size_t count = 0;
+    do {
+        count = queue.poll(out);
+        for (std::size_t i = 0; i < count; ++i) {
+            if (auto waiting = state.finished.find(out[i].user_data);
+                waiting != state.finished.end()) {
+                waiting->second = out[i].status;
+            }
+        }
+    } while (count == out.size());
+}
+
+// The range checks of the core's blocking Namespace calls, with their messages
+// (the non-blocking submit only says "invalid argument").
+void check_transfer(const nvmeof::NamespaceInfo& ns, const nvmeof::Transfer& t) {
+    const std::string what = "namespace " + std::to_string(ns.nsid);
+    if (t.op != nvmeof::Op::flush &&
+        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
+        throw py::value_error(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
+                              std::to_string(t.blocks) + ") is outside the namespace (" +
+                              std::to_string(ns.size_lbas) + " blocks)");
+    }
+    if (t.memory != nullptr) {
+        const std::uint64_t size = t.memory->size();
+        if (t.blocks > size / ns.lba_size || t.offset > size ||
+            t.blocks * ns.lba_size > size - t.offset) {
+            throw py::value_error(what + ": " + std::to_string(t.blocks) + " blocks of " +
+                                  std::to_string(ns.lba_size) + " bytes at buffer offset " +
+                                  std::to_string(t.offset) + " do not fit the " +
+                                  std::to_string(size) + "-byte buffer");
+        }
+    }
+}
+
+// A Namespace call, blocking as the core's are (split at MDTS, the CUDA
+// ordering, keep-alive while waiting, the first error raised), but on the
+// public non-blocking queue API: the lock is held to submit and for each poll,
+// and let go between polls, so other threads submit and poll meanwhile. The
+// caller has released the GIL.
+void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns, nvmeof::Transfer t) {
+    check_transfer(ns.info(), t);
+    std::unique_lock lock(state.mutex);
+    const std::uint64_t token = state.next_token++;
+    t.user_data = token;
+    state.finished.emplace(token, std::nullopt);
+    struct Forget {
+        ControllerState& state;
+        std::uint64_t token;
+        ~Forget() { state.finished.erase(token); }  // the lock is held on every way out
+    } forget{state, token};
+    auto let_others_in = [&] {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+    };
+    for (;;) {
+        auto queue = state.open().io(0);
+        const auto result = queue.submit(ns, t);
+        if (result == nvmeof::SubmitResult::queued) {
+            break;
+        }
+        if (result != nvmeof::SubmitResult::busy) {
+            nvmeof::raise_for_status(queue.last_error());
+        }
+        reap(state, queue);  // every transfer record is taken: wait for one
+        let_others_in();
+    }
+    for (;;) {
+        auto& controller = state.open();
+        reap(state, controller.io(0));
+        controller.keep_alive();  // a long transfer must not starve the target's timer
+        if (const auto& status = state.finished.at(token)) {
+            nvmeof::raise_for_status(*status);
+            return;
+        }
+        let_others_in();
+    }
 }
 
 struct PyNamespace {
@@ -191,11 +320,27 @@ struct PyNamespace {
 
     void transfer(bool write, const py::object& buffer, std::uint64_t slba,
                   std::optional<std::uint64_t> blocks, std::uint64_t offset) {
-        const auto& region = region_of(buffer);
-        locked(state, [&](nvmeof::Controller&) {
-            write ? ns.write(region, slba, blocks, offset) : ns.read(region, slba, blocks, offset);
-            return 0;
-        });
+        auto& registered = buffer_of(buffer);
+        if (registered.state != state) {
+            throw py::value_error("the buffer is registered with another controller");
+        }
+        std::uint64_t count = 0;
+        if (blocks) {
+            count = *blocks;
+        } else if (offset < registered.size) {
+            count = (registered.size - offset) / ns.lba_size();
+        }
+        if (count == 0) {
+            throw py::value_error("the buffer holds no whole block after offset " +
+                                  std::to_string(offset));
+        }
+        const BufferInUse in_use(&registered);
+        run({write ? nvmeof::Op::write : nvmeof::Op::read, slba, count, &registered.region, offset,
+             0});
+    }
+    void run(const nvmeof::Transfer& transfer) {
+        py::gil_scoped_release no_gil;
+        blocking_transfer(*state, ns, transfer);
     }
 };
 
@@ -402,6 +547,10 @@ void translate(std::exception_ptr error) {
     } catch (const nvmeof::InvalidArgument& e) {
         PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const nvmeof::TransportError& e) {
+        if (e.code() == nvmeof::TransportErrc::invalid_argument) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+            return;
+        }
         py::dict f;
         f["code"] = std::string(identifier(e.code()));
         f["errno"] = e.sys_errno();
@@ -440,14 +589,13 @@ nvmeof::wire::Sqe rw_command(std::uint8_t opcode, std::uint32_t nsid, std::uint6
                                     region.remote(offset, bytes), lba_size);
 }
 
+std::string type_name(const py::handle& object) {
+    return py::str(py::type::of(object).attr("__name__"));
+}
+
 // The device range of an object exposing __cuda_array_interface__ (version 2+):
 // C-contiguous (strides None or the C-order strides), writable.
 std::pair<void*, std::size_t> cuda_array_range(const py::object& object) {
-    if (!py::hasattr(object, "__cuda_array_interface__")) {
-        throw py::value_error("register_gpu: a " +
-                              std::string(py::str(py::type::of(object).attr("__name__"))) +
-                              " has no __cuda_array_interface__ (DLPack is not supported yet)");
-    }
     const py::dict interface = object.attr("__cuda_array_interface__");
     const auto data = interface["data"].cast<py::tuple>();
     if (data[1].cast<bool>()) {
@@ -505,9 +653,10 @@ PYBIND11_MODULE(_core, m) {
 
     py::class_<Buffer> buffer_class(
         m, "Buffer", py::buffer_protocol(),
-        "Registered memory. Supports the buffer protocol (memoryview, numpy.frombuffer: "
-        "zero copy, format 'B') and `with`; close() deregisters it. Views taken before "
-        "close() stay valid; new ones are refused.");
+        "Registered memory. Supports the buffer protocol (memoryview, numpy.frombuffer, "
+        "torch.frombuffer: zero copy, format 'B') and `with`; close() deregisters it (refused "
+        "while a blocking transfer of another thread uses it). Views taken before close() stay "
+        "valid; new ones are refused.");
     auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(buffer_class.ptr());
     heap_type->as_buffer.bf_getbuffer = buffer_get;
     heap_type->as_buffer.bf_releasebuffer = buffer_release;
@@ -557,27 +706,18 @@ PYBIND11_MODULE(_core, m) {
             "Writes `blocks` blocks at `slba` from the registered buffer; as read().")
         .def("flush",
              [](PyNamespace& n) {
-                 locked(n.state, [&](nvmeof::Controller&) {
-                     n.ns.flush();
-                     return 0;
-                 });
+                 n.run({nvmeof::Op::flush, 0, 0, nullptr, 0, 0});
              })
         .def(
             "write_zeroes",
             [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
-                locked(n.state, [&](nvmeof::Controller&) {
-                    n.ns.write_zeroes(slba, blocks);
-                    return 0;
-                });
+                n.run({nvmeof::Op::write_zeroes, slba, blocks, nullptr, 0, 0});
             },
             py::arg("slba"), py::arg("blocks"))
         .def(
             "deallocate",
             [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
-                locked(n.state, [&](nvmeof::Controller&) {
-                    n.ns.deallocate(slba, blocks);
-                    return 0;
-                });
+                n.run({nvmeof::Op::deallocate, slba, blocks, nullptr, 0, 0});
             },
             py::arg("slba"), py::arg("blocks"));
 
@@ -682,8 +822,10 @@ that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; r
                     throw std::bad_alloc();
                 }
                 std::memset(memory.get(), 0, rounded);
-                Buffer buffer{c.state, std::move(memory), nullptr, py::none(), nullptr, size, {}, 0,
-                              false};
+                Buffer buffer{};
+                buffer.state = c.state;
+                buffer.memory = std::move(memory);
+                buffer.size = size;
                 buffer.data = buffer.memory.get();
                 buffer.region = locked(c.state, [&](nvmeof::Controller& ctrl) {
                     return ctrl.register_memory(buffer.data, size);
@@ -695,41 +837,70 @@ that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; r
         .def(
             "register",
             [](PyController& c, const py::object& object) {
-                auto view = std::make_unique<HeldView>(object);
-                if (view->size() == 0) {
+                Buffer buffer{};
+                buffer.state = c.state;
+                buffer.owner = object;
+                if (PyObject_CheckBuffer(object.ptr()) != 0) {
+                    buffer.view = std::make_unique<HeldView>(object);
+                    buffer.data = buffer.view->data();
+                    buffer.size = buffer.view->size();
+                } else if (dlpack::offers_dlpack(object)) {
+                    buffer.tensor = dlpack::consume(object, dlpack::DeviceType::cpu, "register");
+                    buffer.data = buffer.tensor->data();
+                    buffer.size = buffer.tensor->size();
+                } else {
+                    throw py::value_error("register: a " + type_name(object) +
+                                          " is neither a buffer (numpy array, bytearray) nor a "
+                                          "DLPack tensor (torch CPU tensor)");
+                }
+                if (buffer.size == 0) {
                     throw py::value_error("register: the buffer is empty");
                 }
-                auto region = locked(c.state, [&](nvmeof::Controller& ctrl) {
-                    return ctrl.register_memory(view->data(), view->size());
+                buffer.region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_memory(buffer.data, buffer.size);
                 });
-                void* data = view->data();
-                const std::size_t size = view->size();
-                return Buffer{c.state, nullptr, std::move(view),   object,
-                              data,    size,    std::move(region), 0,
-                              false};
+                return buffer;
             },
             py::arg("obj"),
-            "Registers a writable C-contiguous buffer (numpy array, bytearray) in place; "
-            "the object stays alive (and a bytearray unresizable) while registered.")
+            "Registers host memory in place: a writable C-contiguous buffer (numpy array, "
+            "bytearray) or a C-contiguous CPU tensor by DLPack (torch CPU tensor; one that "
+            "requires grad is refused: detach() it). The object stays alive (and a bytearray "
+            "unresizable) while registered; do not resize_() a registered tensor. ValueError "
+            "for anything else.")
         .def(
             "register_gpu",
             [](PyController& c, const py::object& object) {
-                const auto [data, size] = cuda_array_range(object);
-                auto region = locked(c.state, [&](nvmeof::Controller& ctrl) {
-                    return ctrl.register_gpu(data, size);
-                });
-                Buffer buffer{c.state, nullptr,           nullptr, object, data,
-                              size,    std::move(region), 0,       false};
+                Buffer buffer{};
+                buffer.state = c.state;
+                buffer.owner = object;
                 buffer.device = true;
+                if (py::hasattr(object, "__cuda_array_interface__")) {
+                    std::tie(buffer.data, buffer.size) = cuda_array_range(object);
+                } else if (dlpack::offers_dlpack(object)) {
+                    buffer.tensor =
+                        dlpack::consume(object, dlpack::DeviceType::cuda, "register_gpu");
+                    buffer.data = buffer.tensor->data();
+                    buffer.size = buffer.tensor->size();
+                } else {
+                    throw py::value_error("register_gpu: a " + type_name(object) +
+                                          " has neither __cuda_array_interface__ nor DLPack "
+                                          "(__dlpack__, __dlpack_device__)");
+                }
+                buffer.region = locked(c.state, [&](nvmeof::Controller& ctrl) {
+                    return ctrl.register_gpu(buffer.data, buffer.size);
+                });
                 return buffer;
             },
             py::arg("array"),
-            "Registers CUDA device memory: any C-contiguous object with __cuda_array_interface__ "
-            "(its context current on this thread). The core widens the registration to the GPU "
-            "pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
+            "Registers CUDA device memory: a C-contiguous object with __cuda_array_interface__ "
+            "or a DLPack tensor on a CUDA device (kDLCUDA: torch CUDA tensors), its context "
+            "current on this thread. Writes from it do not wait for kernels still writing it: "
+            "synchronise first (torch.cuda.synchronize()). The core widens the registration to "
+            "the GPU pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
             "\"peermem\"). Reads into it are flushed before they return. The object is kept "
-            "alive while registered. nvmeof.Error says why it cannot (no CUDA support, no driver, "
-            "not device memory, both paths refused).")
+            "alive while registered. ValueError for another device, strides or a read-only "
+            "array; nvmeof.Error says why it cannot register (no CUDA support, no driver, not "
+            "device memory, both paths refused).")
         .def_property_readonly(
             "io",
             [](PyController& c) {

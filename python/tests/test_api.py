@@ -3,7 +3,10 @@ verbatim, round trips into numpy arrays and bytearrays, transfers above MDTS,
 the low-level queue, every error class, and the GIL released while blocking."""
 import ctypes
 import gc
+import json
 import os
+import pydoc
+import re
 import socket
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from nvmeof import protocol
 from conftest import SOFTVERBS_RUN, start_target
 
 LOOPBACK = "127.0.0.1"
+EXAMPLE_READ_WRITE = os.environ["NVMEOF_EXAMPLE_READ_WRITE"]  # examples/read_write.cpp, built
 
 # The documented usage, exactly as the package's documentation writes it.
 DOCUMENTED_SNIPPET = """\
@@ -53,20 +57,36 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def test_documented_snippet_runs_verbatim():
+def test_documented_snippet_runs_verbatim_and_matches_the_cpp_api():
     # The snippet connects to the default port 4420: softverbs maps it to a free
     # TCP port (SOFTVERBS_PORT_OFFSET) so parallel test runs cannot collide.
     offset = {"SOFTVERBS_PORT_OFFSET": str(free_tcp_port() - 4420)}
+    env = dict(os.environ, **offset)
     with start_target(port=4420, env=offset, namespace="ram:16M:4096") as target:
-        prologue = f"target_ip, subsystem_nqn, initiator_ip = {LOOPBACK!r}, {target.nqn!r}, {LOOPBACK!r}\n"
-        script = prologue + DOCUMENTED_SNIPPET + "print('snippet ok', namespace.lba_size)\n"
-        run = subprocess.run([SOFTVERBS_RUN, sys.executable, "-c", script], capture_output=True, text=True,
-                             env=dict(os.environ, **offset), timeout=120)
+        # The C++ API first (examples/read_write.cpp, its defaults): it writes 0xA5
+        # to LBA 0 and prints what it negotiated.
+        cpp = subprocess.run([SOFTVERBS_RUN, EXAMPLE_READ_WRITE, LOOPBACK, target.nqn], capture_output=True,
+                             text=True, env=env, timeout=120)
+        assert cpp.returncode == 0, cpp.stderr
+        negotiated = re.search(r"queue (\d+), MDTS (\d+) bytes", cpp.stdout)
+        geometry = re.search(r"namespace 1: (\d+) blocks of (\d+) bytes", cpp.stdout)
+        assert negotiated and geometry, cpp.stdout
+        prologue = f"import json\ntarget_ip, subsystem_nqn, initiator_ip = {LOOPBACK!r}, {target.nqn!r}, {LOOPBACK!r}\n"
+        # The epilogue's first lines continue the snippet's innermost `with`.
+        epilogue = ("        seen = bytes(memoryview(block))\n        limits = controller.limits\n"
+                    "print(json.dumps({'seen': seen.hex(), 'lba_size': namespace.lba_size,\n"
+                    "                  'size_lbas': namespace.size_lbas, 'queue_size': limits['queue_size'],\n"
+                    "                  'mdts_bytes': limits['mdts_bytes']}))\n")
+        run = subprocess.run([SOFTVERBS_RUN, sys.executable, "-c", prologue + DOCUMENTED_SNIPPET + epilogue],
+                             capture_output=True, text=True, env=env, timeout=120)
         assert run.returncode == 0, run.stderr
-        assert run.stdout.strip() == "snippet ok 4096"
+    python = json.loads(run.stdout)
+    assert bytes.fromhex(python["seen"]) == b"\xa5" * 4096, "the snippet reads what the C++ API wrote"
+    assert (python["queue_size"], python["mdts_bytes"]) == tuple(map(int, negotiated.groups()))
+    assert (python["size_lbas"], python["lba_size"]) == tuple(map(int, geometry.groups()))
     stats = target.stats()
-    assert stats["commands"]["read"] == 1
-    assert stats["bytes"]["read"] == 4096
+    assert stats["commands"]["read"] == 2  # the C++ example's and the snippet's
+    assert stats["bytes"]["read"] == 2 * 4096
 
 
 def test_documented_snippet_reads_what_was_written(target):
@@ -107,9 +127,11 @@ def test_connect_defaults_and_identity(target):
 def test_connect_options_are_keyword_only_and_documented():
     with pytest.raises(TypeError):
         nvmeof.Controller.connect(LOOPBACK, "nqn.x", 4420)
-    doc = nvmeof.Controller.connect.__doc__
-    for option in ("port", "host_id", "host_nqn", "queue_depth", "keep_alive_ms", "timeout", "source"):
-        assert option in doc
+    shown = pydoc.render_doc(nvmeof.Controller.connect, renderer=pydoc.plaintext)  # what help() prints
+    for option, default in (("port", "4420"), ("host_id", "None"), ("host_nqn", "None"), ("queue_depth", "128"),
+                            ("keep_alive_ms", "0"), ("timeout", "30.0"), ("source", "None")):
+        assert f"{option}: " in shown and f" = {default}" in shown, f"help() does not document {option}"
+        assert shown.count(f"{option}:") >= 2, f"help() names {option} only in the signature"
     with pytest.raises(ValueError):
         nvmeof.Controller.connect(LOOPBACK, "nqn.x", host_id="not-a-uuid")
     with pytest.raises(ValueError):
@@ -336,10 +358,68 @@ def test_blocking_read_releases_the_gil():
                               f"during {finished - started:.2f} s of blocking reads")
 
 
+def test_threads_sharing_a_controller_have_reads_in_flight_together():
+    # Each completion is delayed: with one lock held across a blocking read, the
+    # second thread could not even post its read while the first waits.
+    with start_target("--fault", "delay-ms=300") as target:
+        with connect(target) as controller:
+            namespace = controller.namespace(1)
+            expected = [pattern(4096, 30), pattern(4096, 31)]
+            for index, data in enumerate(expected):
+                with controller.register(data.copy()) as out:
+                    namespace.write(out, slba=index * 8)
+            seen, errors, most_in_flight, stop = [[], []], [], [0], threading.Event()
+
+            def read(index):
+                try:
+                    with controller.allocate(4096) as block:
+                        for _ in range(3):
+                            namespace.read(block, slba=index * 8)
+                            seen[index].append(bytes(memoryview(block)))
+                except Exception as error:  # reported below, with the thread's data
+                    errors.append(error)
+
+            def watch():
+                while not stop.is_set():
+                    most_in_flight[0] = max(most_in_flight[0], controller.io.in_flight)
+                    time.sleep(0.005)
+
+            watcher = threading.Thread(target=watch)
+            readers = [threading.Thread(target=read, args=(i,)) for i in range(2)]
+            watcher.start()
+            for reader in readers:
+                reader.start()
+            for reader in readers:
+                reader.join(timeout=60)
+            stop.set()
+            watcher.join()
+            assert not errors, errors
+            assert [len(s) for s in seen] == [3, 3], "both threads finished their reads"
+            for index in range(2):
+                assert all(data == expected[index].tobytes() for data in seen[index])
+            assert most_in_flight[0] == 2, "the two threads' reads were in flight at once"
+
+            # A buffer a transfer of another thread is using cannot be closed under it.
+            block = controller.allocate(4096)
+            reader = threading.Thread(target=namespace.read, args=(block,), kwargs={"slba": 0})
+            reader.start()
+            deadline = time.monotonic() + 10
+            while controller.io.in_flight == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            with pytest.raises(ValueError, match="in use"):
+                block.close()
+            reader.join()
+            block.close()
+            assert block.closed
+
+
 def test_help_documents_the_api():
     assert "GIL" in nvmeof.__doc__
     assert "MDTS" in nvmeof.Namespace.read.__doc__
     assert "data_owner" in nvmeof.IoQueue.submit.__doc__
+    assert "torch.frombuffer" in nvmeof.Buffer.__doc__
+    assert "torch CPU tensor" in nvmeof.Controller.register.__doc__
+    assert "DLPack" in nvmeof.Controller.register_gpu.__doc__ and "peermem" in nvmeof.Controller.register_gpu.__doc__
 
 
 class FakeCudaArray:
@@ -405,3 +485,104 @@ def test_register_gpu(target):
         strided.__cuda_array_interface__ = dict(strided.__cuda_array_interface__, shape=(1024,), strides=(4,))
         with pytest.raises(ValueError):
             controller.register_gpu(strided)
+
+
+# DLPack's ABI (dlpack.h v0.x), for a minimal producer like a torch CUDA tensor's.
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+DLDeleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DLDeleter)]
+KDL_CPU, KDL_CUDA, KDL_CUDA_MANAGED = 1, 2, 13
+_DLTENSOR_NAME = ctypes.create_string_buffer(b"dltensor")  # a capsule keeps the pointer, not a copy
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class FakeDlpackArray(FakeCudaArray):
+    """Device memory of the fake driver offered only by DLPack (`__dlpack__`,
+    `__dlpack_device__`), as uint8 of `shape`/`strides`; counts its deleter's calls."""
+
+    def __init__(self, cuda, size, device_type=KDL_CUDA, shape=None, strides=None):
+        if cuda is None:  # no driver: an address nothing backs
+            self.cuda, self.size, self.pointer = None, size, 1 << 40
+        else:
+            super().__init__(cuda, size)
+            del self.__cuda_array_interface__
+        self.device_type, self.deleted, self._exports = device_type, 0, []
+        self.shape = (ctypes.c_int64 * 1)(size) if shape is None else (ctypes.c_int64 * len(shape))(*shape)
+        self.strides = None if strides is None else (ctypes.c_int64 * len(strides))(*strides)
+        self._deleter = DLDeleter(self._delete)
+
+    def _delete(self, managed):
+        self.deleted += 1
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+    def __dlpack__(self, stream=None):
+        managed = DLManagedTensor()
+        managed.dl_tensor = DLTensor(self.pointer, DLDevice(self.device_type, 0), len(self.shape),
+                                     DLDataType(1, 8, 1), self.shape, self.strides, 0)
+        managed.deleter = self._deleter
+        self._exports.append(managed)
+        return _capsule_new(ctypes.addressof(managed), ctypes.cast(_DLTENSOR_NAME, ctypes.c_char_p), None)
+
+
+def test_register_gpu_by_dlpack(target):
+    fake_cuda = os.environ["NVMEOF_TEST_FAKE_CUDA"]
+    with connect(target) as controller:
+        namespace = controller.namespace(1)
+        if not fake_cuda:
+            # Built without CUDA support: register_gpu says so for a DLPack tensor too.
+            array = FakeDlpackArray(None, 4096)
+            with pytest.raises(nvmeof.Error, match="CUDA"):
+                controller.register_gpu(array)
+            assert array.deleted == 1, "a refused registration hands the tensor back"
+            return
+        cuda = fake_cuda_with_current_context(fake_cuda)
+        source, sink = FakeDlpackArray(cuda, 16384), FakeDlpackArray(cuda, 16384)
+        assert not hasattr(source, "__cuda_array_interface__")
+        expected = pattern(16384, 8)
+        source.upload(expected)
+        with controller.register_gpu(source) as out, controller.register_gpu(sink) as into:
+            assert out.kind == "gpu" and out.registration_path in ("dma-buf", "peermem")
+            assert out.obj is source and len(out) == 16384
+            assert source.deleted == 0, "the tensor is in use while registered"
+            namespace.write(out, slba=700)
+            namespace.read(into, slba=700)
+        assert (source.deleted, sink.deleted) == (1, 1), "closing hands the tensor back once"
+        assert numpy.array_equal(sink.download(), expected)
+        with controller.allocate(16384) as host:
+            namespace.read(host, slba=700)
+            assert bytes(memoryview(host)) == expected.tobytes()
+        # A 2-D tensor with its row-major strides spelled out is C-contiguous.
+        matrix = FakeDlpackArray(cuda, 8192, shape=(2, 4096), strides=(4096, 1))
+        with controller.register_gpu(matrix) as into:
+            namespace.read(into, slba=700)
+        assert numpy.array_equal(matrix.download(), expected[:8192])
+        for device_type in (KDL_CPU, KDL_CUDA_MANAGED):
+            with pytest.raises(ValueError, match="not CUDA"):
+                controller.register_gpu(FakeDlpackArray(cuda, 4096, device_type=device_type))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            controller.register_gpu(FakeDlpackArray(cuda, 4096, shape=(1024,), strides=(4,)))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            controller.register_gpu(FakeDlpackArray(cuda, 8192, shape=(2, 4096), strides=(1, 2)))
+        with pytest.raises(ValueError, match="neither"):
+            controller.register_gpu(bytearray(16))
