@@ -150,7 +150,7 @@ def fio_section(build, ios, workdir, repeats, runtime):
                                fio_args(fio, engine, port, 32, ios=n), capture_output=True, text=True, timeout=1800)
             if p.returncode != 0:
                 sys.exit(f"fio under callgrind failed: {p.stderr[-1500:]}")
-            groups.append(per_object(out))
+            groups.append((per_object(out), inclusive_costs(out)))
             p = subprocess.run([run, "valgrind", "--tool=memcheck", "--leak-check=no"] +
                                fio_args(fio, engine, port, 32, ios=n), capture_output=True, text=True, timeout=1800)
             m = re.search(r"total heap usage: ([\d,]+) allocs", p.stderr)
@@ -159,14 +159,21 @@ def fio_section(build, ios, workdir, repeats, runtime):
                  "engine+core (libfio_nvmeof.so, libnvmeof.so)": lambda o: o.startswith(("libfio_nvmeof", "libnvmeof")),
                  "fio": lambda o: o == "fio"}
         print(f"\nfio + engine, 4 KiB randread QD 32 against nvmeof-target (callgrind, delta of {ios} and {3 * ios} I/Os):")
+        (o1, i1), (o3, i3) = groups
         rest = 0.0
+        print("  self instructions per I/O, per object:")
         for label, match in split.items():
-            v = sum(groups[1].get(o, 0) - groups[0].get(o, 0) for o in groups[1] if match(o)) / (2 * ios)
-            print(f"    {label:<46}{v:8.0f} instructions per I/O")
-        for o in groups[1]:
+            v = sum(o3.get(o, 0) - o1.get(o, 0) for o in o3 if match(o)) / (2 * ios)
+            print(f"    {label:<46}{v:8.0f}")
+        for o in o3:
             if not any(match(o) for match in split.values()):
-                rest += (groups[1][o] - groups[0].get(o, 0)) / (2 * ios)
-        print(f"    {'the rest (libc, libstdc++, ld.so)':<46}{rest:8.0f} instructions per I/O")
+                rest += (o3[o] - o1.get(o, 0)) / (2 * ios)
+        print(f"    {'the rest (libc, libstdc++, ld.so)':<46}{rest:8.0f}")
+        print("  softverbs' entry points, inclusive (libc they call included), per I/O:")
+        for name, label in (("post_send", "ibv_post_send"), ("post_recv", "ibv_post_recv"),
+                            ("poll_cq", "ibv_poll_cq (busy polling: varies with timing)"),
+                            ("progress", "progress thread")):
+            print(f"    {label:<46}{(i3.get(name, 0) - i1.get(name, 0)) / (2 * ios):8.0f}")
         if None not in heap:
             print(f"    heap allocations per I/O (memcheck)          {(heap[1] - heap[0]) / (2 * ios):8.2f}")
         for qd in (32, 1):

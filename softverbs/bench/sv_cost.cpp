@@ -115,6 +115,12 @@ struct Endpoint {
   }
 };
 
+// Allocations per I/O after warm-up (the first I/Os fill the rings); -1 when the run was too short.
+double allocations_per_io(uint64_t allocations, uint64_t ios, uint64_t ios_at_warm) {
+  if (ios_at_warm == 0 || ios <= ios_at_warm) return -1.0;
+  return static_cast<double>(allocations) / static_cast<double>(ios - ios_at_warm);
+}
+
 // The peer answers each command with WRITE(4 KiB, unsignaled) + SEND(64 B).
 int serve(int depth) {
   rdma_event_channel* ch = rdma_create_event_channel();
@@ -197,10 +203,7 @@ int serve(int depth) {
     if (ibv_get_cq_event(ep.comp, &c, &ctx) == 0) ibv_ack_cq_events(c, 1);
   }
   // The host reads this line after it disconnected.
-  double per_io = served > served_at_warm && served_at_warm
-                      ? static_cast<double>(g_allocations.load() - allocs_at_warm) / static_cast<double>(served - served_at_warm)
-                      : -1.0;
-  std::printf("%.3f\n", per_io);
+  std::printf("%.3f\n", allocations_per_io(g_allocations.load() - allocs_at_warm, served, served_at_warm));
   std::fflush(stdout);
   return 0;
 }
@@ -338,9 +341,7 @@ int host(const char* self, int ios, int depth, bool chain, bool busy) {
   if (std::fscanf(from_peer, "%lf", &peer_allocs) != 1) peer_allocs = -1.0;
   int st = 0;
   waitpid(pid, &st, 0);
-  double host_allocs = done > done_at_warm && done_at_warm
-                           ? static_cast<double>(allocs_end - allocs_at_warm) / static_cast<double>(done - done_at_warm)
-                           : -1.0;
+  double host_allocs = allocations_per_io(allocs_end - allocs_at_warm, done, done_at_warm);
   std::printf(
       "{\"ios\": %llu, \"depth\": %d, \"chain\": %s, \"busy\": %s, \"post_send_calls\": %llu, \"send_wrs\": %llu, "
       "\"post_recv_calls\": %llu, \"poll_calls\": %llu, \"empty_polls\": %llu, \"cqes\": %llu, "
