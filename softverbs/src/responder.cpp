@@ -2,6 +2,7 @@
 // WRITEs and READ requests after checking rkey, bounds, access and PD.
 // A connection's stream is handled strictly in order, so a WRITE's data is in
 // memory before a later SEND's receive completion is queued.
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -150,9 +151,12 @@ void dp_on_header(Conn* c) {
     if (op == Op::kWriteImm) return;  // payload already targets the WRITE address
     uint64_t cap = 0;
     bool ok = true;
-    for (const ibv_sge& s : c->cur_recv.sges) {
-      ok = ok && (s.length == 0 || local_mr(qp, s, IBV_ACCESS_LOCAL_WRITE));
-      cap += s.length;
+    const std::vector<ibv_sge>& sges = c->cur_recv.sges;
+    std::array<const Mr*, kMaxSge> mrs{};  // each SGE's MR, looked up once
+    for (std::size_t i = 0; i < sges.size(); ++i) {
+      if (sges[i].length) mrs[i] = local_mr(qp, sges[i], IBV_ACCESS_LOCAL_WRITE);
+      ok = ok && (sges[i].length == 0 || mrs[i]);
+      cap += sges[i].length;
     }
     if (!ok || cap < in.hdr.len) {
       in.status = ok ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR;
@@ -160,10 +164,9 @@ void dp_on_header(Conn* c) {
     }
     in.sink = Sink::kRecv;
     uint32_t left = in.hdr.len;
-    for (const ibv_sge& s : c->cur_recv.sges) {
-      if (!left) break;
-      uint32_t k = std::min(left, s.length);
-      if (k) in.add_target({s.addr, k, local_mr(qp, s, 0)->gpu});
+    for (std::size_t i = 0; i < sges.size() && left; ++i) {
+      uint32_t k = std::min(left, sges[i].length);
+      if (k) in.add_target({sges[i].addr, k, mrs[i]->gpu});
       left -= k;
     }
   }
