@@ -4,11 +4,11 @@
 #include <sys/uio.h>
 
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "fd.h"
 #include "objects.h"
+#include "ring.h"
 #include "wire.h"
 
 namespace sv {
@@ -27,6 +27,8 @@ enum class ConnState {
   kClosing,      // DREQ/REJ sent or received; drains then closes
 };
 
+// One message in a connection's output ring.  Slots are reused: reset() empties
+// one for its next message and keeps the vectors' capacity.
 struct OutChunk {
   WireHdr hdr{};
   std::vector<uint8_t> owned;  // copied payload (inline data, CM, READ responses)
@@ -36,6 +38,7 @@ struct OutChunk {
   std::size_t total() const;
   // Copies ext into owned so the chunk no longer references app memory.
   void materialize();
+  void reset();
 };
 
 // What the parser does with the payload of the current message.
@@ -82,10 +85,10 @@ struct Conn {
   Device* dev = nullptr;
   sockaddr_storage local{};  // AF_INET or AF_INET6
   sockaddr_storage peer{};
-  std::deque<OutChunk> out;
+  Ring<OutChunk> out;          // messages not yet (fully) written, in order
   uint32_t ep_events = 0;
   InParser in;
-  RqEntry cur_recv;            // receive consumed by the message being parsed
+  RqEntry cur_recv;            // receive consumed by the message being parsed (sges: kMaxSge reserved)
   uint32_t recv_msn = 0;       // responder: msn of the last request processed
   bool ack_pending = false;
   uint8_t peer_rnr_retry = 7;  // the requester's rnr_retry decides RNR handling here

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -20,11 +21,12 @@ bool Pipe::open() {
 }
 
 void push_cqe(Cq* cq, const ibv_wc& wc) {
-  std::lock_guard lk(cq->mu);
-  if (cq->count == cq->ring.size()) {
+  const uint64_t tail = cq->tail.load(std::memory_order_relaxed);  // only producers (under core().mu) move it
+  if (tail - cq->head.load(std::memory_order_acquire) == cq->ring.size()) {
     // Hardware turns an overrun into a CQ error and an async event; we drop the
     // entry and report the same event (or abort in strict mode, to find the bug).
     if (core().cfg.strict_cq) fatal("CQ %p overrun (cqe=%d)", static_cast<void*>(cq), cq->cq.cqe);
+    if (cq->stats) ++cq->stats->overruns;
     if (!cq->overrun) {
       cq->overrun = true;
       ibv_async_event ev{};
@@ -34,10 +36,13 @@ void push_cqe(Cq* cq, const ibv_wc& wc) {
     }
     return;
   }
-  cq->ring[(cq->head + cq->count) % cq->ring.size()] = wc;
-  ++cq->count;
-  if (cq->armed && cq->cq.channel) {
-    cq->armed = false;
+  cq->ring[tail % cq->ring.size()] = wc;
+  // Publishes the entry (and the data placed before it) to pollers.  Sequentially
+  // consistent with the arm below: a poller that armed and then found the CQ
+  // empty is sure to get the channel event.
+  cq->tail.store(tail + 1);
+  if (cq->stats) ++cq->stats->completions;
+  if (cq->cq.channel && cq->armed.load() && cq->armed.exchange(false)) {
     ibv_cq* p = &cq->cq;
     (void)!::write(to_ch(cq->cq.channel)->wfd.get(), &p, sizeof p);
   }
@@ -51,20 +56,24 @@ void post_async_event(Context* ctx, const ibv_async_event& ev) {
 
 int dp_poll_cq(ibv_cq* ibcq, int n, ibv_wc* wc) {
   Cq* cq = to_cq(ibcq);
+  if (n <= 0 || cq->tail.load() == cq->head.load(std::memory_order_relaxed)) return 0;  // nothing: no lock
   std::lock_guard lk(cq->mu);
-  int got = 0;
-  while (got < n && cq->count > 0) {
-    wc[got++] = cq->ring[cq->head];
-    cq->head = (cq->head + 1) % cq->ring.size();
-    --cq->count;
+  uint64_t head = cq->head.load(std::memory_order_relaxed);
+  const uint64_t avail = cq->tail.load() - head;
+  const int got = static_cast<int>(std::min<uint64_t>(avail, static_cast<uint64_t>(n)));
+  const std::size_t size = cq->ring.size();
+  std::size_t at = head % size;
+  for (int i = 0; i < got; ++i) {
+    wc[i] = cq->ring[at];
+    if (++at == size) at = 0;
   }
+  // Hands the slots back to the producer.
+  cq->head.store(head + static_cast<uint64_t>(got), std::memory_order_release);
   return got;
 }
 
 int dp_req_notify_cq(ibv_cq* ibcq, int) {
-  Cq* cq = to_cq(ibcq);
-  std::lock_guard lk(cq->mu);
-  cq->armed = true;
+  to_cq(ibcq)->armed.store(true);
   return 0;
 }
 
@@ -126,6 +135,7 @@ ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_chan
   cq->cq.cqe = cqe;
   cq->cq.handle = c.next_key++;
   cq->ring.resize(static_cast<std::size_t>(cqe));
+  cq->stats = c.stats.add_cq(cq->cq.handle, cqe);
   return &cq->cq;
 }
 
@@ -133,6 +143,8 @@ int ibv_destroy_cq(ibv_cq* ibcq) {
   std::lock_guard lk(core().mu);
   Cq* cq = to_cq(ibcq);
   if (cq->qp_refs > 0) return EBUSY;
+  // A forked child's stats no longer hold its parent's CQs.
+  if (cq->stats && !inherited(to_ctx(ibcq->context))) cq->stats->destroyed = true;
   delete cq;
   return 0;
 }

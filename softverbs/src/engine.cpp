@@ -22,6 +22,12 @@ constexpr uint64_t kWakeTag = 0;  // epoll tag of the eventfd; serials start at 
 constexpr uint64_t kListenerBit = uint64_t{1} << 63;
 constexpr uint64_t kControlTag = uint64_t{1} << 62;
 
+// What parsing a message fills, sized once per connection so the data path does not allocate.
+void reserve_message_buffers(Conn* c) {
+  c->in.targets.reserve(kMaxSge);
+  c->cur_recv.sges.reserve(kMaxSge);
+}
+
 }  // namespace
 
 int64_t now_ms() {
@@ -33,6 +39,16 @@ std::size_t OutChunk::total() const {
   std::size_t n = sizeof(WireHdr) + owned.size();
   for (const iovec& v : ext) n += v.iov_len;
   return n;
+}
+
+void OutChunk::reset() {
+  hdr = WireHdr{};
+  // A rare large copy (GPU data, a corrupted payload) is not kept around.
+  if (owned.capacity() > kOutKeepBytes) std::vector<uint8_t>().swap(owned);
+  owned.clear();
+  ext.clear();
+  sent = 0;
+  not_before_ms = 0;
 }
 
 void OutChunk::materialize() {
@@ -81,6 +97,7 @@ Conn* Engine::connect(Device* dev, int bound_fd, const sockaddr_storage& dst, in
   c->fd = std::move(fd);
   c->state = ConnState::kConnecting;
   c->in.staging.resize(kInStagingBytes);
+  reserve_message_buffers(c.get());
   epoll_event ev{};
   ev.events = EPOLLOUT;
   ev.data.u64 = c->serial;
@@ -136,15 +153,32 @@ std::vector<Conn*> Engine::all_conns() const {
 
 void Engine::send(Conn* c, OutChunk&& chunk) {
   if (c->dead) return;
+  OutChunk& slot = queue(c);
+  const int64_t not_before = slot.not_before_ms;
+  slot = std::move(chunk);
+  slot.not_before_ms = not_before;
+  if (c->state != ConnState::kConnecting) flush(c);
+}
+
+OutChunk& Engine::queue(Conn* c) {
+  if (c->dead) {
+    discard_.reset();
+    return discard_;
+  }
+  OutChunk& ch = c->out.push_back();
+  ch.reset();
   if (c->faults.delay_ms > 0) {
-    chunk.not_before_ms = now_ms() + c->faults.delay_ms;
+    ch.not_before_ms = now_ms() + c->faults.delay_ms;
     uint64_t s = c->serial;
     add_timer(c->faults.delay_ms, [this, s] {
       if (Conn* x = find(s)) flush(x);
     });
   }
-  c->out.push_back(std::move(chunk));
-  if (c->state != ConnState::kConnecting) flush(c);
+  return ch;
+}
+
+void Engine::unqueue_last(Conn* c) {
+  if (!c->dead && !c->out.empty()) c->out.pop_back();
 }
 
 void Engine::update_events(Conn* c) {
@@ -281,6 +315,7 @@ void Engine::handle_listener(Listener* l) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->state = ConnState::kAwaitReq;
     c->in.staging.resize(kInStagingBytes);
+    reserve_message_buffers(c.get());
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u64 = c->serial;

@@ -37,6 +37,17 @@ class Engine {
   void remove_listener(uint64_t serial);
   // Queues a chunk and writes as much as the socket takes right now.
   void send(Conn* c, OutChunk&& chunk);
+  // The data path's way to send: appends an empty message slot to c's output
+  // ring and returns it to be filled in place (its buffers are reused, so this
+  // does not allocate).  Nothing is written until flush(c) -- the end of the
+  // post call or of the input batch that queued it -- so the messages of one
+  // batch leave in one sendmsg without delaying any of them.
+  OutChunk& queue(Conn* c);
+  // Drops the message queue() returned last (it turned out not to be sent).
+  void unqueue_last(Conn* c);
+  // Writes as much of c's queued output as the socket takes now; the rest
+  // goes on EPOLLOUT.
+  void flush(Conn* c);
   // Abortive close: the peer sees a reset/EOF; queued output is dropped.
   void close(Conn* c);
   // Orderly close once everything queued has been written.
@@ -63,7 +74,6 @@ class Engine {
   void handle_conn(Conn* c, uint32_t events);
   void handle_listener(Listener* l);
   void handle_control();
-  void flush(Conn* c);
   void read_input(Conn* c);
   void run_timers();
   int next_timeout_ms() const;
@@ -79,6 +89,7 @@ class Engine {
   uint64_t next_serial_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::unordered_map<uint64_t, std::unique_ptr<Listener>> listeners_;
+  OutChunk discard_;  // what queue() hands out for a dead connection
   std::vector<std::unique_ptr<Conn>> graveyard_;  // freed after the current event batch
   std::multimap<int64_t, std::pair<uint64_t, std::function<void()>>> timers_;
   uint64_t next_timer_ = 1;

@@ -16,16 +16,22 @@
 namespace sv {
 namespace {
 
+// Gathers the unsent parts of queued messages for one sendmsg.
+struct IovBatch {
+  iovec v[kMaxIovPerWrite];
+  int n = 0;
+};
+
 // Appends the unsent part of one chunk to iov; returns false when iov is full.
-bool append_iov(const OutChunk& ch, std::vector<iovec>& iov) {
+bool append_iov(const OutChunk& ch, IovBatch& iov) {
   std::size_t skip = ch.sent;
   auto add = [&](const void* p, std::size_t len) {
     if (skip >= len) {
       skip -= len;
       return true;
     }
-    if (iov.size() >= static_cast<std::size_t>(kMaxIovPerWrite)) return false;
-    iov.push_back({const_cast<uint8_t*>(static_cast<const uint8_t*>(p)) + skip, len - skip});
+    if (iov.n >= kMaxIovPerWrite) return false;
+    iov.v[iov.n++] = {const_cast<uint8_t*>(static_cast<const uint8_t*>(p)) + skip, len - skip};
     skip = 0;
     return true;
   };
@@ -76,19 +82,21 @@ void settle_device_targets(InParser& in) {
 }  // namespace
 
 void Engine::flush(Conn* c) {
-  std::vector<iovec> iov;
-  iov.reserve(kMaxIovPerWrite);
+  IovBatch iov;
   while (!c->dead && !c->out.empty() && c->state != ConnState::kConnecting) {
-    iov.clear();
-    int64_t now = now_ms();
-    for (const OutChunk& ch : c->out) {
+    iov.n = 0;
+    // Only a delayed message (fault injection) needs the clock; one behind an
+    // undelayed front waits for the next round of this loop.
+    const int64_t now = c->out.front().not_before_ms != 0 ? now_ms() : 0;
+    for (std::size_t i = 0; i < c->out.size(); ++i) {
+      const OutChunk& ch = c->out[i];
       if (ch.not_before_ms > now) break;  // fault "delay": a timer flushes later
       if (!append_iov(ch, iov)) break;
     }
-    if (iov.empty()) break;
+    if (iov.n == 0) break;
     msghdr mh{};
-    mh.msg_iov = iov.data();
-    mh.msg_iovlen = iov.size();
+    mh.msg_iov = iov.v;
+    mh.msg_iovlen = static_cast<std::size_t>(iov.n);
     ssize_t n = ::sendmsg(c->fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) break;
@@ -146,6 +154,11 @@ void Engine::read_input(Conn* c) {
     if (in.parked) in.hdr_got = sizeof(WireHdr);
   }
   while (!c->dead && !in.parked && budget > 0) {
+    // Replies go out in bounded batches, so a long input batch does not hold them back.
+    if (c->out.size() >= kOutBatchMessages) {
+      flush(c);
+      if (c->dead) break;
+    }
     if (!in.in_payload) {
       if (in.pos == in.end && !fill()) break;
       std::size_t k = std::min(sizeof(WireHdr) - in.hdr_got, in.end - in.pos);
@@ -203,6 +216,8 @@ void Engine::read_input(Conn* c) {
     }
   }
   if (!c->dead) dp_flush_ack(c);
+  // The flush point of the engine side: replies and ACKs of this batch leave together.
+  if (!c->dead) flush(c);
   // Bytes already staged must not wait for another EPOLLIN that may never come.
   if (!c->dead && !in.parked && budget == 0) {
     uint64_t s = c->serial;

@@ -4,6 +4,7 @@
 #pragma once
 #include <netinet/in.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -13,12 +14,14 @@
 #include "fd.h"
 #include "gpu_memory.h"
 #include "rdma.h"
+#include "ring.h"
 #include "stats.h"
 
 namespace sv {
 
 struct Conn;
 struct QpStats;
+struct CqStats;
 
 struct Device {
   ibv_device dev;
@@ -64,30 +67,37 @@ struct CompChannel {
   Fd wfd;  // carries ibv_cq* values to ibv_get_cq_event
 };
 
+// Completions are produced only with core().mu held (one producer at a time)
+// and consumed by any number of pollers, which serialise on mu.  The producer
+// fills a slot and then publishes it by advancing tail; a poller that finds
+// head == tail returns without locking, which is what a busy poll mostly sees.
 struct Cq {
   ibv_cq cq;
-  std::mutex mu;  // ring + armed; poll_cq takes only this lock
-  std::vector<ibv_wc> ring;
-  std::size_t head = 0;
-  std::size_t count = 0;
-  bool armed = false;
-  bool overrun = false;
+  std::mutex mu;                         // pollers among themselves
+  std::vector<ibv_wc> ring;              // sized at creation (cqe)
+  std::atomic<uint64_t> head{0};         // next entry to poll (pollers, under mu)
+  std::atomic<uint64_t> tail{0};         // next entry to fill (producer, under core().mu)
+  std::atomic<bool> armed{false};        // ibv_req_notify_cq: the next CQE writes to the channel
+  bool overrun = false;                  // core().mu
   int qp_refs = 0;  // QPs using the CQ (destroy refuses with EBUSY)
+  CqStats* stats = nullptr;  // lives on after the CQ, for the exit dump
 };
 
-// One posted send-queue work request, retired strictly in post order.
+// One posted send-queue work request, retired strictly in post order.  Slots
+// are reused: read_sges keeps its capacity (max_send_sge, reserved at creation).
 struct SqEntry {
-  uint64_t wr_id;
-  ibv_wc_opcode opcode;
-  uint32_t msn;
-  uint32_t byte_len;
-  bool signaled;
-  bool is_read;
+  uint64_t wr_id = 0;
+  ibv_wc_opcode opcode = IBV_WC_SEND;
+  uint32_t msn = 0;
+  uint32_t byte_len = 0;
+  bool signaled = false;
+  bool is_read = false;
   std::vector<ibv_sge> read_sges;  // where READ data lands (validated at post)
 };
 
+// A posted receive; sges keeps its capacity (max_recv_sge) across reuse.
 struct RqEntry {
-  uint64_t wr_id;
+  uint64_t wr_id = 0;
   std::vector<ibv_sge> sges;
 };
 
@@ -96,8 +106,8 @@ struct Qp {
   ibv_qp_cap cap;
   bool sq_sig_all;
   Conn* conn = nullptr;         // set while connected; engine-owned
-  std::deque<SqEntry> sq;       // posted, not yet retired
-  std::deque<RqEntry> rq;
+  Ring<SqEntry> sq;             // posted, not yet retired; max_send_wr slots
+  Ring<RqEntry> rq;             // max_recv_wr slots
   uint32_t next_msn = 1;        // next request msn this side sends
   uint8_t rnr_retry = kRnrRetryDefault;
   uint8_t retry_cnt = 7;

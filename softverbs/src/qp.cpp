@@ -21,8 +21,8 @@ ibv_wc make_wc(Qp* qp, uint64_t wr_id, ibv_wc_status st, ibv_wc_opcode op) {
 }  // namespace
 
 void flush_recv_queue(Qp* qp) {
-  for (const RqEntry& r : qp->rq) {
-    push_cqe(to_cq(qp->qp.recv_cq), make_wc(qp, r.wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV));
+  for (std::size_t i = 0; i < qp->rq.size(); ++i) {
+    push_cqe(to_cq(qp->qp.recv_cq), make_wc(qp, qp->rq[i].wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV));
     if (qp->stats) ++qp->stats->flushed;
   }
   qp->rq.clear();
@@ -34,14 +34,12 @@ namespace {
 // finished from a private copy, since the app may reuse its buffers once it sees
 // the flush completions (or the QP is gone).
 void drop_unsent_requests(Conn* c) {
-  std::deque<OutChunk> keep;
-  for (OutChunk& ch : c->out) {
+  c->out.retain([](OutChunk& ch) {
     Op op = static_cast<Op>(ch.hdr.op);
-    if (ch.sent == 0 && (is_request(op) || op == Op::kReadResp)) continue;
+    if (ch.sent == 0 && (is_request(op) || op == Op::kReadResp)) return false;
     ch.materialize();
-    keep.push_back(std::move(ch));
-  }
-  c->out.swap(keep);
+    return true;
+  });
 }
 
 }  // namespace
@@ -56,7 +54,8 @@ void qp_to_error(Qp* qp, ibv_wc_status first_status) {
     if (c->in.in_payload && c->in.sink != Sink::kCm) c->in.sink = Sink::kDiscard;
   }
   bool first = true;
-  for (const SqEntry& e : qp->sq) {
+  for (std::size_t i = 0; i < qp->sq.size(); ++i) {
+    const SqEntry& e = qp->sq[i];
     // Error completions are generated even for unsignaled WRs, as on hardware.
     ibv_wc_status st = first ? first_status : IBV_WC_WR_FLUSH_ERR;
     push_cqe(to_cq(qp->qp.send_cq), make_wc(qp, e.wr_id, st, e.opcode));
@@ -121,6 +120,11 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   qp->qp.qp_type = IBV_QPT_RC;
   qp->cap = cap;
   qp->sq_sig_all = attr->sq_sig_all != 0;
+  // Every work request slot exists from here on: posting never allocates.
+  qp->sq.reset(cap.max_send_wr);
+  qp->sq.for_each_slot([&](SqEntry& e) { e.read_sges.reserve(cap.max_send_sge); });
+  qp->rq.reset(cap.max_recv_wr);
+  qp->rq.for_each_slot([&](RqEntry& r) { r.sges.reserve(cap.max_recv_sge); });
   qp->stats = core_.stats.add_qp(qp->qp.qp_num, ctx->device->dev.name);
   ++to_cq(attr->send_cq)->qp_refs;
   ++to_cq(attr->recv_cq)->qp_refs;

@@ -59,7 +59,10 @@ void retire_acked(Qp* qp, uint32_t msn, bool inclusive) {
 
 // Puts one WR on an errored QP: it completes at once with a flush error.
 void flush_one(Qp* qp, const ibv_send_wr* wr, ibv_wc_opcode op) {
-  SqEntry e{wr->wr_id, op, 0, 0, true, false, {}};
+  SqEntry e;
+  e.wr_id = wr->wr_id;
+  e.opcode = op;
+  e.signaled = true;
   complete(qp, e, IBV_WC_WR_FLUSH_ERR);
   if (qp->stats) ++qp->stats->flushed;
 }
@@ -137,9 +140,19 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
   if (inl && total > qp->cap.max_inline_data) return EINVAL;
   if (total > kMaxMsgSize) return EINVAL;
 
-  OutChunk ch;
-  SqEntry e{wr->wr_id, op.wc, qp->next_msn++, static_cast<uint32_t>(total),
-            qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED), is_read, {}};
+  const uint32_t msn = qp->next_msn++;
+  // Fills the WR's slot of the send queue (sized at creation: no allocation).
+  auto add_entry = [&]() -> SqEntry& {
+    SqEntry& e = qp->sq.push_back();
+    e.wr_id = wr->wr_id;
+    e.opcode = op.wc;
+    e.msn = msn;
+    e.byte_len = static_cast<uint32_t>(total);
+    e.signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+    e.is_read = is_read;
+    e.read_sges.clear();
+    return e;
+  };
   // The MR of each SGE; inline data is copied from the SGE addresses without a key check.
   std::array<const Mr*, kMaxSge> mrs{};
   bool local_ok = true;
@@ -153,41 +166,47 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
       local_ok = local_ok && m;
       from_device = from_device || (m && m->gpu.device());
     }
-  if (local_ok && from_device && !is_read) local_ok = gather_from_device(wr, mrs, &ch);
+  // The message is built in place in the connection's output ring; the post
+  // call writes it (with the rest of its list) when it returns.
+  OutChunk* ch = local_ok && qp->conn ? &core().engine.queue(qp->conn) : nullptr;
+  if (local_ok && from_device && !is_read) {
+    OutChunk unsent;  // without a connection the copy still decides the status
+    local_ok = gather_from_device(wr, mrs, ch ? ch : &unsent);
+    if (!local_ok && ch) core().engine.unqueue_last(qp->conn);
+  }
   if (!local_ok || !qp->conn) {
-    qp->sq.push_back(std::move(e));
+    add_entry();
     qp_to_error(qp, local_ok ? IBV_WC_RETRY_EXC_ERR : IBV_WC_LOC_PROT_ERR);
     return 0;
   }
-  ch.hdr.op = static_cast<uint8_t>(op.wire);
-  ch.hdr.msn = e.msn;
-  ch.hdr.rkey = wr->wr.rdma.rkey;
-  ch.hdr.raddr = wr->wr.rdma.remote_addr;
-  if (wr->opcode == IBV_WR_SEND_WITH_INV) ch.hdr.imm = wr->invalidate_rkey;
-  else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ch.hdr.imm = wr->imm_data;
+  ch->hdr.op = static_cast<uint8_t>(op.wire);
+  ch->hdr.msn = msn;
+  ch->hdr.rkey = wr->wr.rdma.rkey;
+  ch->hdr.raddr = wr->wr.rdma.remote_addr;
+  if (wr->opcode == IBV_WR_SEND_WITH_INV) ch->hdr.imm = wr->invalidate_rkey;
+  else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ch->hdr.imm = wr->imm_data;
   if (op.wire == Op::kSend || op.wire == Op::kSendImm || op.wire == Op::kSendInv) {
-    ch.hdr.rkey = 0;
-    ch.hdr.raddr = 0;
+    ch->hdr.rkey = 0;
+    ch->hdr.raddr = 0;
   }
   if (is_read) {
-    ch.hdr.rd_len = e.byte_len;
-    e.read_sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
+    ch->hdr.rd_len = static_cast<uint32_t>(total);
   } else {
-    ch.hdr.len = e.byte_len;
+    ch->hdr.len = static_cast<uint32_t>(total);
     for (int i = 0; i < wr->num_sge && !from_device; ++i) {
       const ibv_sge& s = wr->sg_list[i];
       if (s.length == 0) continue;
       auto* p = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(s.addr));
       // Inline data is copied now; otherwise the HCA reads app memory until the ACK.
-      if (inl) ch.owned.insert(ch.owned.end(), p, p + s.length);
-      else ch.ext.push_back({p, s.length});
+      if (inl) ch->owned.insert(ch->owned.end(), p, p + s.length);
+      else ch->ext.push_back({p, s.length});
     }
   }
   int64_t flip = 0;
   if (!is_read && total > 0 &&
       core().faults.corrupt(qp->conn, op.wc == IBV_WC_RDMA_WRITE, core().cfg.port_offset, &flip)) {
-    ch.materialize();  // corrupt a private copy, never the application's buffer
-    ch.owned[static_cast<std::size_t>(flip) % ch.owned.size()] ^= kCorruptMask;
+    ch->materialize();  // corrupt a private copy, never the application's buffer
+    ch->owned[static_cast<std::size_t>(flip) % ch->owned.size()] ^= kCorruptMask;
   }
   if (QpStats* st = qp->stats) {
     if (is_read) ++st->reads;
@@ -196,9 +215,9 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
     if (!is_read) st->bytes_out += total;
   }
   if (qp->sq.empty()) ++qp->conn->acks;  // a new wait starts now, not at the last ACK
-  qp->sq.push_back(std::move(e));
+  SqEntry& e = add_entry();
+  if (is_read) e.read_sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
   watch_acks(qp->conn);
-  core().engine.send(qp->conn, std::move(ch));
   return 0;
 }
 
@@ -211,14 +230,20 @@ int dp_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
     *bad = wr;
     return refuse_inherited("ibv_post_send");
   }
+  int rc = 0;
   for (; wr; wr = wr->next) {
-    int rc = post_one(qp, wr);
+    // A long list goes out in bounded batches rather than all at the end.
+    if (qp->conn && qp->conn->out.size() >= kOutBatchMessages) core().engine.flush(qp->conn);
+    rc = post_one(qp, wr);
     if (rc) {
       *bad = wr;
-      return rc;
+      break;
     }
   }
-  return 0;
+  // The flush point of the requester: the whole list leaves in one sendmsg
+  // (as long as the socket takes it), and a single WR leaves at once.
+  if (qp->conn) core().engine.flush(qp->conn);
+  return rc;
 }
 
 void req_on_ack(Conn* c) {

@@ -2,8 +2,10 @@
 // WRITEs and READ requests after checking rkey, bounds, access and PD.
 // A connection's stream is handled strictly in order, so a WRITE's data is in
 // memory before a later SEND's receive completion is queued.
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "core.h"
 #include "dataplane.h"
@@ -15,11 +17,10 @@ namespace {
 
 void send_nak(Conn* c, uint32_t msn, int status) {
   dp_flush_ack(c);
-  OutChunk ch;
+  OutChunk& ch = core().engine.queue(c);
   ch.hdr.op = static_cast<uint8_t>(Op::kNak);
   ch.hdr.msn = msn;
   ch.hdr.status = static_cast<uint8_t>(status);
-  core().engine.send(c, std::move(ch));
 }
 
 // A remote access violation moves the responder QP to error, as on hardware.
@@ -79,7 +80,9 @@ int dp_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
       *bad = wr;
       return ENOMEM;
     }
-    qp->rq.push_back({wr->wr_id, {wr->sg_list, wr->sg_list + wr->num_sge}});
+    RqEntry& r = qp->rq.push_back();  // a slot sized at creation: no allocation
+    r.wr_id = wr->wr_id;
+    r.sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
   }
   if (qp->qp.state == IBV_QPS_ERR) flush_recv_queue(qp);
   else if (qp->conn && qp->conn->in.parked) core().engine.unpark(qp->conn);
@@ -141,14 +144,19 @@ void dp_on_header(Conn* c) {
       return;
     }
     c->rnr_tries = 0;
-    c->cur_recv = std::move(qp->rq.front());
+    // Copied, not moved: both keep their buffers (cur_recv has kMaxSge reserved).
+    c->cur_recv.wr_id = qp->rq.front().wr_id;
+    c->cur_recv.sges.assign(qp->rq.front().sges.begin(), qp->rq.front().sges.end());
     qp->rq.pop_front();
     if (op == Op::kWriteImm) return;  // payload already targets the WRITE address
     uint64_t cap = 0;
     bool ok = true;
-    for (const ibv_sge& s : c->cur_recv.sges) {
-      ok = ok && (s.length == 0 || local_mr(qp, s, IBV_ACCESS_LOCAL_WRITE));
-      cap += s.length;
+    const std::vector<ibv_sge>& sges = c->cur_recv.sges;
+    std::array<const Mr*, kMaxSge> mrs{};  // each SGE's MR, looked up once
+    for (std::size_t i = 0; i < sges.size(); ++i) {
+      if (sges[i].length) mrs[i] = local_mr(qp, sges[i], IBV_ACCESS_LOCAL_WRITE);
+      ok = ok && (sges[i].length == 0 || mrs[i]);
+      cap += sges[i].length;
     }
     if (!ok || cap < in.hdr.len) {
       in.status = ok ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR;
@@ -156,10 +164,9 @@ void dp_on_header(Conn* c) {
     }
     in.sink = Sink::kRecv;
     uint32_t left = in.hdr.len;
-    for (const ibv_sge& s : c->cur_recv.sges) {
-      if (!left) break;
-      uint32_t k = std::min(left, s.length);
-      if (k) in.add_target({s.addr, k, local_mr(qp, s, 0)->gpu});
+    for (std::size_t i = 0; i < sges.size() && left; ++i) {
+      uint32_t k = std::min(left, sges[i].length);
+      if (k) in.add_target({sges[i].addr, k, mrs[i]->gpu});
       left -= k;
     }
   }
@@ -206,20 +213,15 @@ void serve_read(Conn* c, Qp* qp) {
     responder_error(qp);
     return;
   }
-  OutChunk ch;
-  ch.hdr.op = static_cast<uint8_t>(Op::kReadResp);
-  ch.hdr.msn = h.msn;
-  ch.hdr.len = h.rd_len;
+  std::vector<uint8_t> device_copy;
   if (h.rd_len && src.gpu.device()) {
     // GPU memory cannot be handed to the socket: copy it out now, as the HCA would read it now.
-    ch.owned.resize(h.rd_len);
-    if (!read_span(src, ch.owned.data())) {
+    device_copy.resize(h.rd_len);
+    if (!read_span(src, device_copy.data())) {
       send_nak(c, h.msn, IBV_WC_REM_OP_ERR);
       responder_error(qp);
       return;
     }
-  } else if (h.rd_len) {
-    ch.ext.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(src.addr)), h.rd_len});
   }
   dp_flush_ack(c);  // keep ACKs ahead of the response, in msn order
   c->recv_msn = h.msn;
@@ -227,7 +229,12 @@ void serve_read(Conn* c, Qp* qp) {
     ++qp->stats->reads_in;
     qp->stats->bytes_out += h.rd_len;
   }
-  core().engine.send(c, std::move(ch));
+  OutChunk& ch = core().engine.queue(c);
+  ch.hdr.op = static_cast<uint8_t>(Op::kReadResp);
+  ch.hdr.msn = h.msn;
+  ch.hdr.len = h.rd_len;
+  if (!device_copy.empty()) ch.owned.swap(device_copy);
+  else if (h.rd_len) ch.ext.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(src.addr)), h.rd_len});
 }
 
 }  // namespace
@@ -284,10 +291,9 @@ uint32_t dp_device_copy_failure(Sink sink) {
 void dp_flush_ack(Conn* c) {
   if (!c->ack_pending || c->dead) return;
   c->ack_pending = false;
-  OutChunk ch;
+  OutChunk& ch = core().engine.queue(c);
   ch.hdr.op = static_cast<uint8_t>(Op::kAck);
   ch.hdr.msn = c->recv_msn;
-  core().engine.send(c, std::move(ch));
 }
 
 }  // namespace sv

@@ -21,6 +21,13 @@ QpStats* Stats::add_qp(uint32_t qp_num, const std::string& device) {
   return &s;
 }
 
+CqStats* Stats::add_cq(uint32_t handle, int cqe) {
+  CqStats& s = cqs_.emplace_back();
+  s.handle = handle;
+  s.cqe = cqe;
+  return &s;
+}
+
 std::string Stats::to_json(uint64_t faults_fired) const {
   std::ostringstream o;
   o << "{\"softverbs\": 1, \"pid\": " << getpid() << ", \"faults_fired\": " << faults_fired << ", \"qps\": [";
@@ -33,6 +40,14 @@ std::string Stats::to_json(uint64_t faults_fired) const {
       << ", \"bytes_out\": " << s.bytes_out << ", \"bytes_in\": " << s.bytes_in
       << ", \"completions\": " << s.completions << ", \"errors\": " << s.errors << ", \"flushed\": " << s.flushed
       << ", \"rnr_parks\": " << s.rnr_parks << ", \"destroyed\": " << (s.destroyed ? "true" : "false") << "}";
+    first = false;
+  }
+  o << "\n], \"cqs\": [";
+  first = true;
+  for (const CqStats& s : cqs_) {
+    o << (first ? "\n" : ",\n") << "  {\"handle\": " << s.handle << ", \"cqe\": " << s.cqe
+      << ", \"completions\": " << s.completions << ", \"overruns\": " << s.overruns
+      << ", \"destroyed\": " << (s.destroyed ? "true" : "false") << "}";
     first = false;
   }
   o << "\n]}\n";

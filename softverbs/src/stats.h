@@ -1,5 +1,5 @@
-// Per-QP counters, kept after the QP is destroyed, dumped as JSON to
-// SOFTVERBS_STATS at exit or on demand (softverbs_stats_dump).
+// Per-QP and per-CQ counters, kept after the QP or CQ is destroyed, dumped as
+// JSON to SOFTVERBS_STATS at exit or on demand (softverbs_stats_dump).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -19,17 +19,31 @@ struct QpStats {
   bool destroyed = false;
 };
 
+// What a CQ produced: every entry pushed (successes, errors and flushes, of
+// sends and receives alike), and entries dropped because the CQ was full.
+struct CqStats {
+  uint32_t handle = 0;  // ibv_cq.handle
+  int cqe = 0;          // capacity asked for at creation
+  uint64_t completions = 0, overruns = 0;
+  bool destroyed = false;
+};
+
 class Stats {
  public:
   QpStats* add_qp(uint32_t qp_num, const std::string& device);
-  bool empty() const { return qps_.empty(); }
-  void clear() { qps_.clear(); }
+  CqStats* add_cq(uint32_t handle, int cqe);
+  bool empty() const { return qps_.empty() && cqs_.empty(); }
+  void clear() {
+    qps_.clear();
+    cqs_.clear();
+  }
   std::string to_json(uint64_t faults_fired) const;
   // Writes the JSON atomically (tmp + rename); "%p" in path becomes the pid.
   bool dump(const std::string& path, uint64_t faults_fired) const;
 
  private:
   std::deque<QpStats> qps_;  // deque: pointers stay valid as it grows
+  std::deque<CqStats> cqs_;
 };
 
 }  // namespace sv
