@@ -133,7 +133,8 @@ void accept_connection(Application& app, rdma_cm_id* id, std::vector<Connection>
         param.responder_resources = 16;
         param.initiator_depth = 16;
         param.rnr_retry_count = 7;
-        (void)rdma_accept(id, &param);
+        // Refused when the peer is already gone: no further event comes.
+        c.ended = rdma_accept(id, &param) != 0;
     } else {
         (void)rdma_reject(id, nullptr, 0);
         c.ended = true;
