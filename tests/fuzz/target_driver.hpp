@@ -5,6 +5,7 @@
 // comes from the fuzz input, as an RDMA READ of the host's memory would.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -113,9 +114,9 @@ class TargetUnderTest {
             buffer.assign(plan.length, 0);
             if (plan.source == target::DataSource::keyed &&
                 plan.direction == wire::DataDirection::host_to_controller) {
-                // The RDMA READ of the host's buffer.
-                std::memcpy(buffer.data(), host_data.data(),
-                            std::min<std::size_t>(host_data.size(), plan.length));
+                // The RDMA READ of the host's buffer (zeros past what the input holds).
+                std::copy_n(host_data.begin(), std::min<std::size_t>(host_data.size(), plan.length),
+                            buffer.begin());
             }
             data = buffer;
         }
