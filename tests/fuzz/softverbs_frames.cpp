@@ -280,6 +280,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)poll(&event_fd, 1, 1);
         drain_events(app, connections);
     }
+    // However the stream ended, the application must learn that its
+    // connection is gone; a silent close leaves its QP and WRs hanging.
+    require(all_ended(), "a connection ended without its last CM event (DISCONNECTED)");
     poll_completions(app, connections);
     tear_down(connections);
     return 0;
