@@ -269,6 +269,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     send_all(fd, stream.data(), stream.size());
     ::shutdown(fd, SHUT_WR);
     run_until_closed(app, fd, connections);
+    // Closed by reset: thousands of connections a second in TIME_WAIT would
+    // use up the ephemeral ports.
+    const linger reset{1, 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     ::close(fd);
     // Each connection's last event (DISCONNECTED) before its id goes away.
     const auto all_ended = [&] {
