@@ -12,6 +12,7 @@ packages=(
     fio valgrind python3-matplotlib
     pybind11-dev python3-dev python3-numpy python3-pytest
     python3-torch
+    clang libclang-rt-14-dev  # tools/fuzz.sh: libFuzzer with ASan/UBSan
 )
 
 missing=()

@@ -1,5 +1,6 @@
 #include "nvmeof/wire/identify.hpp"
 
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -24,6 +25,13 @@ NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns) {
     if (format.lbads < kMinLbaDataShift || format.lbads > kMaxLbaDataShift) {
         throw std::runtime_error("Identify Namespace reports an unusable LBA data size 2^" +
                                  std::to_string(format.lbads));
+    }
+    // The host uses sizes in bytes (NSZE × LBA size): a size that does not fit
+    // 64 bits would wrap to a small one, so it is refused.
+    if (ns.nsze > (std::numeric_limits<std::uint64_t>::max() >> format.lbads)) {
+        throw std::runtime_error("Identify Namespace reports NSZE " + std::to_string(ns.nsze) +
+                                 " blocks of 2^" + std::to_string(format.lbads) +
+                                 " bytes, more than 2^64 bytes");
     }
     NamespaceGeometry g;
     g.size_blocks = ns.nsze;

@@ -96,7 +96,9 @@ void on_req(Conn* c) {
     return;
   }
   Id* parent = c->listener;
-  if (!parent || c->state != ConnState::kAwaitReq) return core_.engine.close(c);
+  // A REQ or REP out of place is a protocol error: on_conn_lost tells the
+  // application (DISCONNECTED, QP in error) instead of closing silently.
+  if (!parent || c->state != ConnState::kAwaitReq) return on_conn_lost(c, EPROTO);
   Id* child = new_id(parent->chan, parent->id.context, parent->id.ps);
   child->dev = c->dev;
   child->id.verbs = &open_context(c->dev)->v.context;
@@ -120,7 +122,7 @@ void on_req(Conn* c) {
 
 void on_rep(Conn* c) {
   Id* id = c->id;
-  if (!id || c->state != ConnState::kAwaitRep) return core().engine.close(c);
+  if (!id || c->state != ConnState::kAwaitRep) return on_conn_lost(c, EPROTO);
   if (id->connect_timer) core().engine.cancel_timer(id->connect_timer);
   id->connect_timer = 0;
   id->peer = c->in.cm;

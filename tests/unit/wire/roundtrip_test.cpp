@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "nvmeof/wire.hpp"
@@ -286,4 +287,16 @@ TEST(RoundTrip, NamespaceGeometry) {
     ns.nlbaf = 20;
     ns.flbas = 0x20 | 0x1;  // index 17: high bits in 6:5
     EXPECT_EQ(ns.format_index(), 17);
+}
+
+// Found by tests/fuzz/identify: NSZE × LBA size past 2^64 bytes wrapped to a
+// small namespace size (Namespace::size_bytes) instead of being refused.
+TEST(RoundTrip, NamespaceGeometryRefusesSizesPast64Bits) {
+    w::IdentifyNamespace ns{};
+    ns.lbaf[0].lbads = 12;
+    ns.nsze = std::uint64_t{1} << 52;  // exactly 2^64 bytes: one byte too many
+    EXPECT_THROW(w::namespace_geometry(ns), std::runtime_error);
+    ns.nsze = (std::uint64_t{1} << 52) - 1;  // the largest size that fits
+    const w::NamespaceGeometry g = w::namespace_geometry(ns);
+    EXPECT_EQ(g.size_blocks * g.lba_size, std::numeric_limits<std::uint64_t>::max() - 4095);
 }
