@@ -432,9 +432,9 @@ JOB
 }
 
 # ---- 7. reconnect: the kernel target's port unlinked and relinked mid-run ----------------
-# nvmet deletes the subsystem's controllers on that port when the link goes (the queues are
-# disconnected) and stops listening; the engine (ctrl_loss_tmo_ms) reconnects once the link is
-# back, re-sends what was in flight, and fio's verify passes across the outage.
+# Once the link goes, nvmet (6.1) stops answering the subsystem's controllers on that port
+# without disconnecting their queues; keep-alive (5 s) notices, the engine (ctrl_loss_tmo_ms)
+# reconnects once the link is back, re-sends what was in flight, and fio's verify passes.
 check_reconnect_against_kernel() {
     begin reconnect-against-kernel
     source "$INTEROP_REPO/tests/interop/nvmet.sh"
@@ -442,6 +442,7 @@ check_reconnect_against_kernel() {
     { engine_job_header; cat <<JOB
 ctrl_loss_tmo_ms=120000
 reconnect_delay_ms=1000
+keep_alive_ms=5000
 rw=randrw
 bs=4k
 iodepth=8
