@@ -164,9 +164,9 @@ void ControllerImpl::connect() {
     }
     reconnect_stats_.path = peer_.target_text;
     if (reconnect_enabled()) {
+        // A failure from now on holds the transfers in flight for the reconnect.
         for (auto& queue : io_) {
-            queue->set_outage_policy(
-                OutagePolicy::hold);  // a failure holds transfers for the reconnect
+            queue->set_outage_policy(OutagePolicy::hold);
         }
     }
     state_ = ControllerState::live;
@@ -389,8 +389,7 @@ void ControllerImpl::create_io_queues() {
                                e.what(), d);
         }
     }
-    // Non-blocking, so draining its events after poll() never blocks (again on a reconnect:
-    // harmless).
+    // Non-blocking, so draining its events after poll() never blocks.
     const int flags = fcntl(completion_channel_->fd, F_GETFL);
     if (flags < 0 || fcntl(completion_channel_->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
         throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
