@@ -140,6 +140,20 @@ fio_option engine_options[] = {
                       "Keep Alive goes out every half timeout while the job polls, so a job idle "
                       "longer than that (thinktime) may be dropped",
                       "0"),
+    NVMEOF_INT_OPTION("ctrl_loss_tmo_ms", ctrl_loss_tmo_ms,
+                      "Reconnect after a queue failure for up to this long, in milliseconds, "
+                      "re-sending the I/Os in flight (kernel ctrl_loss_tmo, default there 600 s); "
+                      "0: no reconnect, a failure fails the I/Os in flight",
+                      "0"),
+    NVMEOF_INT_OPTION("reconnect_delay_ms", reconnect_delay_ms,
+                      "Delay before each reconnect attempt, in milliseconds (kernel "
+                      "reconnect_delay), at least 1",
+                      "10000"),
+    NVMEOF_INT_OPTION("fast_io_fail_tmo_ms", fast_io_fail_tmo_ms,
+                      "While reconnecting, I/Os wait (busy to fio) this long, then fail with "
+                      "ENOLINK until reconnected, in milliseconds (kernel fast_io_fail_tmo); 0: "
+                      "off, they wait up to ctrl_loss_tmo_ms",
+                      "0"),
     NVMEOF_INT_OPTION("poll_spin_us", poll_spin_us,
                       "How long a job waiting for completions polls before it sleeps on the "
                       "completion channel, in microseconds (0: sleep at once)",
@@ -461,8 +475,9 @@ int nvmeof_setup(thread_data* td) {
             }
         }
         const EngineOptions& o = options_of(td);
-        check_numeric_options({o.queue_size, o.nr_io_queues, o.keep_alive_ms,
-                               o.connect_timeout_ms, o.io_timeout_ms});
+        check_numeric_options({o.queue_size, o.nr_io_queues, o.keep_alive_ms, o.connect_timeout_ms,
+                               o.io_timeout_ms, o.reconnect_delay_ms, o.ctrl_loss_tmo_ms,
+                               o.fast_io_fail_tmo_ms});
         use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
         if (o.spdk_ignored != 0) {
             say_note("nvmeof: %s: SPDK plugin option(s) with no effect on NVMe/RDMA, ignored: %s\n",

@@ -55,6 +55,9 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.timeout = std::chrono::milliseconds(options.connect_timeout_ms);
     o.io_timeout = std::chrono::milliseconds(options.io_timeout_ms);
     o.keep_alive_ms = options.keep_alive_ms;
+    o.ctrl_loss_tmo = std::chrono::milliseconds(options.ctrl_loss_tmo_ms);
+    o.reconnect_delay = std::chrono::milliseconds(options.reconnect_delay_ms);
+    o.fast_io_fail_tmo = std::chrono::milliseconds(options.fast_io_fail_tmo_ms);
     return o;
 }
 
@@ -105,9 +108,10 @@ Options job_options(const thread_data* td, const TargetSpec& spec, const EngineO
 }  // namespace
 
 Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOptions& options)
-    : td_(td), gpu_(job_gpu(td, options)),
+    : td_(td),
+      gpu_(job_gpu(td, options)),
       poll_spin_(options.poll_spin_us),
-      keep_alive_(options.keep_alive_ms != 0) {
+      keep_alive_(options.keep_alive_ms != 0 || options.ctrl_loss_tmo_ms != 0) {
     connect_all(specs, options);
     clamp_iodepth();
     for (ControllerSlot& slot : controllers_) {
@@ -308,7 +312,32 @@ void* Job::allocate_buffers(std::size_t bytes) {
     return mirror_;
 }
 
+void Job::report_reconnects() const {
+    for (const ControllerSlot& slot : controllers_) {
+        const ReconnectStats& stats = slot.controller.reconnect_stats();
+        if (stats.reconnects == 0 && stats.failed_attempts == 0 && !stats.lost) {
+            continue;
+        }
+        std::string outages;
+        for (const auto& outage : stats.outages) {
+            outages += (outages.empty() ? "" : ", ") + std::to_string(outage.count()) + " ms";
+        }
+        say_note(
+            "nvmeof: %s: %s: %u reconnects (outages: %s), %u failed attempts, %llu I/Os "
+            "retried, %llu I/Os failed by the outage%s\n",
+            td_->o.name, slot.spec.subsystem_nqn.c_str(), stats.reconnects,
+            outages.empty() ? "none" : outages.c_str(), stats.failed_attempts,
+            static_cast<unsigned long long>(stats.transfers_retried),
+            static_cast<unsigned long long>(stats.transfers_failed),
+            stats.lost ? "; the controller was given up" : "");
+    }
+}
+
 void Job::close() noexcept {
+    try {
+        report_reconnects();
+    } catch (...) {
+    }
     // The first controller's region owns the host arena: deregister the others first.
     for (auto slot = controllers_.rbegin(); slot != controllers_.rend(); ++slot) {
         slot->arena.reset();
@@ -337,7 +366,7 @@ void Job::gpu_copy(io_u* unit, bool to_gpu) {
 std::size_t Job::in_flight() const {
     std::size_t n = 0;
     for (const IoQueue& q : queues_) {
-        n += q.in_flight();
+        n += q.in_flight() + q.held();  // held: re-sent once reconnected
     }
     return n;
 }
@@ -412,10 +441,26 @@ fio_q_status Job::queue(io_u* unit) {
             case SubmitResult::invalid:
             case SubmitResult::failed:
                 complete_with_error(unit, q.last_error().error_number(), describe(q.last_error()));
+                if (controller.controller.is_reconnecting()) [[unlikely]] {
+                    ride_out_outage(controller);  // past fast_io_fail_tmo: fail at a bounded rate
+                }
                 return FIO_Q_COMPLETED;
         }
     }
+    if (controller.controller.is_reconnecting()) [[unlikely]] {
+        ride_out_outage(controller);
+    }
     return FIO_Q_BUSY;
+}
+
+void Job::ride_out_outage(ControllerSlot& controller) noexcept {
+    // fio calls queue() again at once when nothing is in flight: the reconnect
+    // runs from here then, and the job sleeps until it is due.
+    constexpr auto kOutageBackoff = std::chrono::milliseconds(10);
+    service_keep_alive();
+    if (controller.controller.is_reconnecting()) {
+        wait_for_completions(waitable_, std::chrono::steady_clock::now() + kOutageBackoff);
+    }
 }
 
 int Job::commit() {

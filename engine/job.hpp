@@ -42,6 +42,9 @@ struct EngineOptions {
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     char info_file[kOptionTextSize];  // "": none; else one JSON line of start-up facts per job
     unsigned int queue_size;          // I/O queue entries asked for; 0: derived from iodepth
+    unsigned int reconnect_delay_ms;  // reconnect: see README "Reconnect and multipath"
+    unsigned int ctrl_loss_tmo_ms;    // 0: no reconnect
+    unsigned int fast_io_fail_tmo_ms;  // 0: off
     std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;
@@ -62,7 +65,7 @@ struct ControllerSlot {
     std::size_t first_queue = 0;
     std::size_t queue_count = 0;
     std::size_t next_queue = 0;      // round-robin within the range
-    bool keep_alive_failed = false;  // said once
+    bool keep_alive_failed = false;  // said once (or: gave up reconnecting)
 };
 
 // One fio file: a namespace on one of the job's controllers.
@@ -102,6 +105,10 @@ private:
 
     void gpu_copy(io_u* unit, bool to_gpu);
     void service_keep_alive() noexcept;
+    // Submissions refused busy while a controller reconnects: drive it, and
+    // back off briefly instead of letting fio spin on queue().
+    void ride_out_outage(ControllerSlot& controller) noexcept;
+    void report_reconnects() const;
 
     thread_data* td_;
     int gpu_ = -1;               // GPU ordinal, or -1: host buffers
@@ -121,7 +128,7 @@ private:
     std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
     std::size_t surplus_head_ = 0;
     std::chrono::microseconds poll_spin_;  // idle polling before sleeping in getevents
-    bool keep_alive_ = false;         // keep_alive_ms > 0: serviced from getevents
+    bool keep_alive_ = false;  // keep_alive_ms or ctrl_loss_tmo_ms > 0: serviced from getevents
 };
 
 }  // namespace nvmeof::engine

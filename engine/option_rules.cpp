@@ -33,6 +33,19 @@ void check_numeric_options(const NumericOptions& o) {
         refuse("io_timeout_ms", 0,
                "the deadline must be at least 1 ms; there is no \"no timeout\" (default 30000)");
     }
+    if (o.reconnect_delay_ms == 0) {
+        refuse("reconnect_delay_ms", 0,
+               "the delay between reconnect attempts must be at least 1 ms (default 10000)");
+    }
+    if (o.fast_io_fail_tmo_ms != 0 && o.ctrl_loss_tmo_ms == 0) {
+        refuse("fast_io_fail_tmo_ms", o.fast_io_fail_tmo_ms,
+               "has no effect without reconnecting: set ctrl_loss_tmo_ms too");
+    }
+    if (o.fast_io_fail_tmo_ms != 0 && o.fast_io_fail_tmo_ms >= o.ctrl_loss_tmo_ms) {
+        refuse("fast_io_fail_tmo_ms", o.fast_io_fail_tmo_ms,
+               "must be below ctrl_loss_tmo_ms=" + std::to_string(o.ctrl_loss_tmo_ms) +
+                   " (after that everything fails anyway)");
+    }
 }
 
 void check_keep_alive_granularity(unsigned int keep_alive_ms, unsigned int kas) {

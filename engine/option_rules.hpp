@@ -25,6 +25,9 @@ struct NumericOptions {
     unsigned int keep_alive_ms = 0;  // 0: off
     unsigned int connect_timeout_ms = 30000;
     unsigned int io_timeout_ms = 30000;
+    unsigned int reconnect_delay_ms = 10000;
+    unsigned int ctrl_loss_tmo_ms = 0;     // 0: no reconnect
+    unsigned int fast_io_fail_tmo_ms = 0;  // 0: off
 };
 void check_numeric_options(const NumericOptions& options);
 

@@ -153,6 +153,37 @@ Address parse_address(std::string_view text, std::string_view what) {
     return address;
 }
 
+// traddr=a,b (or traddr= repeated in a filename): several paths to the
+// subsystem, each "ADDR", "[IPv6]", "[IPv6]:PORT" or "IPv4:PORT". The list goes
+// to the core as one string; only its shape is checked here.
+static std::string parse_path_list(std::string_view text, std::string_view what) {
+    std::string list;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = text.find(',', start);
+        const std::string_view item =
+            text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+        if (item.empty()) {
+            throw SpecError(std::string(what) + "=" + std::string(text) +
+                            ": an empty address in the list of paths");
+        }
+        const bool v4_with_port =
+            item.front() != '[' && std::count(item.begin(), item.end(), ':') == 1;
+        if (v4_with_port) {
+            parse_number<std::uint16_t>(item.substr(item.find(':') + 1),
+                                        std::string(what) + " port", 1,
+                                        std::numeric_limits<std::uint16_t>::max());
+        } else {
+            parse_address(item, what);
+        }
+        list += (list.empty() ? "" : ",") + std::string(item);
+        if (comma == std::string_view::npos) {
+            return list;
+        }
+        start = comma + 1;
+    }
+}
+
 std::string controller_key(const TargetSpec& spec) {
     // '\n' never occurs in a value fio hands over (it ends a job file line).
     return spec.address + '\n' + std::to_string(spec.port) + '\n' + spec.subsystem_nqn + '\n' +
@@ -191,6 +222,13 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
                 throw SpecError("filename: adrfam=" + std::string(value) +
                                 " is not supported (IPv4 or IPv6)");
             }
+        } else if (iequals(key, "traddr") &&
+                   (!spec.address.empty() || value.find(',') != std::string_view::npos)) {
+            // Repeated, or a list: several paths (a first "[IPv6]:PORT" gives the
+            // default port of those without one, as for a single address).
+            spec.address = parse_path_list(
+                (spec.address.empty() ? "" : spec.address + ",") + std::string(value),
+                "filename traddr");
         } else if (iequals(key, "traddr")) {
             Address address = parse_address(value, "filename traddr");
             spec.address = std::move(address.host);
@@ -227,7 +265,12 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
         }
     };
     std::optional<std::uint16_t> bracket_port;
-    if (!options.traddr.empty()) {
+    const bool v4_with_port = !options.traddr.empty() && options.traddr.front() != '[' &&
+                              std::count(options.traddr.begin(), options.traddr.end(), ':') == 1;
+    if (!options.traddr.empty() &&
+        (options.traddr.find(',') != std::string_view::npos || v4_with_port)) {
+        spec.address = parse_path_list(unescape(options.traddr), "traddr");
+    } else if (!options.traddr.empty()) {
         Address address = parse_address(unescape(options.traddr), "traddr");
         spec.address = std::move(address.host);
         bracket_port = address.port;

@@ -17,6 +17,11 @@ namespace nvmeof {
 namespace detail {
 
 void ControllerImpl::require_open(const char* what) const {
+    if (state_ == ControllerState::lost) {
+        throw TransportError(
+            TransportErrc::controller_lost, ENODEV,
+            std::string(what) + ": the controller was given up after its outage (ctrl_loss_tmo)");
+    }
     if (state_ != ControllerState::live) {
         throw TransportError(TransportErrc::closed, ESHUTDOWN,
                              std::string(what) + ": the controller is closed");
@@ -34,6 +39,19 @@ RdmaQueue& ControllerImpl::io(std::size_t index) {
 
 NamespaceInfo ControllerImpl::identify_namespace(std::uint32_t nsid) {
     require_open("namespace_at");
+    const NamespaceInfo info = read_namespace(nsid);
+    // Remembered, so a reconnect can check the namespace did not change under its users.
+    const auto known = std::find_if(namespaces_.begin(), namespaces_.end(),
+                                    [&](const NamespaceInfo& n) { return n.nsid == nsid; });
+    if (known != namespaces_.end()) {
+        *known = info;
+    } else {
+        namespaces_.push_back(info);
+    }
+    return info;
+}
+
+NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
     if (nsid == 0 || nsid == wire::kBroadcastNsid) {
         throw InvalidArgument("namespace ID " + std::to_string(nsid) + " is not a valid NSID");
     }
@@ -92,6 +110,14 @@ MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {
 }
 
 bool ControllerImpl::keep_alive(std::string* why) noexcept {
+    if (reconnect_enabled()) {
+        if (!service_reconnect(Clock::now(), why)) {
+            return false;
+        }
+        if (reconnecting()) {
+            return true;
+        }
+    }
     if (options_.keep_alive_ms != 0 && !open()) {
         if (why != nullptr) {
             *why = "the controller is closed";
@@ -102,6 +128,10 @@ bool ControllerImpl::keep_alive(std::string* why) noexcept {
         return true;
     }
     const bool alive = keep_alive_->service(KeepAlive::Clock::now());
+    if (!alive && reconnect_enabled()) {
+        begin_outage(Clock::now(), keep_alive_->failure());
+        return true;
+    }
     if (!alive && why != nullptr) {
         *why = keep_alive_->failure();
     }
@@ -110,6 +140,11 @@ bool ControllerImpl::keep_alive(std::string* why) noexcept {
 
 IdlePreparation ControllerImpl::prepare_idle_wait(std::chrono::steady_clock::time_point& wake,
                                                   int& fd) noexcept {
+    if (state_ == ControllerState::waiting) {
+        // Nothing to poll until the next attempt, or a timer that fails I/O.
+        wake = std::min({wake, next_attempt_, lost_at_, fast_failed_ ? wake : fast_fail_at_});
+        return IdlePreparation::sleep_only;
+    }
     if (!open() || !completion_channel_) {
         return IdlePreparation::cannot_wait;
     }
@@ -140,6 +175,10 @@ bool ControllerImpl::take_wakeups() noexcept {
 }
 
 void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
+    while (reconnecting()) {  // a blocking caller waits out the outage (or its end)
+        keep_alive(nullptr);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     require_open("I/O");
     const std::string what = "namespace " + std::to_string(ns.nsid);
     if (t.op != Op::flush &&
@@ -185,6 +224,7 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
                 raise_for_status(queue.last_error());
             }
             queue.progress();  // other transfers in flight: wait for room
+            keep_alive(nullptr);  // or a reconnect: it runs from here
             std::this_thread::yield();
         }
         while (!queue.transfer_finished(index)) {
@@ -233,6 +273,17 @@ bool Controller::keep_alive(std::string* why) noexcept {
     return impl_->keep_alive(why);
 }
 
+bool Controller::is_reconnecting() const noexcept {
+    return impl_ && impl_->reconnecting();
+}
+
+const ReconnectStats& Controller::reconnect_stats() const {
+    if (!impl_) {
+        throw Error("controller was moved from");
+    }
+    return impl_->reconnect_stats();
+}
+
 bool Controller::wait_for_completions(std::chrono::steady_clock::time_point until) noexcept {
     Controller* self = this;
     return nvmeof::wait_for_completions(std::span<Controller* const>(&self, 1), until);
@@ -248,6 +299,7 @@ bool wait_for_completions(std::span<Controller* const> controllers,
     std::array<pollfd, kMaxWaited> fds{};
     std::array<detail::ControllerImpl*, kMaxWaited> armed{};
     std::size_t count = 0;
+    bool sleep_only = false;  // a controller waiting to reconnect: sleep even with nothing armed
     auto wake = until;
     for (Controller* controller : controllers) {
         detail::ControllerImpl* impl = controller != nullptr ? controller->impl_.get() : nullptr;
@@ -262,6 +314,9 @@ bool wait_for_completions(std::span<Controller* const> controllers,
         switch (impl->prepare_idle_wait(wake, fd)) {
             case detail::IdlePreparation::work_waiting: return true;
             case detail::IdlePreparation::cannot_wait: continue;
+            case detail::IdlePreparation::sleep_only:
+                sleep_only = true;
+                continue;
             case detail::IdlePreparation::armed:
                 fds[count] = pollfd{fd, POLLIN, 0};
                 armed[count] = impl;
@@ -270,7 +325,7 @@ bool wait_for_completions(std::span<Controller* const> controllers,
         }
     }
     const auto now = Clock::now();
-    if (count == 0 || wake <= now) {
+    if ((count == 0 && !sleep_only) || wake <= now) {
         return false;
     }
     constexpr auto kLongestSleep = std::chrono::milliseconds(std::numeric_limits<int>::max());

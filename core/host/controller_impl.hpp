@@ -23,11 +23,33 @@ inline constexpr std::size_t kScratchConnectOffset = wire::kIdentifyDataSize;
 inline constexpr std::size_t kScratchSize = kScratchConnectOffset + wire::kConnectDataSize;
 static_assert(kScratchConnectOffset + wire::kConnectDataSize <= kScratchSize);
 
-enum class ControllerState : std::uint8_t { connecting, live, closing, closed };
+// connecting → live → closing → closed; with Options::ctrl_loss_tmo an outage
+// runs live → resetting → waiting → reconnecting → live (or back to waiting
+// when an attempt fails), or → lost (ctrl_loss_tmo passed, or the controller
+// came back with limits that no longer fit). core/host/reconnect.cpp.
+enum class ControllerState : std::uint8_t {
+    connecting,
+    live,
+    resetting,     // tearing every queue down (transfers in flight are held)
+    waiting,       // reconnect_delay before the next attempt
+    reconnecting,  // an association attempt is running
+    lost,          // gave up: held and new transfers fail
+    closing,
+    closed,
+};
+const char* controller_state_name(ControllerState state);
+
+// A reconnected controller whose limits no longer hold what was negotiated
+// (queue count or size, MDTS, a namespace's size or LBA format): not retried.
+class NoLongerFits : public Error {
+  public:
+    using Error::Error;
+};
 
 // What a controller says before an idle wait: its CQs are armed and `fd` reports
 // the next completion; or a completion is already there; or it cannot wait.
-enum class IdlePreparation : std::uint8_t { armed, work_waiting, cannot_wait };
+// sleep_only: reconnecting, nothing to poll; `wake` says when there is work.
+enum class IdlePreparation : std::uint8_t { armed, work_waiting, cannot_wait, sleep_only };
 
 class ControllerImpl {
 public:
@@ -60,8 +82,37 @@ public:
     IdlePreparation prepare_idle_wait(std::chrono::steady_clock::time_point& wake, int& fd) noexcept;
     // Takes and acknowledges every completion event; true if there was one.
     bool take_wakeups() noexcept;
+    bool reconnecting() const noexcept {
+        return state_ == ControllerState::resetting || state_ == ControllerState::waiting ||
+               state_ == ControllerState::reconnecting;
+    }
+    const ReconnectStats& reconnect_stats() const noexcept { return reconnect_stats_; }
 
-private:
+  private:
+    using Clock = std::chrono::steady_clock;
+    // One association (§9.1): admin queue Connect, then (authentication goes
+    // here, right after the admin Connect), enable, Identify Controller, I/O
+    // queues. The first connect and every reconnect run it; the admin queue
+    // exists (created, or reopened on the path in use) when it starts.
+    void associate();
+    bool associating() const noexcept {
+        return state_ == ControllerState::connecting || state_ == ControllerState::reconnecting;
+    }
+    NamespaceInfo read_namespace(std::uint32_t nsid);
+
+    // reconnect.cpp
+    bool reconnect_enabled() const noexcept;
+    // Notices a failure, runs the timers and the next attempt; false once lost.
+    bool service_reconnect(Clock::time_point now, std::string* why) noexcept;
+    void begin_outage(Clock::time_point now, const std::string& why) noexcept;
+    void tear_down_queues() noexcept;
+    void attempt_reconnect(Clock::time_point now) noexcept;
+    void reassociate(Clock::time_point now);
+    void check_still_fits(const Limits& before, const std::vector<NamespaceInfo>& namespaces);
+    void give_up(const std::string& why) noexcept;
+    void transition(ControllerState to, const std::string& why) noexcept;
+    std::string failure_text() const;
+    std::string name() const;
     // Remembers a registered record (closed with the controller) and hands it out.
     MemoryRegion track(std::shared_ptr<MemoryRecord> record);
     Response execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
@@ -83,7 +134,9 @@ private:
 
     Options options_;
     HostIdentity identity_;
-    PeerAddress peer_;
+    std::vector<PeerAddress> paths_;  // Options::target's addresses, in order
+    std::size_t path_ = 0;            // the one in use
+    PeerAddress peer_;                // paths_[path_]
     Limits limits_;
     ControllerState state_ = ControllerState::connecting;
     ConnectDeadline deadline_;  // the whole connect (Options::timeout)
@@ -100,6 +153,15 @@ private:
     std::vector<std::unique_ptr<RdmaQueue>> io_;
     std::vector<std::weak_ptr<MemoryRecord>> memory_;
     std::optional<KeepAlive> keep_alive_;  // with Options::keep_alive_ms; before the admin queue goes
+
+    // Reconnecting (Options::ctrl_loss_tmo).
+    std::vector<NamespaceInfo> namespaces_;  // identified so far: re-checked after a reconnect
+    ReconnectStats reconnect_stats_;
+    Clock::time_point outage_start_{};
+    Clock::time_point next_attempt_{};
+    Clock::time_point fast_fail_at_ = Clock::time_point::max();
+    Clock::time_point lost_at_{};
+    bool fast_failed_ = false;
 };
 
 }  // namespace nvmeof::detail

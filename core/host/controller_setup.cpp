@@ -20,6 +20,43 @@ constexpr std::chrono::milliseconds kShutdownWait{5000};  // Linux shutdown_time
 
 std::string qid_text(std::uint16_t qid) { return "qid " + std::to_string(qid); }
 
+// One path of Options::target: "10.0.0.2", "::1", "[::1]", or with a port of
+// its own, "10.0.0.2:4421" or "[::1]:4421" (several ports of one target).
+struct PathText {
+    std::string host;
+    std::uint16_t port = 0;
+};
+PathText split_path(const std::string& entry, std::uint16_t default_port) {
+    PathText path{entry, default_port};
+    std::size_t colon = std::string::npos;
+    if (!entry.empty() && entry.front() == '[') {
+        const std::size_t close = entry.find(']');
+        if (close != std::string::npos && close + 1 < entry.size() && entry[close + 1] == ':') {
+            colon = close + 1;
+        }
+    } else if (std::count(entry.begin(), entry.end(), ':') == 1) {
+        colon = entry.find(':');
+    }
+    if (colon == std::string::npos) {
+        return path;
+    }
+    const std::string digits = entry.substr(colon + 1);
+    unsigned long port = 0;
+    const bool numeric =
+        !digits.empty() && digits.size() <= 5 &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (numeric) {
+        port = std::stoul(digits);
+    }
+    if (!numeric || port == 0 || port > 0xFFFF) {
+        throw ConnectError(ConnectFailure::invalid_options, "options",
+                           "target path '" + entry + "': the port after ':' must be 1 to 65535");
+    }
+    path.host = entry.substr(0, colon);
+    path.port = static_cast<std::uint16_t>(port);
+    return path;
+}
+
 }  // namespace
 
 ControllerImpl::ControllerImpl(const Options& options) : options_(options) {}
@@ -42,6 +79,17 @@ void ControllerImpl::validate_options() const {
     if (options_.io_timeout.count() < 0) {
         bad("io_timeout must not be negative");
     }
+    if (options_.ctrl_loss_tmo.count() < 0 || options_.fast_io_fail_tmo.count() < 0) {
+        bad("ctrl_loss_tmo and fast_io_fail_tmo must not be negative");
+    }
+    if (options_.ctrl_loss_tmo.count() > 0 && options_.reconnect_delay.count() <= 0) {
+        bad("reconnect_delay must be positive when ctrl_loss_tmo is set");
+    }
+    if (!options_.target.empty() &&
+        (options_.target.front() == ',' || options_.target.back() == ',' ||
+         options_.target.find(",,") != std::string::npos)) {
+        bad("target '" + options_.target + "': an empty address in the list of paths");
+    }
     try {
         wire::validate_nqn(options_.subsystem_nqn, "subsystem NQN");
     } catch (const std::invalid_argument& e) {
@@ -57,7 +105,18 @@ void ControllerImpl::connect() {
     validate_options();
     deadline_ = ConnectDeadline(options_.timeout);
     identity_ = resolve_host_identity(options_);
-    peer_ = resolve_peer(options_.target, options_.port, options_.source);
+    // "a,b": several paths to the subsystem; a reconnect moves to the next.
+    for (std::size_t start = 0;;) {
+        const std::size_t comma = options_.target.find(',', start);
+        const PathText path =
+            split_path(options_.target.substr(start, comma - start), options_.port);
+        paths_.push_back(resolve_peer(path.host, path.port, options_.source));
+        if (comma == std::string::npos) {
+            break;
+        }
+        start = comma + 1;
+    }
+    peer_ = paths_.front();
     log_debug("connecting to %s as %s (host ID %s, %s)", peer_.target_text.c_str(),
               identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
 
@@ -89,14 +148,7 @@ void ControllerImpl::connect() {
                                std::string(admin_size.limit) + ")");
     }
     admin_->set_owner(this);
-    admin_->connect(pd_.get(), device_, 0);
-    limits_.cntlid = fabrics_connect(*admin_, 0, wire::kAdminQueueSize, wire::kDynamicControllerId);
-    admin_->mark_live();
-    enable();
-    identify_controller();
-    if (!limits_.discovery) {
-        create_io_queues();  // a discovery controller has none (Linux skips them too)
-    }
+    associate();
 
     limits_.admin_queue_size = wire::kAdminQueueSize;
     limits_.source_address = admin_->local_address();
@@ -110,14 +162,32 @@ void ControllerImpl::connect() {
         keep_alive_.emplace(*admin_, std::chrono::milliseconds(options_.keep_alive_ms),
                             KeepAlive::Clock::now());
     }
+    reconnect_stats_.path = peer_.target_text;
+    if (reconnect_enabled()) {
+        // A failure from now on holds the transfers in flight for the reconnect.
+        for (auto& queue : io_) {
+            queue->set_outage_policy(OutagePolicy::hold);
+        }
+    }
     state_ = ControllerState::live;
     log_debug("controller %u live: %u I/O queues of %u entries, MDTS %llu bytes",
               unsigned{limits_.cntlid}, limits_.io_queues, unsigned{limits_.queue_size},
               static_cast<unsigned long long>(limits_.mdts_bytes));
 }
 
+void ControllerImpl::associate() {
+    admin_->connect(pd_.get(), device_, 0);
+    limits_.cntlid = fabrics_connect(*admin_, 0, wire::kAdminQueueSize, wire::kDynamicControllerId);
+    admin_->mark_live();
+    enable();
+    identify_controller();
+    if (!limits_.discovery) {
+        create_io_queues();  // a discovery controller has none (Linux skips them too)
+    }
+}
+
 Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step) {
-    if (state_ == ControllerState::connecting) {
+    if (associating()) {
         deadline_.check(step);
         queue.set_request_timeout(deadline_.left());
     }
@@ -135,7 +205,7 @@ Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, con
         }
         return response;
     } catch (const TransportError& e) {
-        if (state_ != ControllerState::connecting) {
+        if (!associating()) {
             throw;
         }
         ConnectError::Details d;
@@ -149,7 +219,7 @@ Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, con
 
 Response ControllerImpl::execute_ok(RdmaQueue& queue, const wire::Sqe& command, const std::string& step) {
     Response response = execute(queue, command, step);
-    if (!response.status.ok() && state_ == ControllerState::connecting) {
+    if (!response.status.ok() && associating()) {
         ConnectError::Details d;
         d.status = response.status.nvme;
         d.result = response.cqe.dw0;
@@ -285,22 +355,39 @@ void ControllerImpl::create_io_queues() {
     const Response response = execute_ok(
         *admin_, wire::set_number_of_queues_command({options_.io_queues, options_.io_queues}),
         "Set Features Number of Queues");
-    const std::uint32_t count =
-        negotiate_io_queue_count(options_.io_queues, wire::parse_number_of_queues(response.cqe.dw0));
-    const QueueSizeDecision size = negotiate_queue_size(
-        {options_.queue_depth, limits_.mqes_entries, limits_.maxcmd,
-         static_cast<std::uint32_t>(device_.max_qp_wr), static_cast<std::uint32_t>(device_.max_cqe)});
+    std::uint32_t count = negotiate_io_queue_count(options_.io_queues,
+                                                   wire::parse_number_of_queues(response.cqe.dw0));
+    QueueSizeDecision size =
+        negotiate_queue_size({options_.queue_depth, limits_.mqes_entries, limits_.maxcmd,
+                              static_cast<std::uint32_t>(device_.max_qp_wr),
+                              static_cast<std::uint32_t>(device_.max_cqe)});
+    // A reconnect: the queues exist (transfers held in them), so the controller
+    // must grant at least as many, as large, as before.
+    const bool again = !io_.empty();
+    if (again) {
+        if (count < io_.size() || size.size < limits_.queue_size) {
+            throw NoLongerFits("the reconnected controller grants " + std::to_string(count) +
+                               " I/O queues of " + std::to_string(size.size) + " entries (" +
+                               std::string(size.limit) + "), fewer than the " +
+                               std::to_string(io_.size()) + " of " +
+                               std::to_string(limits_.queue_size) + " in use");
+        }
+        count = static_cast<std::uint32_t>(io_.size());
+        size.size = limits_.queue_size;
+    }
     limits_.queue_size = size.size;
     limits_.usable_slots = static_cast<std::uint16_t>(size.size - 1);
     limits_.queue_size_limit = std::string(size.limit);
     limits_.io_queues = count;
-    try {
-        completion_channel_ = verbs::create_comp_channel(admin_->device());
-    } catch (const std::system_error& e) {
-        ConnectError::Details d;
-        d.sys_errno = e.code().value();
-        throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
-                           e.what(), d);
+    if (!completion_channel_) {  // a reconnect keeps it: the CQs are new, the device is not
+        try {
+            completion_channel_ = verbs::create_comp_channel(admin_->device());
+        } catch (const std::system_error& e) {
+            ConnectError::Details d;
+            d.sys_errno = e.code().value();
+            throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
+                               e.what(), d);
+        }
     }
     // Non-blocking, so draining its events after poll() never blocks.
     const int flags = fcntl(completion_channel_->fd, F_GETFL);
@@ -310,19 +397,23 @@ void ControllerImpl::create_io_queues() {
     }
     for (std::uint32_t i = 1; i <= count; ++i) {
         const auto qid = static_cast<std::uint16_t>(i);
-        auto queue = std::make_unique<RdmaQueue>(
-            QueueConfig{qid, size.size, limits_.cntlid, wire::QueueKind::io, options_.timeout,
-                        io_request_timeout(), deadline_},
-            peer_);
-        if (queue->device() != admin_->device()) {
+        if (again) {
+            io_[i - 1]->reopen(peer_, deadline_, limits_.cntlid);
+        } else {
+            io_.push_back(std::make_unique<RdmaQueue>(
+                QueueConfig{qid, size.size, limits_.cntlid, wire::QueueKind::io, options_.timeout,
+                            io_request_timeout(), deadline_},
+                peer_));
+        }
+        RdmaQueue& queue = *io_[i - 1];
+        if (queue.device() != admin_->device()) {
             throw ConnectError(ConnectFailure::device_error, "I/O queue address resolution",
                                qid_text(qid) + " resolved to another RDMA device than the admin queue");
         }
-        queue->set_owner(this);
-        queue->connect(pd_.get(), device_, limits_.max_transfer_bytes, completion_channel_.get());
-        io_.push_back(std::move(queue));
-        fabrics_connect(*io_.back(), qid, size.size, limits_.cntlid);
-        io_.back()->mark_live();
+        queue.set_owner(this);
+        queue.connect(pd_.get(), device_, limits_.max_transfer_bytes, completion_channel_.get());
+        fabrics_connect(queue, qid, size.size, limits_.cntlid);
+        queue.mark_live();
     }
     // Connect commands ran on what was left of the connect deadline; from now
     // on each request gets its configured timeout.
@@ -377,6 +468,10 @@ void ControllerImpl::close() noexcept {
         return;
     }
     state_ = ControllerState::closing;
+    for (auto& queue : io_) {
+        queue->set_outage_policy(OutagePolicy::fail);  // nothing is held past close
+        queue->fail_held(TransportErrc::closed, ESHUTDOWN);
+    }
     // Nothing waits on a target already known dead or stalled: no shutdown
     // (CC.SHN would only time out), no wait for DISCONNECTED.
     const bool healthy = !target_lost();

@@ -43,6 +43,10 @@ std::string_view transport_errc_name(TransportErrc code) {
         case TransportErrc::closed: return "closed";
         case TransportErrc::invalid_argument: return "invalid argument";
         case TransportErrc::busy: return "no free command slot";
+        case TransportErrc::path_failed:
+            return "path failed (fast_io_fail_tmo passed while reconnecting)";
+        case TransportErrc::controller_lost:
+            return "controller lost (reconnecting gave up)";
     }
     return "unknown";
 }

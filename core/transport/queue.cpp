@@ -69,6 +69,9 @@ std::uint16_t IoQueue::qid() const noexcept { return queue_->qid(); }
 std::size_t IoQueue::capacity() const noexcept { return queue_->capacity(); }
 std::size_t IoQueue::free_slots() const noexcept { return queue_->free_slots(); }
 std::size_t IoQueue::in_flight() const noexcept { return queue_->in_flight(); }
+std::size_t IoQueue::held() const noexcept {
+    return queue_->held();
+}
 bool IoQueue::failed() const noexcept { return queue_->failed(); }
 
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {

@@ -56,6 +56,20 @@ struct QueueConfig {
 enum class QueueState : std::uint8_t { resolving, resolved, connected, live, failed, closed };
 const char* queue_state_name(QueueState state);
 
+// What a queue does with transfers when it fails, and with submissions while
+// it is down; set by a controller that reconnects (Options::ctrl_loss_tmo).
+// Only transfers (read, write, flush, write zeroes, deallocate) are ever held:
+// each is idempotent, so re-sending one that already executed stores the same
+// blocks again. Low-level commands (anything a caller built itself: compare,
+// fused pairs, admin commands) fail back, since executing one twice may differ.
+enum class OutagePolicy : std::uint8_t {
+    fail,       // no reconnect: a failure fails every transfer back
+    hold,       // a failure keeps every unfinished transfer for replay_held();
+                // submissions while down are refused busy
+    fail_fast,  // reconnecting past fast_io_fail_tmo: submissions fail (ENOLINK)
+    lost,       // the controller gave up: submissions fail (ENODEV)
+};
+
 // Everything about one transfer that the datapath needs from the namespace.
 struct NamespaceRef {
     std::uint32_t nsid = 0;
@@ -82,6 +96,20 @@ public:
     void disconnect(bool wait_for_peer = true) noexcept;
     // Destroys QP, CQ and ring MRs (before the PD goes), keeps the CM id.
     void release_verbs() noexcept;
+    // Reconnect: a disconnected queue whose verbs are released gets a new CM id
+    // resolved to `peer` (then connect() as new). Held transfers, request slots
+    // still owned by Request handles and the transfer records stay.
+    void reopen(const PeerAddress& peer, const ConnectDeadline& deadline, std::uint16_t cntlid);
+    void set_outage_policy(OutagePolicy policy) noexcept;
+    // After a reconnect (the queue live again): every held transfer is built
+    // again from its start and posted, in the order first submitted, with the
+    // same memory. Returns how many.
+    std::size_t replay_held() noexcept;
+    // Fails every held transfer with `code` (fast_io_fail_tmo or ctrl_loss_tmo
+    // passed, or the controller closed). Returns how many.
+    std::size_t fail_held(TransportErrc code, int sys_errno) noexcept;
+    std::size_t held() const noexcept { return held_count_; }
+    TransportErrc failure() const noexcept { return failure_; }
     std::string local_address() const;
     std::uint16_t crqsize() const { return crqsize_; }
     void mark_live() { state_ = QueueState::live; }
@@ -172,6 +200,8 @@ private:
         std::uint32_t pieces_left = 0;  // built or not, not yet completed
         bool internal = false;
         bool finished = false;
+        bool held = false;                // waiting for a reconnect to be replayed
+        std::uint64_t sequence = 0;       // submission order, for the replay
         GpuOrdering* gpu_read = nullptr;  // a read into GPU memory: flush before handing back
         CompletionStatus status;
     };
@@ -180,6 +210,10 @@ private:
     void create_resources(ibv_pd* pd, ibv_comp_channel* completion_channel);
     void post_all_receives();
     void connect_cm(const ibv_device_attr& device);
+    // The CM id bound and resolved to `peer` (constructor and reopen()).
+    void resolve(const PeerAddress& peer);
+    // Turns unfinished transfers into held ones instead of failing them.
+    void hold_unfinished() noexcept;
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
@@ -235,6 +269,11 @@ private:
     std::size_t gpu_reads_finished_ = 0;  // in the finished ring, not yet flushed
     std::vector<std::uint32_t> waiting_;  // FIFO of transfers with pieces not yet built
     std::vector<PieceCursor> waiting_next_;  // by transfer index: where its rest starts
+    std::vector<PieceCursor> origin_;        // by transfer index: its start, for a replay
+    std::vector<std::uint32_t> replay_order_;  // scratch of replay_held(), sized once
+    std::uint64_t next_sequence_ = 0;
+    std::size_t held_count_ = 0;
+    OutagePolicy outage_ = OutagePolicy::fail;
     std::size_t waiting_head_ = 0;
     std::size_t waiting_count_ = 0;
 

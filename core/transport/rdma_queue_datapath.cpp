@@ -70,6 +70,9 @@ SubmitResult RdmaQueue::refuse(SubmitResult result, TransportErrc code, int sys_
 SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& t, bool internal,
                                         std::uint32_t* transfer_index, Post post) noexcept {
     if (state_ != QueueState::live) {
+        if (outage_ == OutagePolicy::hold) [[unlikely]] {
+            return SubmitResult::busy;  // reconnecting: the transfer waits in the caller
+        }
         const TransportErrc code = failure_ != TransportErrc::none ? failure_ : TransportErrc::closed;
         return refuse(SubmitResult::failed, code, failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN, t.op);
     }
@@ -117,6 +120,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     record.pieces_left = static_cast<std::uint32_t>(count);
     record.internal = internal;
     record.gpu_read = gpu_read;
+    record.sequence = next_sequence_++;
     PieceCursor next;
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
@@ -129,6 +133,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     next.lba_size = ns.lba_size;
     next.unbuilt = static_cast<std::uint32_t>(count);
     next.op = t.op;
+    origin_[tid] = next;
     if (transfer_index != nullptr) {
         *transfer_index = tid;
     }
@@ -620,6 +625,9 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
         id_.move_qp_to_error();
         drain();
     }
+    if (outage_ == OutagePolicy::hold) {
+        hold_unfinished();  // a reconnect replays them; low-level requests fail below
+    }
     CompletionStatus status;
     status.transport = code;
     status.sys_errno = sys_errno;
@@ -631,6 +639,104 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
             complete_slot(static_cast<std::uint16_t>(i), status);
         }
     }
+}
+
+// --- outages (a controller reconnecting; off the data path) ---------------
+
+void RdmaQueue::set_outage_policy(OutagePolicy policy) noexcept {
+    outage_ = policy;
+    if (state_ == QueueState::live) {
+        return;
+    }
+    // What refused submissions report while the queue is down.
+    if (policy == OutagePolicy::fail_fast) {
+        failure_ = TransportErrc::path_failed;
+        failure_errno_ = ENOLINK;
+    } else if (policy == OutagePolicy::lost) {
+        failure_ = TransportErrc::controller_lost;
+        failure_errno_ = ENODEV;
+    }
+}
+
+void RdmaQueue::hold_unfinished() noexcept {
+    // Pieces not yet built: the whole transfer is replayed anyway.
+    for (; waiting_count_ > 0; --waiting_count_) {
+        const std::uint32_t tid = waiting_[waiting_head_];
+        waiting_head_ = (waiting_head_ + 1) % waiting_.size();
+        waiting_next_[tid].unbuilt = 0;
+        if (transfers_[tid].status.ok() && !transfers_[tid].held) {
+            transfers_[tid].held = true;
+            ++held_count_;
+        }
+    }
+    waiting_head_ = 0;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        Slot& slot = slots_[i];
+        if ((slot.flags & kInFlight) == 0 || slot.transfer == kNoTransfer) {
+            continue;
+        }
+        TransferRecord& record = transfers_[slot.transfer];
+        if (!record.status.ok()) {
+            continue;  // already failed by the target: it completes with that error
+        }
+        if (!record.held) {
+            record.held = true;
+            ++held_count_;
+        }
+        slot.flags = 0;
+        slot.transfer = kNoTransfer;
+        cids_.release(static_cast<std::uint16_t>(i));
+    }
+}
+
+std::size_t RdmaQueue::replay_held() noexcept {
+    if (held_count_ == 0 || state_ != QueueState::live) {
+        return 0;
+    }
+    std::size_t count = 0;
+    for (std::uint32_t tid = 0; tid < transfers_.size(); ++tid) {
+        if (transfers_[tid].held) {
+            replay_order_[count++] = tid;
+        }
+    }
+    std::sort(replay_order_.begin(), replay_order_.begin() + static_cast<std::ptrdiff_t>(count),
+              [&](std::uint32_t a, std::uint32_t b) {
+                  return transfers_[a].sequence < transfers_[b].sequence;
+              });
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t tid = replay_order_[i];
+        TransferRecord& record = transfers_[tid];
+        record.held = false;
+        record.pieces_left = origin_[tid].unbuilt;
+        waiting_next_[tid] = origin_[tid];
+        waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = tid;
+        ++waiting_count_;
+    }
+    held_count_ = 0;
+    build_waiting();
+    commit();
+    return count;
+}
+
+std::size_t RdmaQueue::fail_held(TransportErrc code, int sys_errno) noexcept {
+    std::size_t count = 0;
+    for (std::uint32_t tid = 0; tid < transfers_.size() && held_count_ > 0; ++tid) {
+        TransferRecord& record = transfers_[tid];
+        if (!record.held) {
+            continue;
+        }
+        record.held = false;
+        --held_count_;
+        record.status = CompletionStatus{};
+        record.status.transport = code;
+        record.status.sys_errno = sys_errno;
+        record.status.opcode = static_cast<std::uint8_t>(opcode_of(origin_[tid].op));
+        record.status.queue = config_.kind;
+        record.pieces_left = 0;
+        finish_transfer(tid);
+        ++count;
+    }
+    return count;
 }
 
 }  // namespace nvmeof::detail

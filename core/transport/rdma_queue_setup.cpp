@@ -152,6 +152,29 @@ PeerAddress resolve_peer(const std::string& target, std::uint16_t port, const st
 
 RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
     : config_(config), channel_(open_cm_channel()) {
+    resolve(peer);
+}
+
+void RdmaQueue::reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
+                       std::uint16_t cntlid) {
+    disconnect(false);
+    release_verbs();
+    id_.reset();  // before its event channel
+    channel_ = open_cm_channel();
+    config_.connect_deadline = deadline;
+    config_.cntlid = cntlid;
+    state_ = QueueState::resolving;
+    failure_ = TransportErrc::none;
+    failure_errno_ = 0;
+    last_error_ = CompletionStatus{};
+    sends_posted_ = 0;  // a drain that gave up may have left some counted
+    receives_posted_ = 0;
+    earliest_deadline_ = std::chrono::steady_clock::time_point::max();
+    busy_polls_since_deadline_check_ = 0;
+    resolve(peer);
+}
+
+void RdmaQueue::resolve(const PeerAddress& peer) {
     try {
         id_ = verbs::CmId::create(channel_, this);
     } catch (const std::system_error& e) {
@@ -233,9 +256,11 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         id_.create_qp(pd, attr);
         qp_ = id_.qp();
 
-        commands_ = std::make_unique<wire::Sqe[]>(slots);
-        responses_ = std::make_unique<wire::Cqe[]>(size);
-        dsm_ranges_ = std::make_unique<wire::DsmRange[]>(slots);
+        if (!commands_) {  // a reopened queue keeps its rings (same size)
+            commands_ = std::make_unique<wire::Sqe[]>(slots);
+            responses_ = std::make_unique<wire::Cqe[]>(size);
+            dsm_ranges_ = std::make_unique<wire::DsmRange[]>(slots);
+        }
         commands_mr_ = verbs::register_memory(pd, commands_.get(), slots * sizeof(wire::Sqe),
                                               IBV_ACCESS_LOCAL_WRITE);
         responses_mr_ = verbs::register_memory(pd, responses_.get(), size * sizeof(wire::Cqe),
@@ -248,7 +273,10 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
                            with_errno(e.code().value()));
     }
 
-    slots_ = std::vector<Slot>(slots);
+    const bool first = slots_.empty();
+    if (first) {
+        slots_ = std::vector<Slot>(slots);
+    }
     for (std::uint32_t i = 0; i < slots; ++i) {
         Slot& s = slots_[i];
         s.sge.addr = reinterpret_cast<std::uint64_t>(&commands_[i]);
@@ -270,12 +298,17 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         recv_wrs_[i].sg_list = &recv_sges_[i];
         recv_wrs_[i].num_sge = 1;
     }
+    if (!first) {
+        return;  // reopened: held transfers, held requests and finished ones stay
+    }
     cids_ = CidPool(static_cast<std::uint16_t>(slots));
     transfer_ids_ = CidPool(static_cast<std::uint16_t>(slots));
     transfers_ = std::vector<TransferRecord>(slots);
     finished_ = std::vector<std::uint32_t>(slots);
     waiting_ = std::vector<std::uint32_t>(slots);
     waiting_next_ = std::vector<PieceCursor>(slots);
+    origin_ = std::vector<PieceCursor>(slots);
+    replay_order_ = std::vector<std::uint32_t>(slots);
 }
 
 void RdmaQueue::post_all_receives() {

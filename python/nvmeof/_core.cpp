@@ -522,6 +522,10 @@ std::string_view identifier(nvmeof::TransportErrc code) {
             return "invalid_argument";
         case busy:
             return "busy";
+        case path_failed:
+            return "path_failed";
+        case controller_lost:
+            return "controller_lost";
     }
     return "unknown";
 }

@@ -18,6 +18,7 @@ constexpr std::uint64_t kMaxStatusCodeType = 7;
 constexpr std::uint64_t kMaxStatusCode = 0xFF;
 constexpr std::uint64_t kMaxRejectStatus = 0xFFFF;
 constexpr std::uint64_t kMaxDelayMs = 600000;
+constexpr std::uint64_t kMaxPorts = 64;
 
 constexpr std::string_view kHelp = R"(Usage: nvmeof-target [OPTIONS]
 
@@ -27,7 +28,9 @@ for IPv6); everything else goes to stderr.
 
 Listening:
   --listen ADDR            address to listen on (default 127.0.0.1; IPv6 as ::1 or [::1])
-  --port PORT              RDMA-CM port (default 4420; 0 picks a free port)
+  --port PORT              RDMA-CM port (default 4420; 0 picks a free port); repeatable:
+                           every subsystem is served on each port, one "listening on" line
+                           per port in the order given
 
 Subsystems and namespaces (--subsystem starts a new subsystem; the options after it apply to it):
   --subsystem NQN          an NVM subsystem (repeatable; at least one)
@@ -58,6 +61,10 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   drop-after=N             disconnect all queues after N commands in total
   delay-ms=N               delay every completion by N ms
   stop-answering-after=N   after N commands, accept but never answer
+  outage-after=N:MS        after N commands, drop every connection and stop listening for
+                           MS ms, then listen again on the same ports (repeatable)
+  port-down-after=N:INDEX  after N commands, stop listening on the INDEXth --port (0-based)
+                           for good and drop the connections made through it
   SCT and SC are numbers (decimal or 0x hex).
 
 Observability:
@@ -259,6 +266,21 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
         faults.delay_ms = static_cast<std::uint32_t>(parse_number(value, what, kMaxDelayMs));
     } else if (name == "stop-answering-after") {
         faults.stop_answering_after = parse_number(value, what, max64);
+    } else if (name == "outage-after") {
+        const auto [after, ms] = split_once(value, ':');
+        if (ms.empty()) {
+            throw UsageError(what + ": expected N:MS");
+        }
+        faults.outages.push_back({parse_number(after, what, max64),
+                                  static_cast<std::uint32_t>(parse_number(ms, what, kMaxDelayMs))});
+    } else if (name == "port-down-after") {
+        const auto [after, index] = split_once(value, ':');
+        if (index.empty()) {
+            throw UsageError(what + ": expected N:INDEX");
+        }
+        faults.ports_down.push_back(
+            {parse_number(after, what, max64),
+             static_cast<std::size_t>(parse_number(index, what, kMaxPorts - 1))});
     } else {
         throw UsageError(what + ": unknown fault " + quoted(name));
     }
@@ -267,6 +289,7 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
 ParseOutcome parse_command_line(const std::vector<std::string_view>& args, TargetConfig& config) {
     SubsystemConfig* current = nullptr;
     std::uint64_t file_size = 0;  // --size of the current subsystem; 0: none
+    bool port_given = false;      // the first --port replaces the default, later ones add
     auto close_current = [&] {
         if (current != nullptr) {
             finish_subsystem(*current, file_size);
@@ -315,7 +338,15 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
                 throw UsageError("--listen: the address is empty");
             }
         } else if (option == "--port") {
-            config.port = static_cast<std::uint16_t>(parse_number(take(), "--port", 0xFFFF));
+            const auto port = static_cast<std::uint16_t>(parse_number(take(), "--port", 0xFFFF));
+            if (!port_given) {
+                config.port = port;
+                port_given = true;
+            } else if (config.more_ports.size() + 1 >= kMaxPorts) {
+                throw UsageError("--port: at most " + std::to_string(kMaxPorts) + " ports");
+            } else {
+                config.more_ports.push_back(port);
+            }
         } else if (option == "--subsystem") {
             const auto nqn = take();
             try {
@@ -392,6 +423,13 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     close_current();
     if (config.subsystems.empty()) {
         throw UsageError("at least one --subsystem NQN is needed");
+    }
+    for (const auto& down : config.faults.ports_down) {
+        if (down.port_index > config.more_ports.size()) {
+            throw UsageError("--fault port-down-after: port index " +
+                             std::to_string(down.port_index) + " names no --port (" +
+                             std::to_string(config.more_ports.size() + 1) + " given)");
+        }
     }
     return ParseOutcome::run;
 }

@@ -73,11 +73,26 @@ struct FaultConfig {
     std::optional<std::uint64_t> drop_after;
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;
+    // outage-after=N:MS: after N commands, every connection dropped and no
+    // listener for MS ms (a target restart without restarting the process).
+    struct Outage {
+        std::uint64_t after = 0;
+        std::uint32_t ms = 0;
+    };
+    std::vector<Outage> outages;  // in the order given; each fires once
+    // port-down-after=N:INDEX: after N commands, the INDEXth --port (0-based)
+    // stops listening for good and its connections are dropped (a path lost).
+    struct PortDown {
+        std::uint64_t after = 0;
+        std::size_t port_index = 0;
+    };
+    std::vector<PortDown> ports_down;
 };
 
 struct TargetConfig {
     std::string listen_address = "127.0.0.1";
     std::uint16_t port = 4420;
+    std::vector<std::uint16_t> more_ports;  // --port repeated: the same subsystems on each
     std::vector<SubsystemConfig> subsystems;
     Limits limits;
     FaultConfig faults;

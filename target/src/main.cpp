@@ -47,11 +47,12 @@ int serve(const nvmeof::target::TargetConfig& config) {
         }
         try {
             RdmaServer server(*core, config, stats);
-            const std::uint16_t port = server.listen();
             // IPv6 bracketed ("[::1]:4420"), so the port stays unambiguous.
             const bool ipv6 = config.listen_address.find(':') != std::string::npos;
-            std::printf(ipv6 ? "listening on [%s]:%u\n" : "listening on %s:%u\n",
-                        config.listen_address.c_str(), static_cast<unsigned>(port));
+            for (const std::uint16_t port : server.listen()) {
+                std::printf(ipv6 ? "listening on [%s]:%u\n" : "listening on %s:%u\n",
+                            config.listen_address.c_str(), static_cast<unsigned>(port));
+            }
             std::fflush(stdout);
             server.run(g_stop);
             std::fprintf(stderr, "nvmeof-target: stopping\n");

@@ -37,33 +37,101 @@ RdmaServer::RdmaServer(CommandCore& core, const TargetConfig& config, Stats& sta
 
 RdmaServer::~RdmaServer() {
     queues_.clear();
-    listener_.reset();
+    listeners_.clear();
 }
 
-std::uint16_t RdmaServer::listen() {
-    listener_ = verbs::CmId::create(channel_, nullptr);
+std::vector<std::uint16_t> RdmaServer::listen() {
+    std::vector<std::uint16_t> asked{config_.port};
+    asked.insert(asked.end(), config_.more_ports.begin(), config_.more_ports.end());
+    std::vector<std::uint16_t> ports;
+    for (const std::uint16_t port : asked) {
+        Listener listener;
+        listener.id = bind_listener(port, listener.port);
+        ports.push_back(listener.port);
+        listeners_.push_back(std::move(listener));
+    }
+    port_down_done_.assign(config_.faults.ports_down.size(), false);
+    // The discovery log names the first port.
+    core_.set_listen_address(config_.listen_address, ports.front());
+    return ports;
+}
+
+verbs::CmId RdmaServer::bind_listener(std::uint16_t wanted_port, std::uint16_t& real_port) {
+    verbs::CmId listener = verbs::CmId::create(channel_, nullptr);
     addrinfo hints{};
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | AI_NUMERICHOST;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
-    const std::string port = std::to_string(config_.port);
+    const std::string port = std::to_string(wanted_port);
     if (const int rc = getaddrinfo(config_.listen_address.c_str(), port.c_str(), &hints, &found);
         rc != 0) {
         throw std::system_error(EINVAL, std::generic_category(),
                                 "--listen " + config_.listen_address + ": " + gai_strerror(rc));
     }
-    const int bound = rdma_bind_addr(listener_.get(), found->ai_addr);
+    const int bound = rdma_bind_addr(listener.get(), found->ai_addr);
     const int error = errno;
     freeaddrinfo(found);
     if (bound != 0) {
         verbs::throw_error(error, "rdma_bind_addr " + config_.listen_address + ":" + port);
     }
-    if (rdma_listen(listener_.get(), kListenBacklog) != 0) {
+    if (rdma_listen(listener.get(), kListenBacklog) != 0) {
         verbs::throw_errno("rdma_listen");
     }
-    const std::uint16_t real_port = ntohs(rdma_get_src_port(listener_.get()));
-    core_.set_listen_address(config_.listen_address, real_port);
-    return real_port;
+    real_port = ntohs(rdma_get_src_port(listener.get()));
+    return listener;
+}
+
+void RdmaServer::drop_connections(std::uint16_t only_port, const char* why) {
+    for (auto& queue : queues_) {
+        if (only_port == 0 || ntohs(rdma_get_src_port(queue->id())) == only_port) {
+            queue->begin_disconnect(why);
+        }
+    }
+}
+
+void RdmaServer::run_listener_faults(Clock::time_point now) {
+    const FaultConfig& faults = config_.faults;
+    if (next_outage_ < faults.outages.size() && !relisten_at_ &&
+        faults_.commands >= faults.outages[next_outage_].after) {
+        const auto& outage = faults.outages[next_outage_++];
+        ++stats_.faults_injected;
+        std::fprintf(stderr,
+                     "nvmeof-target: fault: outage-after=%llu:%u: dropping every connection, not "
+                     "listening for %u ms\n",
+                     static_cast<unsigned long long>(outage.after), outage.ms, outage.ms);
+        drop_connections(0, "outage-after fault");
+        for (auto& listener : listeners_) {
+            listener.id.reset();
+        }
+        relisten_at_ = now + std::chrono::milliseconds(outage.ms);
+    }
+    if (relisten_at_ && now >= *relisten_at_) {
+        relisten_at_.reset();
+        for (auto& listener : listeners_) {
+            if (!listener.down_for_good) {
+                std::uint16_t port = 0;
+                listener.id = bind_listener(listener.port, port);
+            }
+        }
+        std::fprintf(stderr, "nvmeof-target: fault: outage over, listening again\n");
+    }
+    for (std::size_t i = 0; i < faults.ports_down.size(); ++i) {
+        const auto& down = faults.ports_down[i];
+        if (port_down_done_[i] || faults_.commands < down.after) {
+            continue;
+        }
+        port_down_done_[i] = true;
+        ++stats_.faults_injected;
+        Listener& listener = listeners_[down.port_index];
+        std::fprintf(stderr,
+                     "nvmeof-target: fault: port-down-after=%llu:%zu: port %u stops listening for "
+                     "good, its connections dropped\n",
+                     static_cast<unsigned long long>(down.after), down.port_index,
+                     static_cast<unsigned>(listener.port));
+        listener.down_for_good = true;
+        listener.id.reset();
+        drop_connections(listener.port, "port-down-after fault");
+    }
 }
 
 Device& RdmaServer::device_for(ibv_context* context) {
@@ -165,9 +233,8 @@ RdmaServer::AfterAck RdmaServer::on_event(const rdma_cm_event& event) {
     if (event.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
         return on_connect_request(event);
     }
-    auto* queue = event.id != nullptr && event.id != listener_.get()
-                      ? static_cast<RdmaQueue*>(event.id->context)
-                      : nullptr;
+    // Listeners are created with a null context; accepted ids carry their queue.
+    auto* queue = event.id != nullptr ? static_cast<RdmaQueue*>(event.id->context) : nullptr;
     if (queue == nullptr) {
         std::fprintf(stderr, "nvmeof-target: CM event %s on the listener\n",
                      event_text(event).c_str());
@@ -305,6 +372,7 @@ void RdmaServer::run(const volatile std::sig_atomic_t& stop) {
         }
         if (now >= next_timers) {
             next_timers = now + kTimerPeriod;
+            run_listener_faults(now);
             for (const std::uint16_t cntlid : core_.expired_controllers(now)) {
                 disconnect_controller(cntlid, "keep-alive timeout");
             }

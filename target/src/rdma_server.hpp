@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core.hpp"
@@ -22,9 +23,9 @@ class RdmaServer {
     RdmaServer(const RdmaServer&) = delete;
     RdmaServer& operator=(const RdmaServer&) = delete;
 
-    // Binds and listens; returns the real port (also when 0 was asked).
-    // Throws std::system_error.
-    std::uint16_t listen();
+    // Binds and listens on every --port; returns the real ports (also where 0
+    // was asked), in the order given. Throws std::system_error.
+    std::vector<std::uint16_t> listen();
     // Serves until `stop` becomes non-zero.
     void run(const volatile std::sig_atomic_t& stop);
     // Disconnects every queue and waits briefly for the peers to notice.
@@ -48,13 +49,27 @@ class RdmaServer {
     void reap_stuck_queues(Clock::time_point now);
     void sleep_until_work(Clock::time_point deadline);
     void drain_completion_channels();
+    // One listener on `port` (0: any); returns the real port.
+    verbs::CmId bind_listener(std::uint16_t port, std::uint16_t& real_port);
+    // The outage-after and port-down-after faults (docs/target-cli.md).
+    void run_listener_faults(Clock::time_point now);
+    void drop_connections(std::uint16_t only_port, const char* why);
+
+    struct Listener {
+        verbs::CmId id;          // empty while down
+        std::uint16_t port = 0;  // the real port, kept across an outage
+        bool down_for_good = false;
+    };
 
     CommandCore& core_;
     const TargetConfig& config_;
     Stats& stats_;
     TransportFaults faults_;
     verbs::EventChannel channel_;
-    verbs::CmId listener_;
+    std::vector<Listener> listeners_;
+    std::size_t next_outage_ = 0;
+    std::vector<bool> port_down_done_;
+    std::optional<Clock::time_point> relisten_at_;  // during an outage-after fault
     std::map<ibv_context*, std::unique_ptr<Device>> devices_;
     std::vector<std::unique_ptr<RdmaQueue>> queues_;  // destroyed before devices and channel
     std::map<RdmaQueue*, Clock::time_point> disconnecting_since_;

@@ -88,6 +88,26 @@ TEST(Config, Faults) {
     EXPECT_EQ(f.stop_answering_after, 7u);
 }
 
+TEST(Config, ListenerFaultsAndPorts) {
+    const TargetConfig c = parse({"--port", "0", "--port", "4421", "--port=4422", "--subsystem",
+                                  "nqn.a", "--fault", "outage-after=100:1500",
+                                  "--fault=outage-after=900:0", "--fault", "port-down-after=40:2"});
+    EXPECT_EQ(c.port, 0);
+    EXPECT_EQ(c.more_ports, (std::vector<std::uint16_t>{4421, 4422}));
+    ASSERT_EQ(c.faults.outages.size(), 2u);
+    EXPECT_EQ(c.faults.outages[0].after, 100u);
+    EXPECT_EQ(c.faults.outages[0].ms, 1500u);
+    EXPECT_EQ(c.faults.outages[1].after, 900u);
+    ASSERT_EQ(c.faults.ports_down.size(), 1u);
+    EXPECT_EQ(c.faults.ports_down[0].after, 40u);
+    EXPECT_EQ(c.faults.ports_down[0].port_index, 2u);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "port-down-after=4:1"})
+                  .find("names no --port"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "outage-after=4"}).find("N:MS"),
+              std::string::npos);
+}
+
 TEST(Config, Help) {
     TargetConfig config;
     EXPECT_EQ(parse_command_line({"--subsystem", "nqn.a", "--help"}, config), ParseOutcome::help);

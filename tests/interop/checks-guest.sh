@@ -431,8 +431,52 @@ JOB
     finish discovery-against-kernel
 }
 
+# ---- 7. reconnect: the kernel target's port unlinked and relinked mid-run ----------------
+# Once the link goes, nvmet (6.1) stops answering the subsystem's controllers on that port
+# without disconnecting their queues; keep-alive (5 s) notices, the engine (ctrl_loss_tmo_ms)
+# reconnects once the link is back, re-sends what was in flight, and fio's verify passes.
+check_reconnect_against_kernel() {
+    begin reconnect-against-kernel
+    source "$INTEROP_REPO/tests/interop/nvmet.sh"
+    export NVMEOF_TRADDR="$addr" NVMEOF_TRSVCID="$kport" NVMEOF_SUBNQN="$knqn"
+    { engine_job_header; cat <<JOB
+ctrl_loss_tmo_ms=120000
+reconnect_delay_ms=1000
+keep_alive_ms=5000
+rw=randrw
+bs=4k
+iodepth=8
+size=8m
+time_based=1
+runtime=25
+verify=crc32c
+verify_backlog=32
+verify_fatal=1
+verify_state_save=0
+[reconnect]
+JOB
+    } > "$work/reconnect.fio"
+    run_fio reconnect "$work/reconnect.fio" &
+    local fio_pid=$!
+    sleep 8
+    say "  unlinking $knqn from nvmet port 1"
+    nvmet_unlink 1 "$knqn"
+    sleep 4
+    say "  relinking it"
+    nvmet_link 1 "$knqn" || problem "cannot relink $knqn to port 1"
+    wait "$fio_pid" || true
+    # run_fio ran in a subshell: its problems are in the log, not in this shell's list.
+    grep -q "problem: reconnect" "$log" && problem "the fio run failed across the relink (see the log)"
+    if grep -q "reconnected after an outage of" "$log"; then
+        say "  $(grep -o 'reconnected after an outage of [0-9]* ms[^,]*' "$log" | head -1)"
+    else
+        problem "the engine did not log a reconnect"
+    fi
+    finish reconnect-against-kernel
+}
+
 all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel
-     discovery-against-kernel)
+     discovery-against-kernel reconnect-against-kernel)
 [ $# -gt 0 ] && all=("$@")
 for c in "${all[@]}"; do
     case "$c" in
@@ -442,6 +486,7 @@ for c in "${all[@]}"; do
         engine-to-ours) check_engine_to_ours ;;
         errors-against-kernel) check_errors_against_kernel ;;
         discovery-against-kernel) check_discovery_against_kernel ;;
+        reconnect-against-kernel) check_reconnect_against_kernel ;;
         *) echo "FAIL $c: unknown check" >> "$results" ;;
     esac
 done

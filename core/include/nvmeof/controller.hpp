@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
@@ -49,6 +50,18 @@ struct Limits {
     // A discovery controller (the well-known discovery NQN, or Identify CNTRLTYPE 2):
     // admin queue only, no I/O queues (see nvmeof/discovery.hpp).
     bool discovery = false;
+};
+
+// What reconnecting has done so far (Options::ctrl_loss_tmo).
+struct ReconnectStats {
+    std::uint32_t reconnects = 0;         // outages ended by a reconnect
+    std::uint32_t failed_attempts = 0;    // association attempts that failed
+    std::uint64_t transfers_retried = 0;  // held in flight and re-sent after a reconnect
+    std::uint64_t transfers_failed = 0;   // held, then failed (fast_io_fail_tmo, ctrl_loss_tmo)
+    std::vector<std::chrono::milliseconds> outages;  // each ended outage, failure to live again
+    std::string path;                                // the address in use ("addr:port")
+    bool reconnecting = false;                       // in an outage now
+    bool lost = false;  // gave up (ctrl_loss_tmo, or limits no longer fit)
 };
 
 class Controller {
@@ -96,6 +109,14 @@ public:
     // unanswered, the admin queue failed, or the controller was closed (`why`
     // says which); true when keep-alive is disabled.
     bool keep_alive(std::string* why = nullptr) noexcept;
+    // With Options::ctrl_loss_tmo, keep_alive() also drives reconnecting (no
+    // thread): it notices a failed queue, tears everything down, and runs the
+    // next association attempt when reconnect_delay has passed (blocking for at
+    // most the connect timeout). It returns true while reconnecting and false
+    // once the controller gave up. Call it regularly also while submissions are
+    // refused busy (is_reconnecting()).
+    bool is_reconnecting() const noexcept;
+    const ReconnectStats& reconnect_stats() const;
 
     // Idle waiting without burning a core: blocks on the I/O queues' completion
     // channel until a completion arrives, the earliest request deadline or the

@@ -85,6 +85,9 @@ enum class TransportErrc : std::uint8_t {
     closed,            // the queue or controller was closed
     invalid_argument,  // range, buffer or memory handle refused before submission
     busy,              // no free command slot (low-level submit)
+    path_failed,       // reconnecting, and fast_io_fail_tmo has passed (ENOLINK)
+    controller_lost,   // reconnecting gave up: ctrl_loss_tmo passed, or the controller no
+                       // longer fits what was negotiated (ENODEV)
 };
 
 std::string_view transport_errc_name(TransportErrc code);

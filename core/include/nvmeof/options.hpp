@@ -18,7 +18,10 @@ inline constexpr std::chrono::milliseconds kDefaultTimeout = 30s;
 // Fields are in the order designated initialisers must follow:
 //   nvmeof::Controller::connect({.target = "10.0.0.2", .subsystem_nqn = nqn, .io_queues = 2});
 struct Options {
-    std::string target{};                // IPv4/IPv6 address of the target
+    // IPv4/IPv6 address of the target. Several paths to the same subsystem, for
+    // reconnecting (ctrl_loss_tmo): "10.0.0.2,10.0.0.3"; a path may carry its
+    // own port: "10.0.0.2:4421", "[::1]:4421".
+    std::string target{};
     std::string subsystem_nqn{};
     std::uint16_t port = wire::kDefaultPort;
     std::string source{};                // optional local address: binds RDMA-CM, picks the HCA
@@ -38,6 +41,20 @@ struct Options {
     bool random_host_id = false;       // a fresh random host ID instead of the stable default
     // Deadline of each I/O-queue request; 0 means the same as `timeout`.
     std::chrono::milliseconds io_timeout{0};
+    // Reconnect (the kernel's nvme-fabrics timers; see README "Reconnect and
+    // multipath"). With ctrl_loss_tmo 0 (the default here; the kernel's is
+    // 600 s) a failed queue stays failed and its transfers fail back. Otherwise
+    // a queue failure (WC error, disconnect, keep-alive or request timeout)
+    // tears every queue down, and every reconnect_delay (kernel: 10 s) the whole
+    // association is tried again, on the next address of `target` when it lists
+    // several ("10.0.0.2,10.0.0.3": paths to the same subsystem). Transfers in
+    // flight are held and re-sent in order once reconnected; new ones are
+    // refused busy, or fail with ENOLINK once fast_io_fail_tmo has passed
+    // (0, the kernel's default: off). After ctrl_loss_tmo the controller gives
+    // up and everything fails with ENODEV. Driven from keep_alive(), no thread.
+    std::chrono::milliseconds ctrl_loss_tmo{0};
+    std::chrono::milliseconds reconnect_delay{10000};
+    std::chrono::milliseconds fast_io_fail_tmo{0};
 };
 
 // Where the default host identity comes from (tests point these at fake files).

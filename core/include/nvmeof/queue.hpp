@@ -113,6 +113,9 @@ public:
     std::size_t capacity() const noexcept;    // usable slots (queue size − 1)
     std::size_t free_slots() const noexcept;
     std::size_t in_flight() const noexcept;
+    // Transfers held while the controller reconnects, re-sent once it is back
+    // (they complete later, like those in flight).
+    std::size_t held() const noexcept;
     bool failed() const noexcept;
     // How many commands a transfer is split into (0 for an empty one). Up to
     // free_slots() go out at once, the rest as slots free up.

@@ -55,6 +55,26 @@ TEST(OptionRules, EachRefusalNamesItsOption) {
     EXPECT_EQ(refusal(with([](auto& o) { o.io_timeout_ms = 0; })).find('\n'), std::string::npos);
 }
 
+TEST(OptionRules, ReconnectTimers) {
+    EXPECT_EQ(refusal({.ctrl_loss_tmo_ms = 30000}), "");
+    EXPECT_EQ(refusal({.reconnect_delay_ms = 1, .ctrl_loss_tmo_ms = 2, .fast_io_fail_tmo_ms = 1}),
+              "");
+    EXPECT_EQ(
+        refusal(with([](auto& o) { o.reconnect_delay_ms = 0; })).rfind("reconnect_delay_ms=0:", 0),
+        0u);
+    // fast_io_fail_tmo means nothing without reconnecting, and nothing past ctrl_loss_tmo.
+    EXPECT_EQ(refusal(with([](auto& o) {
+                  o.fast_io_fail_tmo_ms = 500;
+              })).rfind("fast_io_fail_tmo_ms=500:", 0),
+              0u);
+    const std::string late = refusal(with([](auto& o) {
+        o.ctrl_loss_tmo_ms = 1000;
+        o.fast_io_fail_tmo_ms = 1000;
+    }));
+    EXPECT_EQ(late.rfind("fast_io_fail_tmo_ms=1000:", 0), 0u) << late;
+    EXPECT_NE(late.find("ctrl_loss_tmo_ms=1000"), std::string::npos) << late;
+}
+
 TEST(OptionRules, KeepAliveAgainstKas) {
     EXPECT_NO_THROW(e::check_keep_alive_granularity(0, 0));      // off: nothing to check
     EXPECT_NO_THROW(e::check_keep_alive_granularity(1000, 10));  // 1000 ms granularity

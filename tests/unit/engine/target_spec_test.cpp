@@ -120,6 +120,30 @@ TEST(Ipv6, TraddrOption) {
               "traddr=[::1] trsvcid=4501 subnqn=nqn.2026-12.io.nvmeof:t ns=1");
 }
 
+TEST(Paths, TraddrListsSeveralPathsEachWithAnOptionalPort) {
+    e::OptionValues options;
+    options.subnqn = "nqn.2026-12.io.nvmeof:t";
+    options.traddr = "10.0.0.2,10.0.0.3:4421,[fd00::2]:4422,::1";
+    EXPECT_EQ(e::resolve_target(options, "").address, "10.0.0.2,10.0.0.3:4421,[fd00::2]:4422,::1");
+    options.traddr = "127.0.0.1:4425";  // one IPv4 path with its port: passed on as a path
+    EXPECT_EQ(e::resolve_target(options, "").address, "127.0.0.1:4425");
+    for (const char* bad : {"10.0.0.2,", ",10.0.0.2", "10.0.0.2,,10.0.0.3", "10.0.0.2:0,10.0.0.3",
+                            "10.0.0.2,[::1"}) {
+        options.traddr = bad;
+        try {
+            e::resolve_target(options, "");
+            FAIL() << bad << " was accepted";
+        } catch (const e::SpecError& error) {
+            EXPECT_EQ(std::string(error.what()).rfind("traddr", 0), 0u) << error.what();
+        }
+    }
+    // The filename form: a list, or traddr= repeated.
+    EXPECT_EQ(e::parse_filename_spec("traddr=10.0.0.2 traddr=10.0.0.3 subnqn=nqn.a")->address,
+              "10.0.0.2,10.0.0.3");
+    EXPECT_EQ(e::parse_filename_spec("traddr=10.0.0.2,10.0.0.3\\:4421 subnqn=nqn.a")->address,
+              "10.0.0.2,10.0.0.3:4421");
+}
+
 TEST(Ipv6, MalformedBracketsNameTheOption) {
     for (const char* bad : {"[::1", "[]", "[::1]4420", "[::1]:", "[::1]:70000", "::1]"}) {
         try {

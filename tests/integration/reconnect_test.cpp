@@ -1,0 +1,161 @@
+// Reconnect (Options::ctrl_loss_tmo) against nvmeof-target's outage-after
+// fault: every connection dropped and no listener for a while, mid-run.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "nvmeof/nvmeof.hpp"
+#include "target_process.hpp"
+
+using namespace nvmeof;
+using nvmeof::test::TargetProcess;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint32_t kBlock = 512;
+
+Options reconnecting(const TargetProcess& target, std::chrono::milliseconds ctrl_loss_tmo) {
+    Options o = target.options(5s);
+    o.ctrl_loss_tmo = ctrl_loss_tmo;
+    o.reconnect_delay = 200ms;
+    return o;
+}
+
+void fill(MemoryRegion& block, std::uint32_t seed) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(block.data());
+    for (std::size_t i = 0; i < block.size(); ++i) {
+        bytes[i] = static_cast<std::uint8_t>(seed * 131 + i * 7);
+    }
+}
+
+}  // namespace
+
+TEST(Reconnect, BlockingTransfersRideOutAnOutageWithDataIntact) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    // Commands 1..~10 are the connect; the outage hits among the writes.
+    TargetProcess target({"--fault", "outage-after=60:700"});
+    Controller c = Controller::connect(reconnecting(target, 10s));
+    Namespace ns = c.namespace_at(1);
+    MemoryRegion block = c.allocate(kBlock * 8);
+    constexpr std::uint32_t kWrites = 200;
+    for (std::uint32_t i = 0; i < kWrites; ++i) {
+        fill(block, i);
+        ns.write(block, std::uint64_t{i} * 8, 8);
+    }
+    MemoryRegion expected = c.allocate(kBlock * 8);
+    for (std::uint32_t i = 0; i < kWrites; ++i) {
+        fill(expected, i);
+        ns.read(block, std::uint64_t{i} * 8, 8);
+        ASSERT_EQ(std::memcmp(block.data(), expected.data(), block.size()), 0) << "write " << i;
+    }
+    const ReconnectStats& stats = c.reconnect_stats();
+    EXPECT_EQ(stats.reconnects, 1u);
+    ASSERT_EQ(stats.outages.size(), 1u);
+    EXPECT_GE(stats.outages[0], 600ms);  // the target stayed away 700 ms
+    EXPECT_FALSE(stats.lost);
+    EXPECT_TRUE(c.is_open());
+}
+
+TEST(Reconnect, InFlightTransfersAreResentAndNewOnesAreBusyMeanwhile) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    TargetProcess target({"--fault", "outage-after=40:500"});
+    Controller c = Controller::connect(reconnecting(target, 10s));
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    const std::size_t depth = std::min<std::size_t>(q.capacity() / 2, 16);
+    MemoryRegion arena = c.allocate(kBlock * depth);
+    std::size_t completed = 0;
+    std::size_t busy_while_reconnecting = 0;
+    std::uint64_t next = 0;
+    std::vector<Completion> out(depth);
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    // Until the outage is over and 100 more have completed after it.
+    std::size_t completed_after = 0;
+    while ((c.reconnect_stats().reconnects == 0 || completed_after < 100) &&
+           std::chrono::steady_clock::now() < deadline) {
+        while (q.in_flight() + q.held() < depth) {
+            const Transfer t{Op::write, next % 1024, 1, &arena, (next % depth) * kBlock, next};
+            const SubmitResult r = q.submit(ns, t);
+            if (r == SubmitResult::busy) {
+                break;  // the queue failed; the controller notices at its next keep_alive()
+            }
+            ASSERT_EQ(r, SubmitResult::queued) << describe(q.last_error());
+            ++next;
+        }
+        if (c.is_reconnecting()) {
+            // Transfer records are free (depth is half the queue): busy means "wait".
+            const Transfer t{Op::write, 0, 1, &arena, 0, ~std::uint64_t{0}};
+            ASSERT_EQ(q.submit(ns, t), SubmitResult::busy);
+            ++busy_while_reconnecting;
+        }
+        const std::size_t n = q.poll(out);
+        for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(out[i].status.ok()) << describe(out[i].status);
+            ASSERT_NE(out[i].user_data, ~std::uint64_t{0});
+        }
+        completed += n;
+        completed_after += c.reconnect_stats().reconnects > 0 ? n : 0;
+        ASSERT_TRUE(c.keep_alive());
+    }
+    EXPECT_GE(completed_after, 100u);
+    const ReconnectStats& stats = c.reconnect_stats();
+    EXPECT_EQ(stats.reconnects, 1u);
+    EXPECT_GT(stats.transfers_retried, 0u);
+    EXPECT_EQ(stats.transfers_failed, 0u);
+    EXPECT_GT(busy_while_reconnecting, 0u);
+}
+
+TEST(Reconnect, GivesUpAfterCtrlLossTmoWithENODEV) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    TargetProcess target({"--fault", "outage-after=40:60000"});
+    Controller c = Controller::connect(reconnecting(target, 1500ms));
+    Namespace ns = c.namespace_at(1);
+    MemoryRegion block = c.allocate(kBlock);
+    const auto start = std::chrono::steady_clock::now();  // the outage follows within ~50 ms
+    std::chrono::steady_clock::time_point failed_at{};
+    int error = 0;
+    for (int i = 0; i < 1000 && error == 0; ++i) {
+        try {
+            ns.write(block, 0, 1);
+        } catch (const TransportError& e) {
+            error = e.sys_errno();
+            failed_at = std::chrono::steady_clock::now();
+        }
+    }
+    ASSERT_EQ(error, ENODEV);
+    const ReconnectStats& stats = c.reconnect_stats();
+    EXPECT_TRUE(stats.lost);
+    EXPECT_EQ(stats.reconnects, 0u);
+    EXPECT_GT(stats.failed_attempts, 0u);
+    EXPECT_FALSE(c.keep_alive());
+    EXPECT_LT(failed_at - start, 1500ms + 1s) << "not given up within ctrl_loss_tmo + 1 s";
+}
+
+TEST(Reconnect, ZeroCtrlLossTmoKeepsFailingBack) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    TargetProcess target({"--fault", "outage-after=40:500"});
+    Controller c = Controller::connect(target.options(5s));
+    Namespace ns = c.namespace_at(1);
+    MemoryRegion block = c.allocate(kBlock);
+    bool failed = false;
+    for (int i = 0; i < 1000 && !failed; ++i) {
+        try {
+            ns.write(block, 0, 1);
+        } catch (const TransportError&) {
+            failed = true;
+        }
+    }
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(c.reconnect_stats().reconnects, 0u);
+    EXPECT_FALSE(c.is_reconnecting());
+}
