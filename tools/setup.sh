@@ -11,6 +11,7 @@ packages=(
     libgtest-dev libnvme-dev
     fio valgrind python3-matplotlib
     pybind11-dev python3-dev python3-numpy python3-pytest
+    libssl-dev
 )
 
 missing=()

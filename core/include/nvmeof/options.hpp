@@ -38,6 +38,12 @@ struct Options {
     bool random_host_id = false;       // a fresh random host ID instead of the stable default
     // Deadline of each I/O-queue request; 0 means the same as `timeout`.
     std::chrono::milliseconds io_timeout{0};
+    // DH-HMAC-CHAP (in-band authentication), used when a queue's Connect asks
+    // for it: "DHHC-1:<hh>:<base64>:" as nvme-cli's gen-dhchap-key prints it,
+    // or "@/path/file" holding that text. dhchap_ctrl_secret also has the
+    // controller prove its key (bidirectional).
+    std::string dhchap_secret{};
+    std::string dhchap_ctrl_secret{};
 };
 
 // Where the default host identity comes from (tests point these at fake files).
