@@ -55,6 +55,8 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.timeout = std::chrono::milliseconds(options.connect_timeout_ms);
     o.io_timeout = std::chrono::milliseconds(options.io_timeout_ms);
     o.keep_alive_ms = options.keep_alive_ms;
+    o.dhchap_secret = options.dhchap_secret;
+    o.dhchap_ctrl_secret = options.dhchap_ctrl_secret;
     return o;
 }
 

@@ -42,6 +42,8 @@ struct EngineOptions {
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     char info_file[kOptionTextSize];  // "": none; else one JSON line of start-up facts per job
     unsigned int queue_size;          // I/O queue entries asked for; 0: derived from iodepth
+    char dhchap_secret[kOptionTextSize];       // "", DHHC-1 text or "@file"
+    char dhchap_ctrl_secret[kOptionTextSize];  // same; set: bidirectional
     std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;

@@ -13,20 +13,19 @@
 #include "nvmeof/wire/auth.hpp"
 #include "transport/log.hpp"
 
-namespace nvmeof::detail {
+namespace nvmeof {
 namespace {
 
 // "@/path" names a file holding the secret, so keys need not sit in job files.
-std::string secret_text(const std::string& value, const char* option) {
+std::string secret_text(const std::string& value, std::string_view option) {
     if (!value.starts_with('@')) {
         return value;
     }
     const std::string path = value.substr(1);
     std::ifstream file(path);
     if (!file) {
-        throw ConnectError(
-            ConnectFailure::invalid_options, "options",
-            std::string(option) + ": cannot read " + path + ": " + std::strerror(errno));
+        throw InvalidArgument(std::string(option) + ": cannot read " + path + ": " +
+                              std::strerror(errno));
     }
     std::ostringstream text;
     text << file.rdbuf();
@@ -37,19 +36,32 @@ std::string secret_text(const std::string& value, const char* option) {
     return s;
 }
 
+auth::Secret read_secret(const std::string& value, std::string_view option) {
+    try {
+        return auth::parse_secret(secret_text(value, option));
+    } catch (const auth::SecretError& e) {
+        throw InvalidArgument(std::string(option) + ": " + e.what());
+    }
+}
+
 std::optional<auth::Secret> load_secret(const std::string& value, const char* option) {
     if (value.empty()) {
         return std::nullopt;
     }
     try {
-        return auth::parse_secret(secret_text(value, option));
-    } catch (const auth::SecretError& e) {
-        throw ConnectError(ConnectFailure::invalid_options, "options",
-                           std::string(option) + ": " + e.what());
+        return read_secret(value, option);
+    } catch (const InvalidArgument& e) {
+        throw ConnectError(ConnectFailure::invalid_options, "options", e.what());
     }
 }
 
 }  // namespace
+
+void validate_dhchap_secret(const std::string& value, std::string_view option) {
+    read_secret(value, option);
+}
+
+namespace detail {
 
 void ControllerImpl::load_dhchap_secrets() {
     dhchap_secret_ = load_secret(options_.dhchap_secret, "dhchap_secret");
@@ -123,4 +135,5 @@ void ControllerImpl::authenticate(RdmaQueue& queue, std::uint16_t qid) {
               dhchap_ctrl_secret_ ? ", bidirectional" : "");
 }
 
-}  // namespace nvmeof::detail
+}  // namespace detail
+}  // namespace nvmeof

@@ -46,6 +46,11 @@ struct Options {
     std::string dhchap_ctrl_secret{};
 };
 
+// Checks a dhchap_secret / dhchap_ctrl_secret value (the text, or "@file")
+// as connect() would, so front ends can refuse it up front. Throws
+// InvalidArgument "<option>: <what is wrong>".
+void validate_dhchap_secret(const std::string& value, std::string_view option);
+
 // Where the default host identity comes from (tests point these at fake files).
 struct HostIdentityPaths {
     std::string hostnqn_file = "/etc/nvme/hostnqn";
