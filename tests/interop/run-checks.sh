@@ -18,7 +18,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 build="${NVMEOF_BUILD_DIR:-$repo/build}"
 all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel
-     discovery-against-kernel)
+     discovery-against-kernel auth-engine-to-kernel auth-linux-host-to-ours)
 checks=("$@"); [ ${#checks[@]} -gt 0 ] || checks=("${all[@]}")
 out="$repo/.cache/interop/last-run"
 t0=$SECONDS
