@@ -3,6 +3,10 @@
 #
 #   tests/interop/build-image.sh        -> prints the image directory on stdout
 #
+# INTEROP_KERNEL=backports takes the kernel from bookworm-backports instead of bookworm's 6.1,
+# which is built without in-band authentication (no CONFIG_NVME_AUTH): the DH-HMAC-CHAP
+# checks (auth-*) need it.
+#
 # Output, cached under .cache/interop/<key>/ where <key> hashes this script and
 # packages.list (a change to either rebuilds; older keys are removed):
 #   rootfs.img  ext4 root filesystem (booted with snapshot=on, never modified)
@@ -19,7 +23,9 @@ mirror="${INTEROP_MIRROR:-http://deb.debian.org/debian}"
 security_mirror="${INTEROP_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 log() { echo "[build-image] $*" >&2; }
 
-key="$(cat "$here/build-image.sh" "$here/packages.list" | sha256sum | cut -c1-16)"
+kernel="${INTEROP_KERNEL:-stock}"
+case "$kernel" in stock|backports) ;; *) log "INTEROP_KERNEL must be stock or backports"; exit 2 ;; esac
+key="$( (cat "$here/build-image.sh" "$here/packages.list"; echo "$kernel") | sha256sum | cut -c1-16)"
 out="$cache/$key"
 if [ -f "$out/complete" ]; then
     log "cached image $out"
@@ -83,6 +89,7 @@ deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb $security_mirror bookworm-security main
 SRC
+[ "$kernel" = stock ] || echo "deb $mirror bookworm-backports main" >> "$root/etc/apt/sources.list"
 printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"; chmod +x "$root/usr/sbin/policy-rc.d"
 mount -t proc proc "$root/proc"
 mount -t sysfs sys "$root/sys"
@@ -96,9 +103,16 @@ chroot "$root" env DEBIAN_FRONTEND=noninteractive INITRD=No \
     timeout 1200 apt-get -y -qq dist-upgrade >&2
 chroot "$root" env DEBIAN_FRONTEND=noninteractive INITRD=No \
     timeout 1200 apt-get -y -qq install --no-install-recommends $pkgs >&2
+if [ "$kernel" = backports ]; then
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive INITRD=No \
+        timeout 1200 apt-get -y -qq install --no-install-recommends -t bookworm-backports linux-image-amd64 >&2
+fi
 
 kver="$(ls "$root/lib/modules" | sort -V | tail -1)"
 log "guest kernel $kver"
+if [ "$kernel" = backports ]; then   # the stock kernel's modules would not fit the image
+    for d in "$root"/lib/modules/*; do [ "$(basename "$d")" = "$kver" ] || rm -rf "$d"; done
+fi
 chroot "$root" depmod "$kver"
 
 # --- initrd: busybox + the modules needed to mount the virtio root disk -------------
