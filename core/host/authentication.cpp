@@ -3,6 +3,7 @@
 // controller must prove its key too, Success2 — over Authentication Send and
 // Receive with the connect scratch buffer.
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
