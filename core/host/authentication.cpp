@@ -2,6 +2,7 @@
 // (AUTHREQ.ATR): AUTH_Negotiate, Challenge, Reply, Success1 and, when the
 // controller must prove its key too, Success2 — over Authentication Send and
 // Receive with the connect scratch buffer.
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -16,6 +17,8 @@
 
 namespace nvmeof {
 namespace {
+
+constexpr std::chrono::milliseconds kFailureNoticeWait{1000};
 
 // "@/path" names a file holding the secret, so keys need not sit in job files.
 std::string secret_text(const std::string& value, std::string_view option) {
@@ -119,16 +122,35 @@ void ControllerImpl::authenticate(RdmaQueue& queue, std::uint16_t qid) {
     try {
         auth_send(queue, transaction.negotiate(), step);
         auth_send(queue, transaction.reply_to(auth_receive(queue, step)), step);
-        if (const auto success2 = transaction.finish(auth_receive(queue, step))) {
+        wire::Bytes success1;
+        try {
+            success1 = auth_receive(queue, step);
+        } catch (const ConnectError& e) {
+            // Linux nvmet answers a wrong response by ending the controller, not with the
+            // AUTH_Failure1 the spec describes: the Receive then times out or the queue drops.
+            if (e.cause() != ConnectFailure::timeout && e.cause() != ConnectFailure::device_error) {
+                throw;
+            }
+            throw ConnectError(ConnectFailure::authentication, step,
+                               "the controller did not answer the DH-HMAC-CHAP_Reply (a target "
+                               "such as Linux nvmet drops the controller when the response is "
+                               "wrong: wrong dhchap_secret?): " +
+                                   std::string(e.what()));
+        }
+        if (const auto success2 = transaction.finish(success1)) {
             auth_send(queue, *success2, step);
         }
     } catch (const auth::AuthError& e) {
         if (e.local()) {
-            // Tell the controller why (best effort: the error below is what matters).
+            // Tell the controller why, best effort and briefly: Linux nvmet ends the
+            // controller instead of answering, and the error below is what matters.
+            const ConnectDeadline whole = deadline_;
+            deadline_ = ConnectDeadline(std::min(kFailureNoticeWait, deadline_.left()));
             try {
                 auth_send(queue, transaction.failure2(e.reason()), step);
             } catch (const Error&) {
             }
+            deadline_ = whole;
         }
         throw ConnectError(ConnectFailure::authentication, step, e.what());
     }

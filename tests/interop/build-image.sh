@@ -51,6 +51,7 @@ command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v mke2fs >/dev/null || need+=(e2fsprogs)
 command -v cpio >/dev/null || need+=(cpio)
+[ "$kernel" = stock ] || command -v zstd >/dev/null || need+=(zstd)
 [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || need+=(debian-archive-keyring)
 if [ ${#need[@]} -gt 0 ]; then
     log "installing host packages: ${need[*]}"
@@ -124,8 +125,14 @@ chroot "$root" modprobe -S "$kver" -a --show-depends virtio_pci virtio_blk crc32
     | awk '$1=="insmod" {print $2}' | awk '!seen[$0]++' > "$work/modlist"
 : > "$initrd/mods/order"
 while read -r m; do
-    cp "$root$m" "$initrd/mods/"
-    echo "$(basename "$m")" >> "$initrd/mods/order"
+    # busybox insmod takes plain .ko only; newer Debian kernels ship .ko.xz / .ko.zst.
+    b="$(basename "$m")"
+    case "$b" in
+        *.ko.xz) b="${b%.xz}"; xz -dc "$root$m" > "$initrd/mods/$b" ;;
+        *.ko.zst) b="${b%.zst}"; zstd -dcq "$root$m" > "$initrd/mods/$b" ;;
+        *) cp "$root$m" "$initrd/mods/" ;;
+    esac
+    echo "$b" >> "$initrd/mods/order"
 done < "$work/modlist"
 cat > "$initrd/init" <<'INIT'
 #!/bin/busybox sh
@@ -144,14 +151,18 @@ chmod +x "$initrd/init"
 
 # --- uncompressed kernel: find the payload in the bzImage and decompress it ---------
 /usr/bin/python3 - "$root/boot/vmlinuz-$kver" "$work/vmlinux" <<'PY'
-import sys, lzma, gzip, zlib
+import sys, lzma, gzip, subprocess, zlib
 data = open(sys.argv[1], 'rb').read()
-for magic, kind in ((b'\xfd7zXZ\x00', 'xz'), (b'\x1f\x8b\x08', 'gz')):
+# xz and gzip (bookworm's 6.1), zstd (the backports kernel; zstd's CLI, which writes the
+# frame and then complains about the size trailer after it).
+for magic, kind in ((b'\xfd7zXZ\x00', 'xz'), (b'\x1f\x8b\x08', 'gz'), (b'\x28\xb5\x2f\xfd', 'zstd')):
     pos = data.find(magic)
     while pos >= 0:
         try:
             if kind == 'xz':
                 out = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[pos:])
+            elif kind == 'zstd':
+                out = subprocess.run(['zstd', '-dcq'], input=data[pos:], capture_output=True).stdout
             else:
                 out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[pos:])
             if out[:4] == b'\x7fELF':
