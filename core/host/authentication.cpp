@@ -126,8 +126,8 @@ void ControllerImpl::authenticate(RdmaQueue& queue, std::uint16_t qid) {
         try {
             success1 = auth_receive(queue, step);
         } catch (const ConnectError& e) {
-            // Linux nvmet answers a wrong response by ending the controller, not with the
-            // AUTH_Failure1 the spec describes: the Receive then times out or the queue drops.
+            // Linux nvmet ends the controller on a wrong response as well as sending
+            // AUTH_Failure1; when the teardown wins, the Receive times out or the queue drops.
             if (e.cause() != ConnectFailure::timeout && e.cause() != ConnectFailure::device_error) {
                 throw;
             }
