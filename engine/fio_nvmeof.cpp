@@ -164,6 +164,13 @@ fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("info_file", info_file,
                          "Append one JSON line of each job's start-up facts (target, namespace, "
                          "queues, MDTS, controller) to this file; emptied when fio starts"),
+    NVMEOF_STRING_OPTION("dhchap_secret", dhchap_secret,
+                         "DH-HMAC-CHAP host key (DHHC-1:hh:BASE64: as nvme gen-dhchap-key prints "
+                         "it, or @FILE holding it), used when the target asks for "
+                         "authentication"),
+    NVMEOF_STRING_OPTION("dhchap_ctrl_secret", dhchap_ctrl_secret,
+                         "DH-HMAC-CHAP controller key (same forms): the target must prove it "
+                         "too (bidirectional); needs dhchap_secret"),
     NVMEOF_IGNORED_OPTION(0),  NVMEOF_IGNORED_OPTION(1),  NVMEOF_IGNORED_OPTION(2),
     NVMEOF_IGNORED_OPTION(3),  NVMEOF_IGNORED_OPTION(4),  NVMEOF_IGNORED_OPTION(5),
     NVMEOF_IGNORED_OPTION(6),  NVMEOF_IGNORED_OPTION(7),  NVMEOF_IGNORED_OPTION(8),
@@ -181,6 +188,25 @@ static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
               "keep the option defaults above in step");
 
 EngineOptions& options_of(thread_data* td) { return *static_cast<EngineOptions*>(td->eo); }
+
+// The keys are read (files too) and checked before any job starts, so a typo
+// fails the run at once instead of at the target.
+void check_dhchap_options(const char* secret, const char* ctrl_secret) {
+    try {
+        if (secret[0] != '\0') {
+            validate_dhchap_secret(secret, "dhchap_secret");
+        }
+        if (ctrl_secret[0] != '\0') {
+            if (secret[0] == '\0') {
+                throw SpecError("dhchap_ctrl_secret needs dhchap_secret too (the host always "
+                                "authenticates first)");
+            }
+            validate_dhchap_secret(ctrl_secret, "dhchap_ctrl_secret");
+        }
+    } catch (const InvalidArgument& e) {
+        throw SpecError(e.what());
+    }
+}
 Job* job_of(thread_data* td) { return static_cast<Job*>(td->io_ops_data); }
 
 void report(thread_data* td, const char* hook, const std::exception& error) {
@@ -478,6 +504,7 @@ int nvmeof_setup(thread_data* td) {
         check_numeric_options({o.queue_size, o.nr_io_queues, o.keep_alive_ms, o.connect_timeout_ms,
                                o.io_timeout_ms, o.reconnect_delay_ms, o.ctrl_loss_tmo_ms,
                                o.fast_io_fail_tmo_ms});
+        check_dhchap_options(o.dhchap_secret, o.dhchap_ctrl_secret);
         use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
         if (o.spdk_ignored != 0) {
             say_note("nvmeof: %s: SPDK plugin option(s) with no effect on NVMe/RDMA, ignored: %s\n",

@@ -58,6 +58,8 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.ctrl_loss_tmo = std::chrono::milliseconds(options.ctrl_loss_tmo_ms);
     o.reconnect_delay = std::chrono::milliseconds(options.reconnect_delay_ms);
     o.fast_io_fail_tmo = std::chrono::milliseconds(options.fast_io_fail_tmo_ms);
+    o.dhchap_secret = options.dhchap_secret;
+    o.dhchap_ctrl_secret = options.dhchap_ctrl_secret;
     return o;
 }
 

@@ -45,6 +45,8 @@ struct EngineOptions {
     unsigned int reconnect_delay_ms;  // reconnect: see README "Reconnect and multipath"
     unsigned int ctrl_loss_tmo_ms;    // 0: no reconnect
     unsigned int fast_io_fail_tmo_ms;  // 0: off
+    char dhchap_secret[kOptionTextSize];       // "", DHHC-1 text or "@file"
+    char dhchap_ctrl_secret[kOptionTextSize];  // same; set: bidirectional
     std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;

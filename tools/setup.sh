@@ -13,6 +13,7 @@ packages=(
     pybind11-dev python3-dev python3-numpy python3-pytest
     python3-torch
     clang libclang-rt-14-dev  # tools/fuzz.sh: libFuzzer with ASan/UBSan
+    libssl-dev
 )
 
 missing=()

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/dhchap_crypto.hpp"
 #include "host/keep_alive.hpp"
 #include "host/memory_record.hpp"
 #include "nvmeof/controller.hpp"
@@ -20,8 +21,11 @@ namespace nvmeof::detail {
 // once per controller.
 inline constexpr std::size_t kScratchIdentifyOffset = 0;
 inline constexpr std::size_t kScratchConnectOffset = wire::kIdentifyDataSize;
-inline constexpr std::size_t kScratchSize = kScratchConnectOffset + wire::kConnectDataSize;
-static_assert(kScratchConnectOffset + wire::kConnectDataSize <= kScratchSize);
+// DH-HMAC-CHAP messages, both ways (the largest, an ffdhe8192 Reply, is 1168 bytes).
+inline constexpr std::size_t kScratchAuthOffset = kScratchConnectOffset + wire::kConnectDataSize;
+inline constexpr std::size_t kScratchAuthSize = 4096;
+inline constexpr std::size_t kScratchSize = kScratchAuthOffset + kScratchAuthSize;
+static_assert(kScratchConnectOffset + wire::kConnectDataSize <= kScratchAuthOffset);
 
 // connecting → live → closing → closed; with Options::ctrl_loss_tmo an outage
 // runs live → resetting → waiting → reconnecting → live (or back to waiting
@@ -121,6 +125,11 @@ public:
     void property_set(wire::Property property, std::uint64_t value, const std::string& step);
     std::uint16_t fabrics_connect(RdmaQueue& queue, std::uint16_t qid, std::uint16_t size,
                                   std::uint16_t cntlid);
+    // DH-HMAC-CHAP on a queue whose Connect asked for it (host/authentication.cpp).
+    void load_dhchap_secrets();
+    void authenticate(RdmaQueue& queue, std::uint16_t qid);
+    void auth_send(RdmaQueue& queue, const wire::Bytes& message, const std::string& step);
+    wire::Bytes auth_receive(RdmaQueue& queue, const std::string& step);
     void enable();
     void identify_controller();
     void create_io_queues();
@@ -146,6 +155,9 @@ public:
 
     // Declaration order = creation order; close() tears down explicitly.
     verbs::ProtectionDomain pd_;
+    std::optional<auth::Secret> dhchap_secret_;
+    std::optional<auth::Secret> dhchap_ctrl_secret_;
+    std::uint16_t auth_transaction_id_ = 0;
     std::unique_ptr<std::byte[]> scratch_;
     verbs::MemoryRegion scratch_mr_;
     verbs::CompletionChannel completion_channel_;  // the I/O queues' CQs report here once armed

@@ -103,6 +103,7 @@ wire::RemoteBuffer ControllerImpl::scratch(std::size_t offset, std::size_t lengt
 
 void ControllerImpl::connect() {
     validate_options();
+    load_dhchap_secrets();
     deadline_ = ConnectDeadline(options_.timeout);
     identity_ = resolve_host_identity(options_);
     // "a,b": several paths to the subsystem; a reconnect moves to the next.
@@ -269,8 +270,11 @@ std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qi
     }
     const wire::ConnectResult result = wire::parse_connect_result(response.cqe.dw0);
     if (result.authentication_required) {
-        throw ConnectError(ConnectFailure::unsupported_controller, step,
-                           "the target requires in-band authentication (DH-HMAC-CHAP), not implemented");
+        if (result.secure_channel_required) {
+            throw ConnectError(ConnectFailure::unsupported_controller, step,
+                               "the target requires a secure channel (TLS), not implemented");
+        }
+        authenticate(queue, qid);
     }
     return result.cntlid;
 }

@@ -21,6 +21,7 @@ std::string_view connect_failure_name(ConnectFailure cause) {
         case ConnectFailure::command_failed: return "admin command failed";
         case ConnectFailure::forked_after_use: return "process forked after RDMA use";
         case ConnectFailure::discovery_log: return "discovery log unreadable";
+        case ConnectFailure::authentication: return "authentication failed";
     }
     return "unknown";
 }

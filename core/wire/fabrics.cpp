@@ -60,7 +60,7 @@ ConnectData connect_data(const HostId& host_id, std::string_view subnqn, std::st
 ConnectResult parse_connect_result(std::uint32_t dw0) {
     const std::uint32_t auth_bits = (1u << kAuthreqAtrBit) | (1u << kAuthreqAscrBit);
     return ConnectResult{static_cast<std::uint16_t>(dw0 & kConnectCntlidMask),
-                         (dw0 & auth_bits) != 0};
+                         (dw0 & auth_bits) != 0, (dw0 & (1u << kAuthreqAscrBit)) != 0};
 }
 
 ConnectInvalidParameter parse_connect_invalid_parameter(std::uint32_t dw0) {

@@ -499,6 +499,8 @@ std::string_view identifier(nvmeof::ConnectFailure cause) {
             return "forked_after_use";
         case discovery_log:
             return "discovery_log";
+        case authentication:
+            return "authentication";
     }
     return "unknown";
 }

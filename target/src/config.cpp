@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -43,6 +44,16 @@ Subsystems and namespaces (--subsystem starts a new subsystem; the options after
   --allow-host NQN         allowed host NQN (repeatable; default: any host)
   The discovery subsystem nqn.2014-08.org.nvmexpress.discovery always exists and lists the others.
 
+Authentication (DH-HMAC-CHAP; keys as nvme-cli gen-dhchap-key prints them):
+  --dhchap-key HOSTNQN=DHHC-1:hh:BASE64:
+                           that host must authenticate every queue with this key before any
+                           other command (repeatable, one per host; all subsystems)
+  --dhchap-ctrl-key HOSTNQN=DHHC-1:hh:BASE64:
+                           controller key for that host's bidirectional authentication
+  --dhchap-hash LIST       hashes in order of preference (default sha256,sha384,sha512)
+  --dhchap-dhgroup LIST    DH groups in order of preference
+                           (default null,ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192)
+
 Limits (to exercise negotiation):
   --mdts N                 Identify MDTS (default 5 = 128 KiB; 0 = no limit)
   --mqes N                 CAP.MQES, 0's based (default 127)
@@ -78,6 +89,48 @@ SIGTERM stop the target cleanly (file data flushed, statistics written) with exi
 
 std::string quoted(std::string_view text) {
     return "\"" + std::string(text) + "\"";
+}
+
+// "HOSTNQN=DHHC-1:..." of --dhchap-key / --dhchap-ctrl-key.
+std::pair<std::string, auth::Secret> parse_host_key(std::string_view value,
+                                                    std::string_view option) {
+    const auto eq = value.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+        throw UsageError(std::string(option) + " takes HOSTNQN=DHHC-1:hh:BASE64:");
+    }
+    const std::string_view nqn = value.substr(0, eq);
+    try {
+        wire::validate_nqn(nqn, std::string(option) + " HOSTNQN");
+        return {std::string(nqn), auth::parse_secret(value.substr(eq + 1))};
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string(option) + " " + std::string(nqn) + ": " + e.what());
+    }
+}
+
+template <typename Id, std::size_t N>
+std::vector<Id> parse_id_list(std::string_view text, std::string_view option, const Id (&known)[N],
+                              std::string_view (*name)(Id)) {
+    std::vector<Id> out;
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        const std::string_view item = text.substr(0, comma);
+        const auto* match = std::find_if(std::begin(known), std::end(known),
+                                         [&](Id id) { return name(id) == item; });
+        if (match == std::end(known)) {
+            std::string names;
+            for (const Id id : known) {
+                names += (names.empty() ? "" : ", ") + std::string(name(id));
+            }
+            throw UsageError(std::string(option) + ": unknown " + quoted(item) + " (one of " +
+                             names + ")");
+        }
+        out.push_back(*match);
+        text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    }
+    if (out.empty()) {
+        throw UsageError(std::string(option) + " needs at least one name");
+    }
+    return out;
 }
 
 std::uint32_t parse_lba_size(std::string_view text, std::string_view what) {
@@ -332,7 +385,8 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
             // IPv6 may come bracketed ("[::1]"), as in URLs.
             if (config.listen_address.size() >= 2 && config.listen_address.front() == '[' &&
                 config.listen_address.back() == ']') {
-                config.listen_address = config.listen_address.substr(1, config.listen_address.size() - 2);
+                config.listen_address =
+                    config.listen_address.substr(1, config.listen_address.size() - 2);
             }
             if (config.listen_address.empty()) {
                 throw UsageError("--listen: the address is empty");
@@ -380,6 +434,20 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
                 throw UsageError(e.what());
             }
             current->allowed_hosts.emplace_back(nqn);
+        } else if (option == "--dhchap-key" || option == "--dhchap-ctrl-key") {
+            auto [nqn, secret] = parse_host_key(take(), option);
+            auto& keys = config.dhchap.hosts[nqn];
+            auto& slot = option == "--dhchap-key" ? keys.host_key : keys.controller_key;
+            if (slot) {
+                throw UsageError(std::string(option) + " " + nqn + " is given twice");
+            }
+            slot = std::move(secret);
+        } else if (option == "--dhchap-hash") {
+            config.dhchap.hashes =
+                parse_id_list(take(), option, wire::kAllDhchapHashes, &wire::hash_name);
+        } else if (option == "--dhchap-dhgroup") {
+            config.dhchap.dh_groups =
+                parse_id_list(take(), option, wire::kAllDhGroups, &wire::dh_group_name);
         } else if (option == "--mdts") {
             config.limits.mdts =
                 static_cast<std::uint8_t>(parse_number(take(), "--mdts", kMaxMdts));
@@ -429,6 +497,11 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
             throw UsageError("--fault port-down-after: port index " +
                              std::to_string(down.port_index) + " names no --port (" +
                              std::to_string(config.more_ports.size() + 1) + " given)");
+        }
+    }
+    for (const auto& [nqn, keys] : config.dhchap.hosts) {
+        if (!keys.host_key) {
+            throw UsageError("--dhchap-ctrl-key " + nqn + " needs a --dhchap-key for that host");
         }
     }
     return ParseOutcome::run;

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "auth/dhchap_crypto.hpp"
 #include "nvmeof/wire/status.hpp"
 
 namespace nvmeof::target {
@@ -89,6 +91,22 @@ struct FaultConfig {
     std::vector<PortDown> ports_down;
 };
 
+// DH-HMAC-CHAP: hosts with a key must authenticate every queue before any
+// other command; the controller key (optional) answers a host that asks the
+// controller to prove itself.
+struct DhchapHostKeys {
+    std::optional<auth::Secret> host_key;
+    std::optional<auth::Secret> controller_key;
+};
+struct DhchapConfig {
+    std::map<std::string, DhchapHostKeys, std::less<>> hosts;  // by host NQN
+    // Preference order; the first one the host offers is chosen.
+    std::vector<wire::DhchapHash> hashes{std::begin(wire::kAllDhchapHashes),
+                                         std::end(wire::kAllDhchapHashes)};
+    std::vector<wire::DhGroup> dh_groups{std::begin(wire::kAllDhGroups),
+                                         std::end(wire::kAllDhGroups)};
+};
+
 struct TargetConfig {
     std::string listen_address = "127.0.0.1";
     std::uint16_t port = 4420;
@@ -96,6 +114,7 @@ struct TargetConfig {
     std::vector<SubsystemConfig> subsystems;
     Limits limits;
     FaultConfig faults;
+    DhchapConfig dhchap;
     std::string stats_path;
 };
 

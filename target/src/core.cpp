@@ -113,6 +113,11 @@ DataPlan CommandCore::plan(QueueState& queue, const Sqe& sqe, std::size_t in_cap
     if (ctrl == nullptr) {
         return failed_plan(GenericStatus::command_sequence_error);
     }
+    if (queue.auth_required && !queue.authenticated) {
+        DataPlan refused;
+        refused.status = Status::fabrics(FabricsStatus::authentication_required, true);
+        return refused;
+    }
     // Only Fabrics commands run while the controller is disabled or shut down.
     const wire::ControllerStatus csts{ctrl->csts};
     if (!wire::ControllerConfig{ctrl->cc}.enabled() || !csts.ready()) {
@@ -182,11 +187,19 @@ DataPlan CommandCore::plan_fabrics(QueueState& queue, const Sqe& sqe,
         check_data_pointer(queue, sqe, in_capsule_bytes, plan);
         return plan;
     }
+    if (fctype == FabricsType::authentication_send ||
+        fctype == FabricsType::authentication_receive) {
+        return plan_authentication(queue, sqe, in_capsule_bytes);
+    }
     if (fctype != FabricsType::property_get && fctype != FabricsType::property_set) {
         return failed_plan(GenericStatus::invalid_opcode);
     }
     if (!queue.connected || find_controller(queue.cntlid) == nullptr) {
         return failed_plan(GenericStatus::command_sequence_error);
+    }
+    if (queue.auth_required && !queue.authenticated) {
+        plan.status = Status::fabrics(FabricsStatus::authentication_required, true);
+        return plan;
     }
     if (queue.kind() == wire::QueueKind::io) {
         return failed_plan(GenericStatus::invalid_opcode);  // properties live on the admin queue
@@ -209,6 +222,10 @@ Completion CommandCore::execute(QueueState& queue, const Sqe& sqe, const DataPla
         const auto fctype = static_cast<FabricsType>(wire::as_fabrics(sqe).fctype);
         if (fctype == FabricsType::connect) {
             return execute_connect(queue, sqe, data);
+        }
+        if (fctype == FabricsType::authentication_send ||
+            fctype == FabricsType::authentication_receive) {
+            return execute_authentication(queue, sqe, data);
         }
         Controller* ctrl = find_controller(queue.cntlid);
         if (ctrl == nullptr) {
@@ -334,6 +351,7 @@ Completion CommandCore::execute_connect(QueueState& queue, const Sqe& sqe,
     queue.sq_flow_control_disabled = (cmd.cattr & kConnectAttrDisableSqFlowControl) != 0;
     Completion done;
     done.dw0 = queue.cntlid;
+    require_authentication(queue, *subsystem, hostnqn, done);
     return done;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/dhchap_transaction.hpp"
 #include "config.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/fabrics.hpp"
@@ -68,6 +69,12 @@ struct QueueState {
     bool sq_flow_control_disabled = false;
     std::uint32_t in_capsule_capacity = 0;  // bytes of data a capsule may carry
     std::string local_address;  // the address the host reached (numeric), "" when unknown
+    // DH-HMAC-CHAP: set by Connect for a host with a key; until `authenticated`
+    // only Authentication Send/Receive run (anything else: 0x91).
+    bool auth_required = false;
+    bool authenticated = false;
+    std::shared_ptr<auth::ControllerTransaction> auth;
+    std::string hostnqn;  // for authentication messages
 
     wire::QueueKind kind() const { return qid == 0 ? wire::QueueKind::admin : wire::QueueKind::io; }
 };
@@ -143,6 +150,14 @@ class CommandCore {
 
     Completion execute_connect(QueueState& queue, const wire::Sqe& sqe,
                                std::span<const std::uint8_t> data);
+    // core_auth.cpp: Authentication Send/Receive.
+    DataPlan plan_authentication(QueueState& queue, const wire::Sqe& sqe,
+                                 std::size_t in_capsule_bytes);
+    Completion execute_authentication(QueueState& queue, const wire::Sqe& sqe,
+                                      std::span<std::uint8_t> data);
+    // After a successful Connect: asks for authentication when the host has a key.
+    void require_authentication(QueueState& queue, const Subsystem& subsystem,
+                                std::string_view hostnqn, Completion& done);
     Completion execute_property_get(Controller& ctrl, const wire::Sqe& sqe);
     Completion execute_property_set(Controller& ctrl, const wire::Sqe& sqe);
     Completion execute_admin(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);

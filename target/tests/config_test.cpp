@@ -156,6 +156,40 @@ TEST(Config, Errors) {
               std::string::npos);
 }
 
+TEST(Config, DhchapKeys) {
+    const std::string key = auth::format_secret({1, wire::Bytes(32, 7)});
+    const std::string ctrl_key = auth::format_secret({0, wire::Bytes(48, 9)});
+    const std::string host_arg = "nqn.h1=" + key;
+    const std::string ctrl_arg = "nqn.h1=" + ctrl_key;
+    const TargetConfig c =
+        parse({"--subsystem", "nqn.a", "--dhchap-key", host_arg, "--dhchap-ctrl-key", ctrl_arg,
+               "--dhchap-hash", "sha512,sha256", "--dhchap-dhgroup", "ffdhe4096"});
+    ASSERT_EQ(c.dhchap.hosts.size(), 1u);
+    const DhchapHostKeys& keys = c.dhchap.hosts.at("nqn.h1");
+    ASSERT_TRUE(keys.host_key && keys.controller_key);
+    EXPECT_EQ(keys.host_key->key, wire::Bytes(32, 7));
+    EXPECT_EQ(keys.controller_key->key.size(), 48u);
+    EXPECT_EQ(c.dhchap.hashes,
+              (std::vector<wire::DhchapHash>{wire::DhchapHash::sha512, wire::DhchapHash::sha256}));
+    EXPECT_EQ(c.dhchap.dh_groups, std::vector<wire::DhGroup>{wire::DhGroup::ffdhe4096});
+
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--dhchap-key", key}).find("HOSTNQN="),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--dhchap-key", "nqn.h1=DHHC-1:01:AAAA:"})
+                  .find("must be 32, 48 or 64"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--dhchap-ctrl-key", ctrl_arg})
+                  .find("needs a --dhchap-key"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--dhchap-key", host_arg, "--dhchap-key", host_arg})
+                  .find("twice"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--dhchap-hash", "md5"}).find("sha256, sha384"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--dhchap-dhgroup", "ffdhe1024"}).find("ffdhe1024"),
+              std::string::npos);
+}
+
 TEST(Config, Sizes) {
     EXPECT_EQ(parse_size("4096", "x"), 4096u);
     EXPECT_EQ(parse_size("4k", "x"), 4096u);

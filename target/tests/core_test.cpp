@@ -198,7 +198,7 @@ TEST(Commands, UnknownAdminOpcodeAndFctype) {
     h.bring_up(q);
     EXPECT_EQ(h.run(q, wire::make_sqe(0xC1)).status(), generic(GenericStatus::invalid_opcode));
     auto fabrics_sqe = wire::make_sqe(wire::kFabricsOpcode);
-    reinterpret_cast<std::uint8_t*>(&fabrics_sqe)[4] = 0x05;  // Authentication Send
+    reinterpret_cast<std::uint8_t*>(&fabrics_sqe)[4] = 0x0A;  // no such Fabrics command
     EXPECT_EQ(h.run(q, fabrics_sqe).status(), generic(GenericStatus::invalid_opcode));
     EXPECT_GE(h.stats().errors, 2u);
 }

@@ -3,6 +3,10 @@
 #
 #   tests/interop/build-image.sh        -> prints the image directory on stdout
 #
+# INTEROP_KERNEL=backports takes the kernel from bookworm-backports instead of bookworm's 6.1,
+# which is built without in-band authentication (no CONFIG_NVME_AUTH): the DH-HMAC-CHAP
+# checks (auth-*) need it.
+#
 # Output, cached under .cache/interop/<key>/ where <key> hashes this script and
 # packages.list (a change to either rebuilds; older keys are removed):
 #   rootfs.img  ext4 root filesystem (booted with snapshot=on, never modified)
@@ -19,7 +23,9 @@ mirror="${INTEROP_MIRROR:-http://deb.debian.org/debian}"
 security_mirror="${INTEROP_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 log() { echo "[build-image] $*" >&2; }
 
-key="$(cat "$here/build-image.sh" "$here/packages.list" | sha256sum | cut -c1-16)"
+kernel="${INTEROP_KERNEL:-stock}"
+case "$kernel" in stock|backports) ;; *) log "INTEROP_KERNEL must be stock or backports"; exit 2 ;; esac
+key="$( (cat "$here/build-image.sh" "$here/packages.list"; echo "$kernel") | sha256sum | cut -c1-16)"
 out="$cache/$key"
 if [ -f "$out/complete" ]; then
     log "cached image $out"
@@ -45,6 +51,7 @@ command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v mke2fs >/dev/null || need+=(e2fsprogs)
 command -v cpio >/dev/null || need+=(cpio)
+[ "$kernel" = stock ] || command -v zstd >/dev/null || need+=(zstd)
 [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || need+=(debian-archive-keyring)
 if [ ${#need[@]} -gt 0 ]; then
     log "installing host packages: ${need[*]}"
@@ -83,6 +90,7 @@ deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb $security_mirror bookworm-security main
 SRC
+[ "$kernel" = stock ] || echo "deb $mirror bookworm-backports main" >> "$root/etc/apt/sources.list"
 printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"; chmod +x "$root/usr/sbin/policy-rc.d"
 mount -t proc proc "$root/proc"
 mount -t sysfs sys "$root/sys"
@@ -96,9 +104,16 @@ chroot "$root" env DEBIAN_FRONTEND=noninteractive INITRD=No \
     timeout 1200 apt-get -y -qq dist-upgrade >&2
 chroot "$root" env DEBIAN_FRONTEND=noninteractive INITRD=No \
     timeout 1200 apt-get -y -qq install --no-install-recommends $pkgs >&2
+if [ "$kernel" = backports ]; then
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive INITRD=No \
+        timeout 1200 apt-get -y -qq install --no-install-recommends -t bookworm-backports linux-image-amd64 >&2
+fi
 
 kver="$(ls "$root/lib/modules" | sort -V | tail -1)"
 log "guest kernel $kver"
+if [ "$kernel" = backports ]; then   # the stock kernel's modules would not fit the image
+    for d in "$root"/lib/modules/*; do [ "$(basename "$d")" = "$kver" ] || rm -rf "$d"; done
+fi
 chroot "$root" depmod "$kver"
 
 # --- initrd: busybox + the modules needed to mount the virtio root disk -------------
@@ -110,8 +125,14 @@ chroot "$root" modprobe -S "$kver" -a --show-depends virtio_pci virtio_blk crc32
     | awk '$1=="insmod" {print $2}' | awk '!seen[$0]++' > "$work/modlist"
 : > "$initrd/mods/order"
 while read -r m; do
-    cp "$root$m" "$initrd/mods/"
-    echo "$(basename "$m")" >> "$initrd/mods/order"
+    # busybox insmod takes plain .ko only; newer Debian kernels ship .ko.xz / .ko.zst.
+    b="$(basename "$m")"
+    case "$b" in
+        *.ko.xz) b="${b%.xz}"; xz -dc "$root$m" > "$initrd/mods/$b" ;;
+        *.ko.zst) b="${b%.zst}"; zstd -dcq "$root$m" > "$initrd/mods/$b" ;;
+        *) cp "$root$m" "$initrd/mods/" ;;
+    esac
+    echo "$b" >> "$initrd/mods/order"
 done < "$work/modlist"
 cat > "$initrd/init" <<'INIT'
 #!/bin/busybox sh
@@ -130,14 +151,18 @@ chmod +x "$initrd/init"
 
 # --- uncompressed kernel: find the payload in the bzImage and decompress it ---------
 /usr/bin/python3 - "$root/boot/vmlinuz-$kver" "$work/vmlinux" <<'PY'
-import sys, lzma, gzip, zlib
+import sys, lzma, gzip, subprocess, zlib
 data = open(sys.argv[1], 'rb').read()
-for magic, kind in ((b'\xfd7zXZ\x00', 'xz'), (b'\x1f\x8b\x08', 'gz')):
+# xz and gzip (bookworm's 6.1), zstd (the backports kernel; zstd's CLI, which writes the
+# frame and then complains about the size trailer after it).
+for magic, kind in ((b'\xfd7zXZ\x00', 'xz'), (b'\x1f\x8b\x08', 'gz'), (b'\x28\xb5\x2f\xfd', 'zstd')):
     pos = data.find(magic)
     while pos >= 0:
         try:
             if kind == 'xz':
                 out = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[pos:])
+            elif kind == 'zstd':
+                out = subprocess.run(['zstd', '-dcq'], input=data[pos:], capture_output=True).stdout
             else:
                 out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[pos:])
             if out[:4] == b'\x7fELF':

@@ -475,6 +475,136 @@ JOB
     finish reconnect-against-kernel
 }
 
+# ---- 7./8. DH-HMAC-CHAP with the kernel ----------------------------------------------------
+auth_host="nqn.2014-08.org.nvmexpress:uuid:7e57a0d1-5eed-4c0d-9a11-0123456789ab"
+auth_nqn="nqn.2026-12.io.nvmeof:kernel-auth"
+our_port_auth=4423
+
+# auth_key HMAC: a secret as nvme-cli makes it (HMAC 0..3: key transformation hash).
+auth_key() {
+    nvme gen-dhchap-key --hmac="$1" --nqn="$auth_host" 2>> "$log" | grep -o 'DHHC-1:[^ ]*' | head -1
+}
+
+# auth_fio LABEL SECRET [CTRL_SECRET]: a short verified job from our engine to the kernel's
+# auth subsystem as $auth_host.
+auth_fio() {
+    local label=$1 secret=$2 ctrl=${3:-}
+    export NVMEOF_TRADDR="$addr" NVMEOF_TRSVCID="$kport" NVMEOF_SUBNQN="$auth_nqn"
+    { engine_job_header; cat <<JOB
+hostnqn=$auth_host
+nr_io_queues=2
+rw=randwrite
+bs=4k
+size=1m
+iodepth=4
+verify=crc32c
+verify_state_save=0
+verify_fatal=1
+${secret:+dhchap_secret=$secret}
+${ctrl:+dhchap_ctrl_secret=$ctrl}
+[$label]
+JOB
+    } > "$work/$label.fio"
+}
+
+check_auth_engine_to_kernel() {
+    begin auth-engine-to-kernel
+    source "$INTEROP_REPO/tests/interop/nvmet.sh"
+    local h="$NVMET/hosts/$auth_host"
+    if [ ! -d "$NVMET/subsystems/$auth_nqn" ]; then
+        # ram1 (free RAM disk; the restricted subsystem of check 5 may share it)
+        nvmet_subsys "$auth_nqn" /dev/ram1 "$auth_host" && nvmet_link 1 "$auth_nqn" \
+            || problem "cannot configure the auth subsystem"
+    fi
+    if [ ! -e "$h/dhchap_key" ]; then
+        problem "guest kernel $(uname -r) has no nvmet host dhchap_key (CONFIG_NVME_TARGET_AUTH off; build the image with INTEROP_KERNEL=backports)"
+        finish auth-engine-to-kernel; return
+    fi
+    local key ckey hash group
+    key="$(auth_key 1)"; ckey="$(auth_key 2)"
+    [ -n "$key" ] && [ -n "$ckey" ] || { problem "nvme gen-dhchap-key gave no key"; finish auth-engine-to-kernel; return; }
+    echo "$key" > "$h/dhchap_key"
+    for hash in "hmac(sha256)" "hmac(sha384)" "hmac(sha512)"; do
+        for group in null ffdhe2048 ffdhe3072 ffdhe4096 ffdhe6144 ffdhe8192; do
+            echo "$hash" > "$h/dhchap_hash" && echo "$group" > "$h/dhchap_dhgroup" \
+                || { problem "nvmet refuses $hash/$group"; continue; }
+            local label="auth-${hash:5:6}-$group"
+            auth_fio "$label" "$key"
+            run_fio "$label" "$work/$label.fio"
+        done
+    done
+    # Bidirectional: the kernel proves its controller key.
+    echo "$ckey" > "$h/dhchap_ctrl_key"
+    for group in null ffdhe2048; do
+        echo "hmac(sha512)" > "$h/dhchap_hash"; echo "$group" > "$h/dhchap_dhgroup"
+        auth_fio "auth-bi-$group" "$key" "$ckey"
+        run_fio "auth-bi-$group" "$work/auth-bi-$group.fio"
+    done
+    # Failures, each named: a wrong host key, a wrong controller key, no key.
+    local wrong; wrong="$(auth_key 1)"
+    local case_ pattern rc msg
+    for case_ in wrong-key wrong-ctrl-key no-key; do
+        case $case_ in
+            # nvmet sends AUTH_Failure1 but also ends the controller, which sometimes wins the
+            # race: then the Receive goes unanswered, and the host says what that means.
+            wrong-key) auth_fio "auth-$case_" "$wrong"
+                pattern="refused authentication: authentication failed|did not answer the DH-HMAC-CHAP_Reply" ;;
+            wrong-ctrl-key) auth_fio "auth-$case_" "$key" "$wrong"; pattern="does not match dhchap_ctrl_secret" ;;
+            no-key) auth_fio "auth-$case_" ""; pattern="no dhchap_secret is set" ;;
+        esac
+        rc=0
+        timeout -k 10 120 fio "$work/auth-$case_.fio" > "$work/auth-$case_.out" 2>&1 || rc=$?
+        cat "$work/auth-$case_.out" >> "$log"
+        msg="$(grep -E '^nvmeof:' "$work/auth-$case_.out" | head -1 | cut -c1-240)"
+        if [ $rc -eq 0 ]; then problem "$case_: fio exited 0"
+        elif ! grep -qE "$pattern" "$work/auth-$case_.out"; then problem "$case_: exit $rc without '$pattern': '$msg'"
+        else say "  $case_: $msg"; fi
+    done
+    echo -n > "$h/dhchap_ctrl_key" 2>/dev/null || true
+    finish auth-engine-to-kernel
+}
+
+check_auth_linux_host_to_ours() {
+    begin auth-linux-host-to-ours
+    local help; help="$(nvme connect --help 2>&1)"   # not piped: grep -q would SIGPIPE it
+    if ! grep -q -- '--dhchap-secret' <<< "$help"; then
+        problem "nvme-cli $(nvme version 2>&1 | head -1) has no --dhchap-secret"; finish auth-linux-host-to-ours; return
+    fi
+    local key ckey wrong
+    key="$(auth_key 1)"; ckey="$(auth_key 3)"; wrong="$(auth_key 1)"
+    local mode secret ctrl_args expect
+    for mode in uni bi wrong-key; do
+        ctrl_args=()
+        secret="$key"; expect=ok
+        [ $mode = bi ] && ctrl_args=(--dhchap-ctrl-secret="$ckey")
+        [ $mode = wrong-key ] && { secret="$wrong"; expect=fail; }
+        start_target "$our_port_auth" --subsystem "$our_nqn" --namespace ram:64M \
+            --dhchap-key "$auth_host=$key" --dhchap-ctrl-key "$auth_host=$ckey" \
+            --dhchap-dhgroup ffdhe2048 || continue
+        local out rc=0
+        out="$(timeout -k 5 90 nvme connect -t rdma -a "$addr" -s "$our_port_auth" -n "$our_nqn" \
+            --hostnqn="$auth_host" --dhchap-secret="$secret" "${ctrl_args[@]}" 2>&1)" || rc=$?
+        echo "$out" >> "$log"
+        if [ $expect = ok ]; then
+            if [ $rc -ne 0 ]; then problem "$mode: nvme connect exit $rc: $(echo "$out" | tail -1)"
+            else
+                local queues; queues="$(grep -c 'authenticated on qid' "$log")"
+                say "  $mode: connected; target log: $queues queue authentication(s)"
+                grep -q 'authenticated on qid 0' "$log" || problem "$mode: the target logged no authenticated admin queue"
+                timeout -k 5 60 nvme disconnect -n "$our_nqn" >> "$log" 2>&1 || problem "$mode: nvme disconnect failed"
+            fi
+        else
+            if [ $rc -eq 0 ]; then problem "$mode: nvme connect succeeded with a wrong key"
+                timeout -k 5 60 nvme disconnect -n "$our_nqn" >> "$log" 2>&1
+            elif ! grep -q "does not match its key" "$log"; then problem "$mode: the target did not log the wrong key"
+            else say "  $mode: nvme connect exit $rc; target: $(grep -o 'failed: the host.s response[^)]*)' "$log" | head -1)"; fi
+            dmesg | tail -5 | grep -iE 'auth' >> "$log"
+        fi
+        stop_target
+    done
+    finish auth-linux-host-to-ours
+}
+
 all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel
      discovery-against-kernel reconnect-against-kernel)
 [ $# -gt 0 ] && all=("$@")
@@ -487,6 +617,8 @@ for c in "${all[@]}"; do
         errors-against-kernel) check_errors_against_kernel ;;
         discovery-against-kernel) check_discovery_against_kernel ;;
         reconnect-against-kernel) check_reconnect_against_kernel ;;
+        auth-engine-to-kernel) check_auth_engine_to_kernel ;;
+        auth-linux-host-to-ours) check_auth_linux_host_to_ours ;;
         *) echo "FAIL $c: unknown check" >> "$results" ;;
     esac
 done

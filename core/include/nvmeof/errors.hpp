@@ -43,6 +43,7 @@ enum class ConnectFailure : std::uint8_t {
     command_failed,          // an admin command during bring-up failed
     forked_after_use,        // this process was forked from one that had used RDMA
     discovery_log,           // the discovery log was malformed or kept changing while read
+    authentication,          // DH-HMAC-CHAP failed, or the target requires it and no key was set
 };
 
 std::string_view connect_failure_name(ConnectFailure cause);

@@ -55,7 +55,18 @@ struct Options {
     std::chrono::milliseconds ctrl_loss_tmo{0};
     std::chrono::milliseconds reconnect_delay{10000};
     std::chrono::milliseconds fast_io_fail_tmo{0};
+    // DH-HMAC-CHAP (in-band authentication), used when a queue's Connect asks
+    // for it: "DHHC-1:<hh>:<base64>:" as nvme-cli's gen-dhchap-key prints it,
+    // or "@/path/file" holding that text. dhchap_ctrl_secret also has the
+    // controller prove its key (bidirectional).
+    std::string dhchap_secret{};
+    std::string dhchap_ctrl_secret{};
 };
+
+// Checks a dhchap_secret / dhchap_ctrl_secret value (the text, or "@file")
+// as connect() would, so front ends can refuse it up front. Throws
+// InvalidArgument "<option>: <what is wrong>".
+void validate_dhchap_secret(const std::string& value, std::string_view option);
 
 // Where the default host identity comes from (tests point these at fake files).
 struct HostIdentityPaths {

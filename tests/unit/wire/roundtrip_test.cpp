@@ -89,7 +89,11 @@ TEST(RoundTrip, ConnectResultAndInvalidParameter) {
     const auto ok = w::parse_connect_result(0x00020005);
     EXPECT_EQ(ok.cntlid, 5);
     EXPECT_TRUE(ok.authentication_required);
+    EXPECT_FALSE(ok.secure_channel_required);
     EXPECT_FALSE(w::parse_connect_result(0x0000FFEF).authentication_required);
+    const auto ascr = w::parse_connect_result(0x00040005);
+    EXPECT_TRUE(ascr.authentication_required);
+    EXPECT_TRUE(ascr.secure_channel_required);
     const std::uint32_t dw0 = w::connect_invalid_parameter_result(true, 256);
     const auto p = w::parse_connect_invalid_parameter(dw0);
     EXPECT_TRUE(p.in_data);

@@ -136,7 +136,8 @@ inline constexpr std::uint32_t kConnectIattrDataBit = 0x1;  // IPO is into the 1
 
 struct ConnectResult {
     std::uint16_t cntlid;
-    bool authentication_required;
+    bool authentication_required;   // ATR or ASCR
+    bool secure_channel_required;   // ASCR: TLS as well, which this project lacks
 };
 ConnectResult parse_connect_result(std::uint32_t dw0);
 
