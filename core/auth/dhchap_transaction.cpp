@@ -13,17 +13,6 @@ std::string agreed_text(DhchapHash hash, DhGroup group) {
     return std::string(wire::hash_name(hash)) + "/" + std::string(wire::dh_group_name(group));
 }
 
-// A peer's Failure message as an AuthError naming its reason.
-[[noreturn]] void peer_failed(ByteView message, std::string_view who) {
-    const wire::Failure failure = wire::parse_failure(message);
-    char codes[48];
-    std::snprintf(codes, sizeof codes, " (reason code 0x%02x, explanation 0x%02x)",
-                  unsigned{failure.reason}, unsigned{failure.explanation});
-    throw AuthError(false, static_cast<AuthFailure>(failure.explanation),
-                    std::string(who) + " refused authentication: " +
-                        wire::auth_failure_text(failure.explanation) + codes);
-}
-
 template <typename Parse>
 auto parse_or_fail(Parse&& parse) {
     try {
@@ -31,6 +20,19 @@ auto parse_or_fail(Parse&& parse) {
     } catch (const wire::AuthMessageError& e) {
         throw AuthError(true, e.reason(), e.what());
     }
+}
+
+// A peer's Failure message as an AuthError naming its reason. A message that
+// only looks like one (its AUTH-Id says Failure, the rest does not parse) is
+// an AuthError too: the callers promise nothing else escapes.
+[[noreturn]] void peer_failed(ByteView message, std::string_view who) {
+    const wire::Failure failure = parse_or_fail([&] { return wire::parse_failure(message); });
+    char codes[48];
+    std::snprintf(codes, sizeof codes, " (reason code 0x%02x, explanation 0x%02x)",
+                  unsigned{failure.reason}, unsigned{failure.explanation});
+    throw AuthError(false, static_cast<AuthFailure>(failure.explanation),
+                    std::string(who) + " refused authentication: " +
+                        wire::auth_failure_text(failure.explanation) + codes);
 }
 
 bool is_failure(ByteView message) {

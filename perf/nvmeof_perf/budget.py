@@ -45,7 +45,11 @@ def _fio_args(tools, traddr, trsvcid, subnqn, ios):
     return [tools.fio, "--output-format=json", "--name=budget", "--rw=randread", "--bs=4k", "--size=64m",
             f"--iodepth={QUEUE_DEPTH}", f"--iodepth_batch_complete_max={QUEUE_DEPTH}", "--norandommap",
             "--randrepeat=0", "--thread=1", f"--number_ios={ios}", f"--ioengine=external:{tools.engine}",
-            f"--traddr={traddr}", f"--trsvcid={trsvcid}", f"--subnqn={subnqn}"]
+            f"--traddr={traddr}", f"--trsvcid={trsvcid}", f"--subnqn={subnqn}",
+            # Room for every I/O in flight even while SEND completions lag the
+            # responses: a full queue would make fio re-queue ("busy"), and how
+            # often depends on timing, not on the code.
+            f"--queue_size={4 * QUEUE_DEPTH}"]
 
 
 def path_costs(callgrind_out):

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "auth/dhchap_crypto.hpp"
+#include "auth/dhchap_transaction.hpp"
 #include "nvmeof/wire/admin.hpp"
 #include "nvmeof/wire/discovery.hpp"
 #include "nvmeof/wire/identify.hpp"
@@ -262,6 +264,63 @@ void softverbs_seeds() {
 
 }  // namespace
 
+// The messages of real DH-HMAC-CHAP transactions (host and controller with
+// the keys the fuzz target uses): each parsed alone, and each side's input.
+void auth_seeds() {
+    namespace auth = nvmeof::auth;
+    const auto key = [](std::uint8_t fill) {
+        auth::Secret secret;
+        secret.key.assign(32, fill);
+        return secret;
+    };
+    const auto framed = [](Bytes& out, const Bytes& message) {
+        append(out, static_cast<std::uint16_t>(message.size()));
+        append(out, message);
+    };
+    for (const bool bidirectional : {false, true}) {
+        auth::HostAuthConfig host_config;
+        auth::ControllerAuthConfig controller_config;
+        host_config.host_secret = controller_config.host_secret = key(0x11);
+        if (bidirectional) {
+            host_config.controller_secret = controller_config.controller_secret = key(0x22);
+        }
+        host_config.host_nqn = controller_config.host_nqn =
+            "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-00000000f022";
+        host_config.subsystem_nqn = controller_config.subsystem_nqn = "nqn.2026-12.io.nvmeof:fuzz";
+        auth::HostTransaction host(host_config);
+        auth::ControllerTransaction controller(controller_config);
+        const Bytes negotiate = host.negotiate();
+        controller.on_send(negotiate);
+        const Bytes challenge = controller.receive();
+        const Bytes reply = host.reply_to(challenge);
+        controller.on_send(reply);
+        const Bytes success1 = controller.receive();
+        const std::string mode = bidirectional ? "bi" : "uni";
+        const auto hash = static_cast<std::uint8_t>(wire::parse_challenge(challenge).hash);
+        const auto group = static_cast<std::uint8_t>(wire::parse_challenge(challenge).dh_group);
+        for (const auto& [name, message] : {std::pair{"negotiate", negotiate},
+                                            {"challenge", challenge},
+                                            {"reply", reply},
+                                            {"success1", success1}}) {
+            Bytes b{0, static_cast<std::uint8_t>(hash - 1), group};
+            append(b, message);
+            write_seed("auth_messages", "parse-" + mode + "-" + name, b);
+        }
+        Bytes to_controller{static_cast<std::uint8_t>(bidirectional ? 0x11 : 0x01)};
+        framed(to_controller, negotiate);
+        framed(to_controller, reply);
+        write_seed("auth_messages", "controller-" + mode, to_controller);
+        Bytes to_host{static_cast<std::uint8_t>(bidirectional ? 0x12 : 0x02)};
+        framed(to_host, challenge);
+        append(to_host, success1);
+        write_seed("auth_messages", "host-" + mode, to_host);
+    }
+    const std::string text = auth::format_secret(key(0x11));
+    Bytes secret{3};
+    secret.insert(secret.end(), text.begin(), text.end());
+    write_seed("auth_messages", "secret", secret);
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) {
         std::fprintf(stderr, "usage: make-fuzz-corpus DIR\n");
@@ -278,6 +337,7 @@ int main(int argc, char** argv) {
     discovery(t);
     connect_seeds();
     softverbs_seeds();
+    auth_seeds();
     std::printf("make-fuzz-corpus: seeds written under %s\n", argv[1]);
     return 0;
 }
