@@ -24,9 +24,15 @@
 #include <string>
 #include <vector>
 
+#include "bench_peer.hpp"
+
 extern char** environ;
 
 namespace {
+
+using softverbs_bench::die;
+using softverbs_bench::next_event;
+using softverbs_bench::wait_for_completions;
 
 constexpr int kWaitMs = 10000;
 constexpr std::size_t kBufBytes = 64u << 20;
@@ -40,23 +46,6 @@ struct PeerInfo {
   uint32_t rkey;
   uint32_t len;
 };
-
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "softverbs_bench: %s (errno %d)\n", what, errno);
-  std::exit(2);
-}
-
-rdma_cm_event_type next_event(rdma_event_channel* ch, rdma_cm_id** id = nullptr, PeerInfo* info = nullptr) {
-  pollfd p{ch->fd, POLLIN, 0};
-  if (poll(&p, 1, kWaitMs) != 1) die("no CM event");
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch, &ev)) die("rdma_get_cm_event");
-  rdma_cm_event_type t = ev->event;
-  if (id) *id = ev->id;
-  if (info && ev->param.conn.private_data) std::memcpy(info, ev->param.conn.private_data, sizeof *info);
-  rdma_ack_cm_event(ev);
-  return t;
-}
 
 struct Endpoint {
   std::vector<uint8_t> buf = std::vector<uint8_t>(kBufBytes);
@@ -118,7 +107,7 @@ int serve() {
   std::printf("%u\n", ntohs(rdma_get_src_port(lid)));
   std::fflush(stdout);
   rdma_cm_id* id = nullptr;
-  if (next_event(ch, &id) != RDMA_CM_EVENT_CONNECT_REQUEST) die("no request");
+  if (next_event(kWaitMs, ch, &id) != RDMA_CM_EVENT_CONNECT_REQUEST) die("no request");
   Endpoint ep;
   ep.setup(id);
   for (int i = 0; i < kRecvDepth; ++i) ep.post_recv(static_cast<uint64_t>(i));
@@ -129,10 +118,9 @@ int serve() {
   cp.responder_resources = cp.initiator_depth = 16;
   cp.rnr_retry_count = 7;
   if (rdma_accept(id, &cp)) die("accept");
-  if (next_event(ch) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
+  if (next_event(kWaitMs, ch) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
   // Repost receives as SENDs arrive, until the client disconnects.
   ibv_wc wc[64];
-  pollfd fds[2] = {{ep.comp->fd, POLLIN, 0}, {ch->fd, POLLIN, 0}};
   bool armed = false;
   for (;;) {
     int n = ibv_poll_cq(ep.cq, 64, wc);
@@ -142,20 +130,7 @@ int serve() {
       armed = false;
       continue;
     }
-    if (!armed) {
-      // Arm, then poll once more before sleeping: a CQE that arrived just before
-      // the arm raises no event.
-      ibv_req_notify_cq(ep.cq, 0);
-      armed = true;
-      continue;
-    }
-    armed = false;
-    if (poll(fds, 2, kWaitMs) <= 0) die("peer idle too long");
-    if (fds[1].revents) break;  // DISCONNECTED
-    ibv_cq* c = nullptr;
-    void* ctx = nullptr;
-    ibv_get_cq_event(ep.comp, &c, &ctx);
-    ibv_ack_cq_events(c, 1);
+    if (!wait_for_completions(ep.cq, ep.comp, ch, armed, kWaitMs, "peer idle too long")) break;
   }
   return 0;
 }
@@ -220,8 +195,8 @@ int bench(const char* self) {
   d.sin_port = htons(static_cast<uint16_t>(port));
   inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
   if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&d), kWaitMs) ||
-      next_event(ch) != RDMA_CM_EVENT_ADDR_RESOLVED || rdma_resolve_route(id, kWaitMs) ||
-      next_event(ch) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+      next_event(kWaitMs, ch) != RDMA_CM_EVENT_ADDR_RESOLVED || rdma_resolve_route(id, kWaitMs) ||
+      next_event(kWaitMs, ch) != RDMA_CM_EVENT_ROUTE_RESOLVED)
     die("resolve");
   Endpoint ep;
   ep.setup(id);
@@ -230,7 +205,7 @@ int bench(const char* self) {
   cp.rnr_retry_count = 7;
   if (rdma_connect(id, &cp)) die("connect");
   PeerInfo peer{};
-  if (next_event(ch, nullptr, &peer) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
+  if (next_event(kWaitMs, ch, nullptr, &peer) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
 
   std::printf("softverbs cross-process benchmark (queue depth %d, ~%.1f s per row)\n", kDepth, kRunSeconds);
   std::printf("%-12s %10s %6s %12s %12s %10s\n", "operation", "size", "depth", "MB/s", "ops/s", "us/op");

@@ -35,9 +35,15 @@
 #include <string>
 #include <vector>
 
+#include "bench_peer.hpp"
+
 extern char** environ;
 
 namespace {
+
+using softverbs_bench::die;
+using softverbs_bench::next_event;
+using softverbs_bench::wait_for_completions;
 
 std::atomic<uint64_t> g_allocations{0};
 
@@ -57,23 +63,6 @@ struct PeerInfo {
 struct Counters {
   uint64_t post_send_calls = 0, send_wrs = 0, post_recv_calls = 0, poll_calls = 0, empty_polls = 0, cqes = 0;
 };
-
-[[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "softverbs_cost: %s (errno %d)\n", what, errno);
-  std::exit(2);
-}
-
-rdma_cm_event_type next_event(rdma_event_channel* ch, rdma_cm_id** id = nullptr, PeerInfo* info = nullptr) {
-  pollfd p{ch->fd, POLLIN, 0};
-  if (poll(&p, 1, kWaitMs) != 1) die("no CM event");
-  rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch, &ev)) die("rdma_get_cm_event");
-  rdma_cm_event_type t = ev->event;
-  if (id) *id = ev->id;
-  if (info && ev->param.conn.private_data) std::memcpy(info, ev->param.conn.private_data, sizeof *info);
-  rdma_ack_cm_event(ev);
-  return t;
-}
 
 // Capsule slots (commands, then responses) followed by one 4 KiB data block per slot.
 struct Endpoint {
@@ -134,7 +123,7 @@ int serve(int depth) {
   std::fflush(stdout);
   rdma_cm_id* id = nullptr;
   PeerInfo host{};
-  if (next_event(ch, &id, &host) != RDMA_CM_EVENT_CONNECT_REQUEST) die("no request");
+  if (next_event(kWaitMs, ch, &id, &host) != RDMA_CM_EVENT_CONNECT_REQUEST) die("no request");
   Endpoint ep(depth);
   ep.setup(id);
   for (int i = 0; i < depth; ++i) ep.post_recv(ep.command(i), static_cast<uint64_t>(i));
@@ -142,9 +131,8 @@ int serve(int depth) {
   cp.responder_resources = cp.initiator_depth = 16;
   cp.rnr_retry_count = 7;
   if (rdma_accept(id, &cp)) die("accept");
-  if (next_event(ch) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
+  if (next_event(kWaitMs, ch) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
   ibv_wc wc[kPollBatch];
-  pollfd fds[2] = {{ep.comp->fd, POLLIN, 0}, {ch->fd, POLLIN, 0}};
   uint64_t served = 0, allocs_at_warm = 0, served_at_warm = 0;
   const uint64_t warm = static_cast<uint64_t>(4 * depth);
   bool armed = false;
@@ -188,19 +176,7 @@ int serve(int depth) {
       armed = false;
       continue;
     }
-    if (!armed) {
-      // Arm, then poll once more before sleeping: a CQE that arrived just before
-      // the arm raises no event.
-      ibv_req_notify_cq(ep.cq, 0);
-      armed = true;
-      continue;
-    }
-    armed = false;
-    if (poll(fds, 2, kWaitMs) <= 0) die("host idle too long");
-    if (fds[1].revents) break;  // DISCONNECTED
-    ibv_cq* c = nullptr;
-    void* ctx = nullptr;
-    if (ibv_get_cq_event(ep.comp, &c, &ctx) == 0) ibv_ack_cq_events(c, 1);
+    if (!wait_for_completions(ep.cq, ep.comp, ch, armed, kWaitMs, "host idle too long")) break;
   }
   // The host reads this line after it disconnected.
   std::printf("%.3f\n", allocations_per_io(g_allocations.load() - allocs_at_warm, served, served_at_warm));
@@ -232,8 +208,8 @@ int host(const char* self, int ios, int depth, bool chain, bool busy) {
   d.sin_port = htons(static_cast<uint16_t>(port));
   inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
   if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&d), kWaitMs) ||
-      next_event(ch) != RDMA_CM_EVENT_ADDR_RESOLVED || rdma_resolve_route(id, kWaitMs) ||
-      next_event(ch) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+      next_event(kWaitMs, ch) != RDMA_CM_EVENT_ADDR_RESOLVED || rdma_resolve_route(id, kWaitMs) ||
+      next_event(kWaitMs, ch) != RDMA_CM_EVENT_ROUTE_RESOLVED)
     die("resolve");
   Endpoint ep(depth);
   ep.setup(id);
@@ -245,7 +221,7 @@ int host(const char* self, int ios, int depth, bool chain, bool busy) {
   cp.responder_resources = cp.initiator_depth = 16;
   cp.rnr_retry_count = 7;
   if (rdma_connect(id, &cp)) die("connect");
-  if (next_event(ch) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
+  if (next_event(kWaitMs, ch) != RDMA_CM_EVENT_ESTABLISHED) die("not established");
 
   using Clock = std::chrono::steady_clock;
   Counters k;

@@ -9,7 +9,6 @@ One test per invocation: `fio_auth.py TEST`."""
 import base64
 import os
 import struct
-import sys
 import zlib
 
 import harness as h
@@ -140,11 +139,4 @@ TESTS = {
 }
 
 if __name__ == "__main__":
-    name = sys.argv[1] if len(sys.argv) > 1 else ""
-    if name not in TESTS:
-        sys.exit(f"usage: fio_auth.py {{{'|'.join(TESTS)}}}")
-    try:
-        TESTS[name]()
-    except h.Failure as failure:
-        print(f"FAIL: {failure}", file=sys.stderr)
-        sys.exit(1)
+    h.run_named(TESTS)

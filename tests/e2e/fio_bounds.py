@@ -6,7 +6,6 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -134,10 +133,4 @@ TESTS = {
 }
 
 if __name__ == "__main__":
-    name = sys.argv[1]
-    try:
-        TESTS[name]()
-    except h.Failure as failure:
-        print(f"FAIL {name}: {failure}")
-        sys.exit(1)
-    print(f"PASS {name}")
+    h.run_named(TESTS)

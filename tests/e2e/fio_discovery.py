@@ -6,7 +6,6 @@ two subsystems: write + verify over both, the target's per-namespace counters
 proving each got its share; and the failures (nothing usable listed, nothing
 listening, a discovery spec among other files) as one clear error each.
 One test per invocation: `fio_discovery.py TEST [ARGS]`."""
-import sys
 import time
 from pathlib import Path
 
@@ -131,13 +130,4 @@ TESTS = {
 }
 
 if __name__ == "__main__":
-    name, *args = sys.argv[1:] or [""]
-    if name not in TESTS:
-        print(f"usage: fio_discovery.py {{{'|'.join(TESTS)}}} [ARGS]")
-        sys.exit(2)
-    try:
-        TESTS[name](*args)
-    except h.Failure as failure:
-        print(f"FAIL {name} {' '.join(args)}: {failure}")
-        sys.exit(1)
-    print(f"PASS {name} {' '.join(args)}")
+    h.run_named(TESTS)

@@ -5,7 +5,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -614,10 +613,4 @@ TESTS = {
 }
 
 if __name__ == "__main__":
-    name, *args = sys.argv[1:]
-    try:
-        TESTS[name](*args)
-    except h.Failure as failure:
-        print(f"FAIL {name} {' '.join(args)}: {failure}")
-        sys.exit(1)
-    print(f"PASS {name} {' '.join(args)}")
+    h.run_named(TESTS)

@@ -3,7 +3,6 @@
 softverbs and fio reaches it with NVMEOF_TRADDR=::1 (and the bracketed
 [::1]); every block verifies and the target's counters equal fio's totals.
 One test per invocation: `fio_ipv6.py TEST`."""
-import sys
 
 import harness as h
 from harness import check
@@ -36,12 +35,4 @@ TESTS = {
 }
 
 if __name__ == "__main__":
-    name = sys.argv[1] if len(sys.argv) > 1 else ""
-    if name not in TESTS:
-        sys.exit(f"usage: fio_ipv6.py {{{'|'.join(TESTS)}}}")
-    try:
-        TESTS[name]()
-    except h.Failure as failure:
-        print(f"FAIL: {failure}", file=sys.stderr)
-        sys.exit(1)
-    print("PASS")
+    h.run_named(TESTS)

@@ -4,7 +4,6 @@ target of MDTS 128 KiB (64 commands per I/O) and an 8-entry queue (7 usable
 slots). The engine queues each I/O in parts; every block is verified and the
 target's counters equal fio's totals. One test per invocation:
 `fio_large_block.py TEST`."""
-import sys
 
 import harness as h
 from harness import check
@@ -51,12 +50,4 @@ verify_state_save=0
 TESTS = {"large-block": test_large_block}
 
 if __name__ == "__main__":
-    name = sys.argv[1] if len(sys.argv) > 1 else ""
-    if name not in TESTS:
-        sys.exit(f"usage: fio_large_block.py {{{'|'.join(TESTS)}}}")
-    try:
-        TESTS[name]()
-    except h.Failure as failure:
-        print(f"FAIL: {failure}", file=sys.stderr)
-        sys.exit(1)
-    print("PASS")
+    h.run_named(TESTS)

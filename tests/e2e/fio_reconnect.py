@@ -6,7 +6,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -196,10 +195,4 @@ TESTS = {
 }
 
 if __name__ == "__main__":
-    name = sys.argv[1]
-    try:
-        TESTS[name]()
-    except h.Failure as failure:
-        print(f"FAIL {name}: {failure}")
-        sys.exit(1)
-    print(f"PASS {name}")
+    h.run_named(TESTS)

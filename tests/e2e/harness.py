@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -142,3 +143,19 @@ def job_errors(result):
 
 def workdir():
     return tempfile.mkdtemp(prefix="nvmeof-e2e-")
+
+
+def run_named(tests):
+    """The entry point of every e2e script: `SCRIPT NAME [ARGS...]` runs
+    tests[NAME](*ARGS) and prints one PASS or FAIL line (meson reads the exit
+    status)."""
+    name, *args = sys.argv[1:] or [""]
+    if name not in tests:
+        sys.exit(f"usage: {Path(sys.argv[0]).name} {{{'|'.join(tests)}}} [ARGS]")
+    label = " ".join([name, *args])
+    try:
+        tests[name](*args)
+    except Failure as failure:
+        print(f"FAIL {label}: {failure}")
+        sys.exit(1)
+    print(f"PASS {label}")

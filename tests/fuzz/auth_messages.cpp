@@ -34,6 +34,20 @@ auth::Secret fixed_secret(std::uint8_t fill) {
     return secret;
 }
 
+// Either side's configuration with the keys the seeds were made with (the
+// two config structs share these fields).
+template <typename Config>
+Config config_for(bool bidirectional) {
+    Config config;
+    config.host_secret = fixed_secret(0x11);
+    if (bidirectional) {
+        config.controller_secret = fixed_secret(0x22);
+    }
+    config.host_nqn = kHostNqn;
+    config.subsystem_nqn = kSubsystemNqn;
+    return config;
+}
+
 void every_parser(std::span<const std::uint8_t> bytes, std::uint8_t hash_id,
                   std::uint8_t group_id) {
     try {
@@ -87,14 +101,7 @@ void every_parser(std::span<const std::uint8_t> bytes, std::uint8_t hash_id,
 }
 
 void controller_side(ByteReader& in, bool bidirectional) {
-    auth::ControllerAuthConfig config;
-    config.host_secret = fixed_secret(0x11);
-    if (bidirectional) {
-        config.controller_secret = fixed_secret(0x22);
-    }
-    config.host_nqn = kHostNqn;
-    config.subsystem_nqn = kSubsystemNqn;
-    auth::ControllerTransaction transaction(config);
+    auth::ControllerTransaction transaction(config_for<auth::ControllerAuthConfig>(bidirectional));
     for (std::size_t i = 0; i < kMaxSends && !in.empty(); ++i) {
         const std::uint16_t length = in.take<std::uint16_t>();
         const std::vector<std::uint8_t> message = in.take_bytes(length);
@@ -110,14 +117,7 @@ void controller_side(ByteReader& in, bool bidirectional) {
 }
 
 void host_side(ByteReader& in, bool bidirectional) {
-    auth::HostAuthConfig config;
-    config.host_secret = fixed_secret(0x11);
-    if (bidirectional) {
-        config.controller_secret = fixed_secret(0x22);
-    }
-    config.host_nqn = kHostNqn;
-    config.subsystem_nqn = kSubsystemNqn;
-    auth::HostTransaction transaction(config);
+    auth::HostTransaction transaction(config_for<auth::HostAuthConfig>(bidirectional));
     (void)transaction.negotiate();
     const std::uint16_t length = in.take<std::uint16_t>();
     const std::vector<std::uint8_t> challenge = in.take_bytes(length);
