@@ -126,6 +126,9 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
     announce();
     if (options.info_file[0] != '\0') {
         record_facts(options);
+        if (options.ctrl_loss_tmo_ms > 0) {
+            end_record_file_ = options.info_file;
+        }
     }
 }
 
@@ -326,19 +329,52 @@ void Job::report_reconnects() const {
         }
         say_note(
             "nvmeof: %s: %s: %u reconnects (outages: %s), %u failed attempts, %llu I/Os "
-            "retried, %llu I/Os failed by the outage%s\n",
+            "retried, %llu I/Os failed by the outage%s%s\n",
             td_->o.name, slot.spec.subsystem_nqn.c_str(), stats.reconnects,
             outages.empty() ? "none" : outages.c_str(), stats.failed_attempts,
             static_cast<unsigned long long>(stats.transfers_retried),
             static_cast<unsigned long long>(stats.transfers_failed),
-            stats.lost ? "; the controller was given up" : "");
+            stats.lost ? "; the controller was given up: " : "", stats.lost_reason.c_str());
     }
+}
+
+void Job::record_reconnects() const {
+    JobEndFacts facts;
+    facts.job = td_->o.name != nullptr ? td_->o.name : "";
+    facts.job_number = td_->thread_number;
+    facts.pid = static_cast<long>(getpid());
+    for (const ControllerSlot& slot : controllers_) {
+        const ReconnectStats& stats = slot.controller.reconnect_stats();
+        ReconnectFacts c;
+        c.traddr = slot.spec.address;
+        c.trsvcid = slot.spec.port;
+        c.subnqn = slot.controller.limits().subsystem_nqn;
+        c.path = stats.path;
+        c.reconnects = stats.reconnects;
+        c.failed_attempts = stats.failed_attempts;
+        for (const auto& outage : stats.outages) {
+            c.outages_ms.push_back(static_cast<std::uint64_t>(outage.count()));
+        }
+        c.ios_retried = stats.transfers_retried;
+        c.ios_failed = stats.transfers_failed;
+        c.lost = stats.lost;
+        c.lost_reason = stats.lost_reason;
+        facts.controllers.push_back(std::move(c));
+    }
+    append_line(end_record_file_, to_json_line(facts));
 }
 
 void Job::close() noexcept {
     try {
         report_reconnects();
     } catch (...) {
+    }
+    if (!end_record_file_.empty()) {
+        try {
+            record_reconnects();
+        } catch (const std::exception& e) {
+            say_note("nvmeof: %s: %s\n", td_->o.name, e.what());
+        }
     }
     // The first controller's region owns the host arena: deregister the others first.
     for (auto slot = controllers_.rbegin(); slot != controllers_.rend(); ++slot) {

@@ -111,6 +111,8 @@ private:
     // back off briefly instead of letting fio spin on queue().
     void ride_out_outage(ControllerSlot& controller) noexcept;
     void report_reconnects() const;
+    // The info_file's "end" record: each controller's outages.
+    void record_reconnects() const;
 
     thread_data* td_;
     int gpu_ = -1;               // GPU ordinal, or -1: host buffers
@@ -130,7 +132,8 @@ private:
     std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
     std::size_t surplus_head_ = 0;
     std::chrono::microseconds poll_spin_;  // idle polling before sleeping in getevents
-    bool keep_alive_ = false;  // keep_alive_ms or ctrl_loss_tmo_ms > 0: serviced from getevents
+    bool keep_alive_ = false;      // keep_alive_ms or ctrl_loss_tmo_ms > 0: serviced from getevents
+    std::string end_record_file_;  // info_file, when the job reconnects; "" otherwise
 };
 
 }  // namespace nvmeof::engine

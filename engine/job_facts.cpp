@@ -50,6 +50,7 @@ class ObjectWriter {
     explicit ObjectWriter(std::string& out) : out_(out) { out_ += '{'; }
     void text(std::string_view key, std::string_view value) { raw(key, quoted(value)); }
     void number(std::string_view key, std::uint64_t value) { raw(key, std::to_string(value)); }
+    void boolean(std::string_view key, bool value) { raw(key, value ? "true" : "false"); }
     void raw(std::string_view key, const std::string& value) {
         out_ += first_ ? "" : ", ";
         first_ = false;
@@ -110,6 +111,25 @@ std::string array_json(const std::vector<T>& items, Fn each) {
     return out + "]";
 }
 
+std::string reconnect_json(const ReconnectFacts& c) {
+    std::string out;
+    ObjectWriter w(out);
+    w.text("traddr", c.traddr);
+    w.number("trsvcid", c.trsvcid);
+    w.text("subnqn", c.subnqn);
+    w.text("path", c.path);
+    w.number("reconnects", c.reconnects);
+    w.number("failed_attempts", c.failed_attempts);
+    w.raw("outages_ms",
+          array_json(c.outages_ms, [](std::uint64_t ms) { return std::to_string(ms); }));
+    w.number("ios_retried", c.ios_retried);
+    w.number("ios_failed", c.ios_failed);
+    w.boolean("lost", c.lost);
+    w.text("lost_reason", c.lost_reason);
+    w.close();
+    return out;
+}
+
 int open_or_throw(const std::string& path, int flags) {
     const int fd = ::open(path.c_str(), flags | O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -123,12 +143,25 @@ int open_or_throw(const std::string& path, int flags) {
 std::string to_json_line(const JobFacts& facts) {
     std::string out;
     ObjectWriter w(out);
+    w.text("record", "start");
     w.text("job", facts.job);
     w.number("job_number", facts.job_number);
     w.number("pid", static_cast<std::uint64_t>(facts.pid));
     w.number("iodepth", facts.iodepth);
     w.raw("controllers", array_json(facts.controllers, controller_json));
     w.raw("namespaces", array_json(facts.namespaces, namespace_json));
+    w.close();
+    return out + "\n";
+}
+
+std::string to_json_line(const JobEndFacts& facts) {
+    std::string out;
+    ObjectWriter w(out);
+    w.text("record", "end");
+    w.text("job", facts.job);
+    w.number("job_number", facts.job_number);
+    w.number("pid", static_cast<std::uint64_t>(facts.pid));
+    w.raw("reconnect", array_json(facts.controllers, reconnect_json));
     w.close();
     return out + "\n";
 }

@@ -48,8 +48,33 @@ struct JobFacts {
     std::vector<NamespaceFacts> namespaces;
 };
 
-// One line of JSON (ending in '\n').
+// How a controller rode out its outages (jobs with ctrl_loss_tmo_ms), for the
+// record written when the job ends.
+struct ReconnectFacts {
+    std::string traddr;  // as the job named it (first path)
+    std::uint16_t trsvcid = 0;
+    std::string subnqn;
+    std::string path;  // the address in use at the end ("addr:port")
+    std::uint32_t reconnects = 0;
+    std::uint32_t failed_attempts = 0;
+    std::vector<std::uint64_t> outages_ms;  // each ended outage
+    std::uint64_t ios_retried = 0;
+    std::uint64_t ios_failed = 0;
+    bool lost = false;
+    std::string lost_reason;
+};
+
+struct JobEndFacts {
+    std::string job;
+    unsigned int job_number = 0;
+    long pid = 0;
+    std::vector<ReconnectFacts> controllers;
+};
+
+// One line of JSON (ending in '\n'): "record" is "start" for the start-up
+// facts, "end" for what happened during the job.
 std::string to_json_line(const JobFacts& facts);
+std::string to_json_line(const JobEndFacts& facts);
 
 // Appends `line` with one write() (records of concurrent jobs never
 // interleave); throws SpecError naming info_file when the file cannot be

@@ -20,7 +20,8 @@ void ControllerImpl::require_open(const char* what) const {
     if (state_ == ControllerState::lost) {
         throw TransportError(
             TransportErrc::controller_lost, ENODEV,
-            std::string(what) + ": the controller was given up after its outage (ctrl_loss_tmo)");
+            std::string(what) +
+                ": the controller was given up after its outage: " + reconnect_stats_.lost_reason);
     }
     if (state_ != ControllerState::live) {
         throw TransportError(TransportErrc::closed, ESHUTDOWN,
@@ -29,7 +30,9 @@ void ControllerImpl::require_open(const char* what) const {
 }
 
 RdmaQueue& ControllerImpl::io(std::size_t index) {
-    require_open("io()");
+    if (!reconnecting()) {  // in an outage the queue answers for itself (busy, ENOLINK)
+        require_open("io()");
+    }
     if (index >= io_.size()) {
         throw InvalidArgument("I/O queue index " + std::to_string(index) + " is out of range (" +
                               std::to_string(io_.size()) + " queues)");

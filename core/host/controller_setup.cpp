@@ -85,6 +85,11 @@ void ControllerImpl::validate_options() const {
     if (options_.ctrl_loss_tmo.count() > 0 && options_.reconnect_delay.count() <= 0) {
         bad("reconnect_delay must be positive when ctrl_loss_tmo is set");
     }
+    if (options_.fast_io_fail_tmo.count() > 0 &&
+        options_.fast_io_fail_tmo >= options_.ctrl_loss_tmo) {
+        bad("fast_io_fail_tmo must be below ctrl_loss_tmo (and needs it set): after ctrl_loss_tmo "
+            "everything fails anyway");
+    }
     if (!options_.target.empty() &&
         (options_.target.front() == ',' || options_.target.back() == ',' ||
          options_.target.find(",,") != std::string::npos)) {

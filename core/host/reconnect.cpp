@@ -125,7 +125,8 @@ bool ControllerImpl::service_reconnect(Clock::time_point now, std::string* why) 
     if (state_ == ControllerState::lost) {
         if (why != nullptr) {
             try {
-                *why = "the controller was given up after its outage (ctrl_loss_tmo)";
+                *why =
+                    "the controller was given up after its outage: " + reconnect_stats_.lost_reason;
             } catch (...) {
             }
         }
@@ -273,6 +274,10 @@ void ControllerImpl::give_up(const std::string& why) noexcept {
         failed += queue->fail_held(TransportErrc::controller_lost, ENODEV);
     }
     reconnect_stats_.transfers_failed += failed;
+    try {
+        reconnect_stats_.lost_reason = why;
+    } catch (...) {
+    }
     transition(ControllerState::lost, why + "; " + std::to_string(failed) +
                                           " held I/Os and every new one fail with ENODEV");
 }

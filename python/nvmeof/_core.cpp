@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -58,12 +59,18 @@ struct ControllerState {
         }
     }
 
+    // Live, or riding out an outage (ctrl_loss_tmo_ms: its queues answer busy
+    // meanwhile); a controller given up after one raises controller_lost.
     nvmeof::Controller& open() {
-        if (!controller || !controller->is_open()) {
-            throw nvmeof::TransportError(nvmeof::TransportErrc::closed, 0,
-                                         "the controller is closed");
+        if (controller && (controller->is_open() || controller->is_reconnecting())) {
+            return *controller;
         }
-        return *controller;
+        if (controller && controller->reconnect_stats().lost) {
+            throw nvmeof::TransportError(nvmeof::TransportErrc::controller_lost, ENODEV,
+                                         "the controller was given up after its outage: " +
+                                             controller->reconnect_stats().lost_reason);
+        }
+        throw nvmeof::TransportError(nvmeof::TransportErrc::closed, 0, "the controller is closed");
     }
 };
 using StatePtr = std::shared_ptr<ControllerState>;
@@ -299,7 +306,8 @@ void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns, nvme
         if (result != nvmeof::SubmitResult::busy) {
             nvmeof::raise_for_status(queue.last_error());
         }
-        reap(state, queue);  // every transfer record is taken: wait for one
+        reap(state, queue);         // every transfer record is taken: wait for one,
+        state.open().keep_alive();  // or an outage: the reconnect runs from here
         let_others_in();
     }
     for (;;) {
@@ -413,19 +421,30 @@ nvmeof::wire::HostId parse_host_id(const std::string& text) {
 PyController connect(const std::string& target, const std::string& subsystem_nqn,
                      std::uint16_t port, std::optional<std::string> host_id,
                      std::optional<std::string> host_nqn, std::uint16_t queue_depth,
-                     std::uint32_t keep_alive_ms, double timeout,
-                     std::optional<std::string> source) {
+                     std::uint32_t keep_alive_ms, double timeout, std::optional<std::string> source,
+                     std::uint32_t ctrl_loss_tmo_ms, std::uint32_t reconnect_delay_ms,
+                     std::uint32_t fast_io_fail_tmo_ms) {
     if (!(timeout > 0.0)) {
         throw py::value_error("timeout must be a positive number of seconds");
     }
     if (queue_depth < 2) {
         throw py::value_error("queue_depth must be at least 2");
     }
+    if (ctrl_loss_tmo_ms != 0 && reconnect_delay_ms == 0) {
+        throw py::value_error("reconnect_delay_ms must be at least 1 when ctrl_loss_tmo_ms is set");
+    }
+    if (fast_io_fail_tmo_ms != 0 && fast_io_fail_tmo_ms >= ctrl_loss_tmo_ms) {
+        throw py::value_error(
+            "fast_io_fail_tmo_ms must be below ctrl_loss_tmo_ms (and needs it set)");
+    }
     nvmeof::Options options{.target = target, .subsystem_nqn = subsystem_nqn, .port = port};
     options.source = source.value_or("");
     options.queue_depth = queue_depth;
     options.keep_alive_ms = keep_alive_ms;
     options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000.0));
+    options.ctrl_loss_tmo = std::chrono::milliseconds(ctrl_loss_tmo_ms);
+    options.reconnect_delay = std::chrono::milliseconds(reconnect_delay_ms);
+    options.fast_io_fail_tmo = std::chrono::milliseconds(fast_io_fail_tmo_ms);
     // The documented defaults: a random host ID, and a host NQN derived from it.
     nvmeof::wire::HostId id{};
     if (host_id) {
@@ -442,6 +461,24 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
         result.state->controller.emplace(nvmeof::Controller::connect(options));
     }
     return result;
+}
+
+py::dict reconnect_dict(const nvmeof::ReconnectStats& r) {
+    py::dict d;
+    d["reconnects"] = r.reconnects;
+    d["failed_attempts"] = r.failed_attempts;
+    py::list outages;
+    for (const auto& outage : r.outages) {
+        outages.append(outage.count());
+    }
+    d["outages_ms"] = outages;
+    d["transfers_retried"] = r.transfers_retried;
+    d["transfers_failed"] = r.transfers_failed;
+    d["path"] = r.path;
+    d["reconnecting"] = r.reconnecting;
+    d["lost"] = r.lost;
+    d["lost_reason"] = r.lost_reason;
+    return d;
 }
 
 py::dict limits_dict(const nvmeof::Limits& l) {
@@ -773,18 +810,24 @@ PYBIND11_MODULE(_core, m) {
         });
 
     py::class_<PyController>(m, "Controller", "An NVMe-oF/RDMA controller association.")
-        .def_static(
-            "connect", &connect, py::arg("target"), py::arg("subsystem_nqn"), py::kw_only(),
-            py::arg("port") = nvmeof::wire::kDefaultPort, py::arg("host_id") = py::none(),
-            py::arg("host_nqn") = py::none(), py::arg("queue_depth") = nvmeof::kDefaultQueueDepth,
-            py::arg("keep_alive_ms") = 0, py::arg("timeout") = 30.0, py::arg("source") = py::none(),
-            R"(Connects to `subsystem_nqn` at `target` (an IPv4/IPv6 address).
+        .def_static("connect", &connect, py::arg("target"), py::arg("subsystem_nqn"), py::kw_only(),
+                    py::arg("port") = nvmeof::wire::kDefaultPort, py::arg("host_id") = py::none(),
+                    py::arg("host_nqn") = py::none(),
+                    py::arg("queue_depth") = nvmeof::kDefaultQueueDepth,
+                    py::arg("keep_alive_ms") = 0, py::arg("timeout") = 30.0,
+                    py::arg("source") = py::none(), py::arg("ctrl_loss_tmo_ms") = 0,
+                    py::arg("reconnect_delay_ms") = 10000, py::arg("fast_io_fail_tmo_ms") = 0,
+                    R"(Connects to `subsystem_nqn` at `target` (an IPv4/IPv6 address).
 
 port: RDMA-CM port (4420). host_id: host UUID text (default: a random UUID).
 host_nqn: default derived from the host ID (nqn.2014-08.org.nvmexpress:uuid:<id>).
 queue_depth: I/O queue size asked for (128; negotiated down). keep_alive_ms: KATO (0 = off).
 timeout: seconds for the whole connect, then per request (30.0). source: local address
-that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; releases the GIL.)")
+that picks the RDMA device. ctrl_loss_tmo_ms: reconnect after a queue failure for up to this
+long (0 = off: a failure fails what is in flight), re-sending the transfers in flight; a
+blocking call waits the outage out; target may list several paths ("10.0.0.2,10.0.0.3").
+reconnect_delay_ms: between attempts (10000). fast_io_fail_tmo_ms: after this long in an
+outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Raises ConnectError (.cause, .step) or ValueError; releases the GIL.)")
         .def("close", &PyController::close,
              "Shuts the controller down and deregisters its buffers. Idempotent.")
         .def("__enter__", [](py::object self) { return self; })
@@ -805,6 +848,21 @@ that picks the RDMA device. Raises ConnectError (.cause, .step) or ValueError; r
                     locked(c.state, [](nvmeof::Controller& ctrl) { return ctrl.limits(); }));
             },
             "What was negotiated (queue size, MDTS, addresses, identity) as a dict.")
+        .def_property_readonly(
+            "reconnect_stats",
+            [](PyController& c) {
+                nvmeof::ReconnectStats stats;  // readable after the controller was given up
+                {
+                    py::gil_scoped_release no_gil;
+                    std::lock_guard lock(c.state->mutex);
+                    if (c.state->controller) {
+                        stats = c.state->controller->reconnect_stats();
+                    }
+                }
+                return reconnect_dict(stats);
+            },
+            "What reconnecting has done (ctrl_loss_tmo_ms): reconnects, outages_ms, "
+            "transfers_retried/failed, path, reconnecting, lost, lost_reason, as a dict.")
         .def(
             "namespace",
             [](PyController& c, std::uint32_t nsid) {

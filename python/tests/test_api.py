@@ -129,7 +129,9 @@ def test_connect_options_are_keyword_only_and_documented():
         nvmeof.Controller.connect(LOOPBACK, "nqn.x", 4420)
     shown = pydoc.render_doc(nvmeof.Controller.connect, renderer=pydoc.plaintext)  # what help() prints
     for option, default in (("port", "4420"), ("host_id", "None"), ("host_nqn", "None"), ("queue_depth", "128"),
-                            ("keep_alive_ms", "0"), ("timeout", "30.0"), ("source", "None")):
+                            ("keep_alive_ms", "0"), ("timeout", "30.0"), ("source", "None"),
+                            ("ctrl_loss_tmo_ms", "0"), ("reconnect_delay_ms", "10000"),
+                            ("fast_io_fail_tmo_ms", "0")):
         assert f"{option}: " in shown and f" = {default}" in shown, f"help() does not document {option}"
         assert shown.count(f"{option}:") >= 2, f"help() names {option} only in the signature"
     with pytest.raises(ValueError):
@@ -326,6 +328,45 @@ def test_transport_errors():
         with pytest.raises(nvmeof.TransportError) as caught:
             namespace.read(block, slba=0)
         assert caught.value.code == "closed"
+
+
+def test_reconnect_rides_out_an_outage_with_data_intact():
+    """ctrl_loss_tmo_ms: the target drops every connection after 40 commands and
+    stops listening for 700 ms; blocking calls wait the outage out, and every
+    block reads back what was written."""
+    with start_target("--fault", "outage-after=40:700") as target:
+        with connect(target, timeout=5.0, ctrl_loss_tmo_ms=10000, reconnect_delay_ms=200) as c:
+            namespace = c.namespace(1)
+            assert c.reconnect_stats["reconnects"] == 0 and not c.reconnect_stats["lost"]
+            block = c.allocate(512)
+            view = numpy.frombuffer(block, dtype=numpy.uint8)
+            for lba in range(60):
+                view[:] = lba
+                namespace.write(block, slba=lba)
+            for lba in range(60):
+                namespace.read(block, slba=lba)
+                assert (view == lba).all(), f"block {lba} did not survive the reconnect"
+            stats = c.reconnect_stats
+            assert stats["reconnects"] == 1 and len(stats["outages_ms"]) == 1, stats
+            assert stats["outages_ms"][0] >= 500 and not stats["lost"] and not stats["reconnecting"], stats
+            assert stats["path"] == f"{target.address}:{target.port}"
+
+
+def test_reconnect_gives_up_after_ctrl_loss_tmo():
+    with start_target("--fault", "outage-after=20:60000") as target:
+        with connect(target, timeout=5.0, ctrl_loss_tmo_ms=1500, reconnect_delay_ms=200) as c:
+            namespace = c.namespace(1)
+            block = c.allocate(512)
+            started = time.monotonic()
+            with pytest.raises(nvmeof.TransportError) as caught:
+                for _ in range(100):
+                    namespace.write(block, slba=0)
+            assert caught.value.code == "controller_lost", str(caught.value)
+            assert time.monotonic() - started < 1.5 + 1.0 + 0.5
+            stats = c.reconnect_stats
+            assert stats["lost"] and "ctrl_loss_tmo" in stats["lost_reason"], stats
+    with pytest.raises(ValueError):
+        nvmeof.Controller.connect(LOOPBACK, "nqn.x", ctrl_loss_tmo_ms=1000, fast_io_fail_tmo_ms=2000)
 
 
 def test_blocking_read_releases_the_gil():

@@ -3,6 +3,7 @@ again, a path lost for good, fast_io_fail_tmo and ctrl_loss_tmo, over
 softverbs. Short timers keep each case well under 30 s. Run one case:
 fio_reconnect.py NAME."""
 import json
+import json
 import re
 import signal
 import subprocess
@@ -84,6 +85,14 @@ def outages(stderr):
     return [int(ms) for ms in RECONNECTED.findall(stderr)]
 
 
+def end_record(info):
+    """The one controller of the info_file's "end" record (jobs with ctrl_loss_tmo_ms)."""
+    records = [json.loads(line) for line in open(info)]
+    h.check([r["record"] for r in records] == ["start", "end"], f"info_file records: {records}")
+    h.check(len(records[1]["reconnect"]) == 1, f"end record: {records[1]}")
+    return records[1]["reconnect"][0]
+
+
 def test_restart_twice():
     """randrw verify, ctrl_loss_tmo_ms=30000: the target (file namespace) is
     killed and started again on its port twice; 0 errors, verify clean, two
@@ -92,8 +101,9 @@ def test_restart_twice():
     namespace = f"file:{wd}/ns.img"
     extra = ["--size", "64M"]
     proc, (port,) = launch(wd, [0], namespace, extra)
-    job = job_file(wd, "restart", "ctrl_loss_tmo_ms=30000\nreconnect_delay_ms=300\nio_timeout_ms=5000",
-                   f"127.0.0.1:{port}", runtime=12)
+    info = f"{wd}/facts.jsonl"
+    job = job_file(wd, "restart", "ctrl_loss_tmo_ms=30000\nreconnect_delay_ms=300\nio_timeout_ms=5000\n"
+                   f"info_file={info}", f"127.0.0.1:{port}", runtime=12)
     fio = Fio(job)
     try:
         for _ in range(2):
@@ -111,7 +121,11 @@ def test_restart_twice():
     h.check("2 reconnects (outages: " in err, f"no per-job reconnect summary:\n{err[-2000:]}")
     t = h.totals(report)
     h.check(t["read"]["ios"] > 0 and t["write"]["ios"] > 0, f"no I/O: {t}")
-    print(f"two reconnects, outages {seen} ms; {t['read']['ios']} reads verified, {t['write']['ios']} writes")
+    end = end_record(info)
+    h.check(end["reconnects"] == 2 and end["outages_ms"] == seen and not end["lost"],
+            f"the info_file's end record does not match the log ({seen}): {end}")
+    print(f"two reconnects, outages {seen} ms; {t['read']['ios']} reads verified, {t['write']['ios']} writes; "
+          f"{end['ios_retried']} I/Os re-sent (info_file)")
 
 
 def test_second_path():
@@ -172,7 +186,8 @@ def test_no_restart():
     ctrl_loss_tmo_ms + 1 s of the failure."""
     wd = h.workdir()
     proc, (port,) = launch(wd, [0], "ram:64M")
-    job = job_file(wd, "gone", "ctrl_loss_tmo_ms=4000\nreconnect_delay_ms=300\nio_timeout_ms=5000",
+    info = f"{wd}/facts.jsonl"
+    job = job_file(wd, "gone", f"ctrl_loss_tmo_ms=4000\nreconnect_delay_ms=300\nio_timeout_ms=5000\ninfo_file={info}",
                    f"127.0.0.1:{port}", runtime=30, verify=False, rw="randread")
     fio = Fio(job)
     time.sleep(3)
@@ -184,7 +199,10 @@ def test_no_restart():
     h.check("ctrl_loss_tmo of 4000 ms passed" in err or "ctrl_loss_tmo passed" in err,
             f"no ctrl_loss_tmo message:\n{err[-3000:]}")
     h.check(waited < 4 + SLACK_S, f"the job ended {waited:.1f} s after the kill; the bound is 4 s + 1 s")
-    print(f"the job ended {waited:.1f} s after the target was killed")
+    end = end_record(info)
+    h.check(end["lost"] and "ctrl_loss_tmo" in end["lost_reason"] and end["reconnects"] == 0,
+            f"the info_file's end record does not say the controller was given up: {end}")
+    print(f"the job ended {waited:.1f} s after the target was killed; info_file: {end['lost_reason']}")
 
 
 TESTS = {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "nvmeof/nvmeof.hpp"
@@ -158,4 +159,68 @@ TEST(Reconnect, ZeroCtrlLossTmoKeepsFailingBack) {
     EXPECT_TRUE(failed);
     EXPECT_EQ(c.reconnect_stats().reconnects, 0u);
     EXPECT_FALSE(c.is_reconnecting());
+}
+
+// The target comes back on the same port with a smaller namespace: resending
+// held writes there could land past its end, so the controller gives up at once
+// (before ctrl_loss_tmo) and says why.
+TEST(Reconnect, GivesUpWhenTheNamespaceNoLongerFits) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs its own target, restarted with another namespace";
+    }
+    auto first = std::make_unique<TargetProcess>(std::vector<std::string>{}, "ram:64M");
+    const std::uint16_t port = first->port();
+    Controller c = Controller::connect(reconnecting(*first, 20s));
+    Namespace ns = c.namespace_at(1);
+    MemoryRegion block = c.allocate(kBlock);
+    ns.write(block, 0, 1);
+    first->stop();
+    TargetProcess second({}, "ram:32M", port);
+    const auto start = std::chrono::steady_clock::now();
+    int error = 0;
+    for (int i = 0; i < 1000 && error == 0; ++i) {
+        try {
+            ns.write(block, 0, 1);
+        } catch (const TransportError& e) {
+            error = e.sys_errno();
+        }
+    }
+    ASSERT_EQ(error, ENODEV);
+    const ReconnectStats& stats = c.reconnect_stats();
+    EXPECT_TRUE(stats.lost);
+    EXPECT_EQ(stats.reconnects, 0u);
+    EXPECT_NE(stats.lost_reason.find("namespace 1 has 65536 blocks of 512 bytes, not 131072"),
+              std::string::npos)
+        << stats.lost_reason;
+    std::string why;
+    EXPECT_FALSE(c.keep_alive(&why));
+    EXPECT_NE(why.find("namespace 1 has"), std::string::npos) << why;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "gave up only at ctrl_loss_tmo";
+}
+
+// Same for the largest transfer: a target back with a smaller MDTS could not take
+// the held transfers as they were split.
+TEST(Reconnect, GivesUpWhenTheLargestTransferShrinks) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs its own target, restarted with another MDTS";
+    }
+    auto first = std::make_unique<TargetProcess>();
+    const std::uint16_t port = first->port();
+    Controller c = Controller::connect(reconnecting(*first, 20s));
+    Namespace ns = c.namespace_at(1);
+    MemoryRegion block = c.allocate(kBlock);
+    ns.write(block, 0, 1);
+    first->stop();
+    TargetProcess second({"--mdts", "1"}, "ram:64M", port);
+    int error = 0;
+    for (int i = 0; i < 1000 && error == 0; ++i) {
+        try {
+            ns.write(block, 0, 1);
+        } catch (const TransportError& e) {
+            error = e.sys_errno();
+        }
+    }
+    ASSERT_EQ(error, ENODEV);
+    EXPECT_NE(c.reconnect_stats().lost_reason.find("(MDTS), below the"), std::string::npos)
+        << c.reconnect_stats().lost_reason;
 }

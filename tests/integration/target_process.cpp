@@ -23,7 +23,7 @@ std::string env(const char* name) {
 
 bool TargetProcess::external() { return !env("NVMEOF_TEST_TARGET").empty(); }
 
-TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns) {
+TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std::uint16_t port) {
     if (external()) {
         const std::string t = env("NVMEOF_TEST_TARGET");
         const auto colon = t.rfind(':');
@@ -48,7 +48,7 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns) {
         ::close(fd);
     }
     stats_path_ = tmpl;
-    std::vector<std::string> args = {bin, "--listen", "127.0.0.1", "--port", "0", "--stats", stats_path_,
+    std::vector<std::string> args = {bin, "--listen", "127.0.0.1", "--port", std::to_string(port), "--stats", stats_path_,
                                      "--subsystem", nqn_, "--namespace", ns};
     args.insert(args.end(), extra.begin(), extra.end());
 

@@ -21,8 +21,10 @@ inline constexpr char kTestNqn[] = "nqn.2026-01.io.nvmeof:test";
 class TargetProcess {
 public:
     // Starts a target (or picks up the external one). `extra` are more
-    // command-line arguments (e.g. {"--mdts", "1"}).
-    explicit TargetProcess(std::vector<std::string> extra = {}, std::string ns = "ram:64M");
+    // command-line arguments (e.g. {"--mdts", "1"}). `port` 0: any free one;
+    // another: that one (a target restarted where the host reconnects).
+    explicit TargetProcess(std::vector<std::string> extra = {}, std::string ns = "ram:64M",
+                           std::uint16_t port = 0);
     ~TargetProcess();
     TargetProcess(const TargetProcess&) = delete;
     TargetProcess& operator=(const TargetProcess&) = delete;

@@ -61,7 +61,8 @@ struct ReconnectStats {
     std::vector<std::chrono::milliseconds> outages;  // each ended outage, failure to live again
     std::string path;                                // the address in use ("addr:port")
     bool reconnecting = false;                       // in an outage now
-    bool lost = false;  // gave up (ctrl_loss_tmo, or limits no longer fit)
+    bool lost = false;        // gave up (ctrl_loss_tmo, or limits no longer fit)
+    std::string lost_reason;  // why it gave up, once lost
 };
 
 class Controller {

@@ -53,7 +53,9 @@ TEST(JobFacts, OneJsonLineWithEscapedText) {
     EXPECT_EQ(line.back(), '\n');
     EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line per record";
     EXPECT_EQ(
-        line.rfind(R"({"job": "multi \"job\"", "job_number": 3, "pid": 42, "iodepth": 16, )", 0),
+        line.rfind(
+            R"({"record": "start", "job": "multi \"job\"", "job_number": 3, "pid": 42, "iodepth": 16, )",
+            0),
         0u)
         << line;
     EXPECT_NE(line.find(R"("model": "back\\slash", "serial": "tab\there")"), std::string::npos)
@@ -89,4 +91,30 @@ TEST(JobFacts, AppendsWholeLinesAndTruncates) {
         EXPECT_EQ(std::string(error.what()).rfind("info_file=/nonexistent-dir/facts.jsonl: ", 0),
                   0u);
     }
+}
+
+TEST(JobFacts, EndRecordCarriesEachControllersOutages) {
+    e::JobEndFacts facts;
+    facts.job = "rr";
+    facts.job_number = 2;
+    facts.pid = 7;
+    e::ReconnectFacts c;
+    c.traddr = "10.0.0.2";
+    c.trsvcid = 4420;
+    c.subnqn = "nqn.x";
+    c.path = "10.0.0.3:4420";
+    c.reconnects = 2;
+    c.failed_attempts = 1;
+    c.outages_ms = {1200, 800};
+    c.ios_retried = 31;
+    c.lost_reason = "said \"no\"";
+    facts.controllers.push_back(c);
+    const std::string line = e::to_json_line(facts);
+    EXPECT_EQ(
+        line,
+        R"({"record": "end", "job": "rr", "job_number": 2, "pid": 7, "reconnect": [{"traddr": )"
+        R"("10.0.0.2", "trsvcid": 4420, "subnqn": "nqn.x", "path": "10.0.0.3:4420", )"
+        R"("reconnects": 2, "failed_attempts": 1, "outages_ms": [1200, 800], )"
+        R"("ios_retried": 31, "ios_failed": 0, "lost": false, "lost_reason": "said \"no\""}]})"
+        "\n");
 }
