@@ -114,8 +114,9 @@ def _points(matrices, common_options, path):
         ioengine = matrix.get("ioengine", "nvmeof")
         if ioengine not in IOENGINES:
             raise SuiteError(f"{where}: ioengine must be one of {', '.join(IOENGINES)}, not {ioengine!r}")
-        if ioengine == "rdma" and (target_args or axes["nr_io_queues"] != [1]):
-            raise SuiteError(f"{where}: an rdma point has no NVMe-oF target (no target_args, nr_io_queues)")
+        if ioengine == "rdma" and (target_args or axes["nr_io_queues"] != [1] or axes["numjobs"] != [1]):
+            raise SuiteError(f"{where}: an rdma point is one fio rdma client and its server (no target_args, "
+                             "nr_io_queues or numjobs)")
         optional = matrix.get("optional", False)
         if not isinstance(optional, bool):
             raise SuiteError(f"{where}: 'optional' must be true or false")
@@ -215,6 +216,10 @@ def _ratios(tables, point_names, path):
             r = ratio.Ratio(**t)
         except TypeError:
             raise SuiteError(f"{where} needs name, numerator, denominator (and may have metric, goal)") from None
+        if not all(isinstance(v, str) for v in (r.name, r.numerator, r.denominator, r.metric)):
+            raise SuiteError(f"{where}: name, numerator, denominator and metric are strings")
+        if r.goal is not None and (not isinstance(r.goal, (int, float)) or isinstance(r.goal, bool)):
+            raise SuiteError(f"{where}: goal must be a number, not {r.goal!r}")
         for side in (r.numerator, r.denominator):
             if side not in point_names:
                 raise SuiteError(f"{where} names no point of the suite: {side!r}")

@@ -195,7 +195,10 @@ class Suites(unittest.TestCase):
         point = '[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = 1\n'
         cases = {
             point + 'ioengine = "spdk"\n': "ioengine must be one of",
-            point + 'ioengine = "rdma"\ntarget_args = ["--mdts", "8"]\n': "rdma point has no NVMe-oF target",
+            point + 'ioengine = "rdma"\ntarget_args = ["--mdts", "8"]\n': "rdma point is one fio rdma client",
+            point + 'ioengine = "rdma"\nnumjobs = [1, 2]\n': "rdma point is one fio rdma client",
+            point + '[[ratio]]\nname = "r"\nnumerator = "read bs=4k qd=1 jobs=1 queues=1"\n'
+                    'denominator = "read bs=4k qd=1 jobs=1 queues=1"\ngoal = "high"\n': "goal must be a number",
             point + 'target_args = "--mdts 8"\n': "'target_args' must be a list",
             point + 'optional = "yes"\n': "'optional' must be true or false",
             'target = { kind = "external" }\n' + point + 'target_args = ["--mdts", "8"]\n': "need the embedded",
@@ -410,6 +413,17 @@ class BudgetWorkloads(unittest.TestCase):
         self.assertEqual(verdicts[("randwrite", budget.TOTAL)], "ok")    # 280 ≤ 270 × 1.05
         over = [k for k, v in verdicts.items() if v == "over"]
         self.assertEqual(over, [("randwrite", "completion")])
+
+    def test_delta_method_cancels_the_fixed_cost(self):
+        # 1,000 + 10 per I/O in the N run, 1,000 + 30 per I/O in the 3N run (N = 100).
+        small = {p: (1000.0 + 100 * 10, 5000.0 + 100 * 20) for p in budget.PATHS}
+        large = {p: (1000.0 + 300 * 10, 5000.0 + 300 * 20) for p in budget.PATHS}
+        out = budget.per_io(small, large, 100, "randwrite")
+        self.assertEqual(out["submit"], (10.0, 20.0))
+        self.assertEqual(out[budget.TOTAL], (40.0, 80.0))
+        del large["reap"]
+        with self.assertRaisesRegex(budget.BudgetError, "randwrite: callgrind has no cost for reap"):
+            budget.per_io(small, large, 100, "randwrite")
 
     def test_a_workload_without_figures_is_never_over(self):
         rows = budget.check_workloads({"randwrite": self.WRITE}, {"randread": {"submit": 1}}, 0.05)
