@@ -64,7 +64,8 @@ DEFAULT_WORKLOADS = {"randread": Workload("randread"), "randwrite": Workload("ra
 def _fio_args(tools, traddr, trsvcid, subnqn, ios, workload):
     qd = workload.queue_depth
     return [tools.fio, "--output-format=json", "--name=budget", f"--rw={workload.rw}", f"--bs={workload.bs}",
-            "--size=64m", f"--iodepth={qd}", f"--iodepth_batch_complete_max={qd}", "--norandommap",
+            # number_ios ends the run, not size: 3N 128 KiB I/Os exceed 64 MiB.
+            "--size=64m", "--io_size=1t", f"--iodepth={qd}", f"--iodepth_batch_complete_max={qd}", "--norandommap",
             "--randrepeat=0", "--thread=1", f"--number_ios={ios}", f"--ioengine=external:{tools.engine}",
             f"--traddr={traddr}", f"--trsvcid={trsvcid}", f"--subnqn={subnqn}",
             # Room for every I/O in flight even while SEND completions lag the
@@ -123,6 +124,10 @@ def per_io(small, large, ios, name="workload"):
                           "(engine built without symbols?)")
     out = {p: tuple((large[p][i] - small[p][i]) / (2 * ios) for i in range(2)) for p in PATHS}
     out[TOTAL] = (sum(v[0] for v in out.values()), sum(v[1] for v in out.values()))
+    if out[TOTAL][0] <= 0:
+        # e.g. a sequential job that stops at the end of its size in both runs
+        raise BudgetError(f"{name}: the {3 * ios}-I/O run cost no more than the {ios}-I/O run "
+                          "(did fio stop early? use a random pattern)")
     return out
 
 

@@ -109,9 +109,9 @@ def cmd_budget(a, root):
         print(budget_mod.markdown(rows, tolerance))
         return 1 if any(r[5] == "over" for r in rows) else 0
     data = budget_mod.budget_file(measured, workloads, ios, runner.git_facts(tools.engine))
-    for key in ("build", "regenerate"):  # what people wrote about the figures stays
-        if previous and key in previous:
-            data[key] = previous[key]
+    # What people wrote about the figures stays, under "what".
+    notes = {k: previous[k] for k in ("build", "regenerate") if previous and k in previous}
+    data = {"what": data.pop("what"), **notes, **data}
     text = json.dumps(data, indent=1) + "\n"
     if a.write:
         Path(a.write).write_text(text)

@@ -206,7 +206,9 @@ def test_budget_within(workdir):
     proc = perf("budget", "--check", str(BUDGET))
     check(proc.returncode == 0, f"budget check exited {proc.returncode}:\n{proc.stdout}{proc.stderr[-2000:]}")
     rows = [line for line in proc.stdout.splitlines() if "| ok |" in line]
-    check(len(rows) == 2 * 5, f"expected 4 paths and their sum within budget, reads and writes:\n{proc.stdout}")
+    workloads = len(json.loads(BUDGET.read_text())["workloads"])
+    check(len(rows) == workloads * 5,
+          f"expected 4 paths and their sum within budget, every workload:\n{proc.stdout}")
     print(proc.stdout)
 
 
@@ -215,6 +217,8 @@ def test_budget_over(workdir):
     to 90 %, as if the code had grown) fails the check, and only that path of
     that workload is over: reads and writes are measured and judged apart."""
     budget = json.loads(BUDGET.read_text())
+    # The QD 32 reads and writes only: every workload costs two callgrind runs.
+    budget["workloads"] = {k: budget["workloads"][k] for k in ("randread", "randwrite")}
     paths = budget["workloads"]["randwrite"]["paths"]
     paths["submit"] = round(paths["submit"] * 0.9)
     lowered = Path(workdir) / "budget.json"

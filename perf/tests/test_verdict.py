@@ -421,6 +421,8 @@ class BudgetWorkloads(unittest.TestCase):
         out = budget.per_io(small, large, 100, "randwrite")
         self.assertEqual(out["submit"], (10.0, 20.0))
         self.assertEqual(out[budget.TOTAL], (40.0, 80.0))
+        with self.assertRaisesRegex(budget.BudgetError, "randwrite: the 300-I/O run cost no more"):
+            budget.per_io(small, small, 100, "randwrite")
         del large["reap"]
         with self.assertRaisesRegex(budget.BudgetError, "randwrite: callgrind has no cost for reap"):
             budget.per_io(small, large, 100, "randwrite")
@@ -454,9 +456,11 @@ class BudgetWorkloads(unittest.TestCase):
         with self.assertRaisesRegex(budget.BudgetError, "workload 'w' needs 'rw'"):
             budget.load_budget(self.write_file({"workloads": {"w": {"paths": {}}}}))
 
-    def test_shipped_budget_has_read_and_write(self):
+    def test_shipped_budget_has_issue_16s_workloads(self):
         loaded = budget.load_budget(Path(__file__).resolve().parents[2] / "bench" / "instruction-budget.json")
-        self.assertEqual({w.rw for w in budget.workloads_of(loaded).values()}, {"randread", "randwrite"})
+        shapes = {(w.rw, w.bs, w.queue_depth) for w in budget.workloads_of(loaded).values()}
+        self.assertEqual(shapes, {("randread", "4k", 32), ("randwrite", "4k", 32), ("randread", "4k", 1),
+                                  ("randread", "4k", 128), ("randwrite", "128k", 8)})
         for paths in budget.budgets_of(loaded).values():
             self.assertEqual(set(paths), {*budget.PATHS, budget.TOTAL})
 
