@@ -298,21 +298,19 @@ def run_suite(s, tools, out_dir, repeats=None, target_args=(), stream=sys.stderr
                 for index, point in enumerate(s.points, 1):
                     entry = result["points"][index - 1]
                     progress.show(index, len(s.points), point.name, r + 1, repeats)
+                    if "skipped" not in entry:
+                        try:
+                            run = _run_point(s, point, index, r, tools, targets, wrap, workdir)
+                            entry["runs"].append(run)
+                            if "facts" not in result["metadata"]["target"] and run["info"] and not point.target_args:
+                                result["metadata"]["target"]["facts"] = target_facts(run["info"])
+                        except RunError as e:
+                            if not point.optional:
+                                raise
+                            # An optional point (e.g. an engine option newer than this
+                            # build) is recorded as skipped, with fio's reason.
+                            entry["skipped"] = str(e)
                     progress.step()
-                    if "skipped" in entry:
-                        continue
-                    try:
-                        run = _run_point(s, point, index, r, tools, targets, wrap, workdir)
-                    except RunError as e:
-                        if not point.optional:
-                            raise
-                        # An optional point (e.g. an engine option newer than this
-                        # build) is recorded as skipped, with fio's reason.
-                        entry["skipped"] = str(e)
-                        continue
-                    entry["runs"].append(run)
-                    if "facts" not in result["metadata"]["target"] and run["info"] and not point.target_args:
-                        result["metadata"]["target"]["facts"] = target_facts(run["info"])
                 write_result(path, result)
     except BaseException:
         # A partial result is still a result, marked so: compare refuses nothing
