@@ -1,7 +1,7 @@
 """`nvmeof-perf budget`: instructions per I/O inside the engine and libnvmeof,
 counted by valgrind's callgrind, a figure that does not depend on how busy the
 machine is. The delta method cancels what is paid once per run (connect,
-set-up, tear-down): runs of N and 3N reads, (cost(3N) - cost(N)) / 2N.
+set-up, tear-down): runs of N and 3N I/Os, (cost(3N) - cost(N)) / 2N.
 
 Per path, the cost of the function that does the work, without what it calls
 in the RDMA device's libraries (libibverbs, librdmacm: here the software
@@ -12,13 +12,17 @@ data path is the project's cost.
   commit      Job::commit (posting the SENDs)
   completion  RdmaQueue::handle_completion (including the receive re-post)
   reap        Job::reap (hand-back to fio)
-and their sum, "engine+core". A budget file holds the figures of a known-good
-build; `--check` fails when a path or the sum costs more than its budget by
-more than the tolerance (5 %)."""
+and their sum, "engine+core", for each workload of the budget file (by default
+4 KiB random reads and 4 KiB random writes at QD 32: a write's data travels
+another way, by the target's RDMA READ or in the command capsule). A budget
+file holds the figures of a known-good build; `--check` fails when a path or
+the sum of any workload costs more than its budget by more than the tolerance
+(5 %)."""
 import json
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import callgrind, runner, suite
@@ -32,7 +36,6 @@ PATHS = {
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000
 DEFAULT_TOLERANCE = 0.05
-QUEUE_DEPTH = 32
 CALLGRIND_TIMEOUT_S = 900
 is_ours = callgrind.objects_except("libibverbs", "librdmacm")
 
@@ -41,15 +44,35 @@ class BudgetError(Exception):
     pass
 
 
-def _fio_args(tools, traddr, trsvcid, subnqn, ios):
-    return [tools.fio, "--output-format=json", "--name=budget", "--rw=randread", "--bs=4k", "--size=64m",
-            f"--iodepth={QUEUE_DEPTH}", f"--iodepth_batch_complete_max={QUEUE_DEPTH}", "--norandommap",
+@dataclass(frozen=True)
+class Workload:
+    """One measured fio job: pattern, block size, queue depth and any more
+    fio or engine options (e.g. {"in_capsule_writes": 1})."""
+    rw: str
+    bs: str = "4k"
+    queue_depth: int = 32
+    options: dict = field(default_factory=dict)
+
+    def describe(self):
+        extra = "".join(f", {k}={v}" for k, v in self.options.items())
+        return f"{self.bs} {self.rw} at QD {self.queue_depth}{extra}"
+
+
+DEFAULT_WORKLOADS = {"randread": Workload("randread"), "randwrite": Workload("randwrite")}
+
+
+def _fio_args(tools, traddr, trsvcid, subnqn, ios, workload):
+    qd = workload.queue_depth
+    return [tools.fio, "--output-format=json", "--name=budget", f"--rw={workload.rw}", f"--bs={workload.bs}",
+            # number_ios ends the run, not size: 3N 128 KiB I/Os exceed 64 MiB.
+            "--size=64m", "--io_size=1t", f"--iodepth={qd}", f"--iodepth_batch_complete_max={qd}", "--norandommap",
             "--randrepeat=0", "--thread=1", f"--number_ios={ios}", f"--ioengine=external:{tools.engine}",
             f"--traddr={traddr}", f"--trsvcid={trsvcid}", f"--subnqn={subnqn}",
             # Room for every I/O in flight even while SEND completions lag the
             # responses: a full queue would make fio re-queue ("busy"), and how
             # often depends on timing, not on the code.
-            f"--queue_size={4 * QUEUE_DEPTH}"]
+            f"--queue_size={4 * qd}",
+            *(f"--{k}={v}" for k, v in workload.options.items())]
 
 
 def path_costs(callgrind_out):
@@ -64,37 +87,53 @@ def path_costs(callgrind_out):
     return costs
 
 
-def measure(tools, ios=DEFAULT_IOS):
-    """{path: (own, inclusive) instructions per I/O} by the delta method on
-    the embedded target; the own sum under TOTAL."""
+def measure(tools, workloads, ios=DEFAULT_IOS):
+    """{workload name: {path: (own, inclusive) instructions per I/O}} by the
+    delta method on the embedded target; each workload's own sum under TOTAL."""
     if not shutil.which("valgrind"):
         raise BudgetError("the instruction budget needs valgrind (apt-get install valgrind)")
     workdir = tempfile.mkdtemp(prefix="nvmeof-perf-budget-")
+    measured = {}
     try:
         target = suite.Target(namespace="ram:64M")
         with runner.embedded_target(tools, target, [], workdir) as (traddr, trsvcid):
-            costs = []
-            for n in (ios, 3 * ios):
-                out = Path(workdir) / f"callgrind-{n}.out"
-                cmd = [tools.softverbs_run, "valgrind", "--tool=callgrind", "--compress-strings=no",
-                       "--compress-pos=no", f"--callgrind-out-file={out}"]
-                cmd += _fio_args(tools, traddr, trsvcid, target.subnqn, n)
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CALLGRIND_TIMEOUT_S)
-                if proc.returncode != 0 or not out.exists():
-                    raise BudgetError(f"fio under callgrind failed (exit {proc.returncode}): {proc.stderr[-1500:]}")
-                costs.append(path_costs(out))
+            for name, workload in workloads.items():
+                costs = []
+                for n in (ios, 3 * ios):
+                    out = Path(workdir) / f"callgrind-{name}-{n}.out"
+                    cmd = [tools.softverbs_run, "valgrind", "--tool=callgrind", "--compress-strings=no",
+                           "--compress-pos=no", f"--callgrind-out-file={out}"]
+                    cmd += _fio_args(tools, traddr, trsvcid, target.subnqn, n, workload)
+                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CALLGRIND_TIMEOUT_S)
+                    if proc.returncode != 0 or not out.exists():
+                        raise BudgetError(f"{name}: fio under callgrind failed (exit {proc.returncode}): "
+                                          f"{proc.stderr[-1500:]}")
+                    costs.append(path_costs(out))
+                measured[name] = per_io(costs[0], costs[1], ios, name)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    missing = [p for p in PATHS if p not in costs[0] or p not in costs[1]]
+    return measured
+
+
+def per_io(small, large, ios, name="workload"):
+    """{path: (own, inclusive) per I/O} from the path costs of the N and 3N
+    runs, the own sum under TOTAL."""
+    missing = [p for p in PATHS if p not in small or p not in large]
     if missing:
-        raise BudgetError(f"callgrind has no cost for {', '.join(missing)} (engine built without symbols?)")
-    per_io = {p: tuple((costs[1][p][i] - costs[0][p][i]) / (2 * ios) for i in range(2)) for p in PATHS}
-    per_io[TOTAL] = (sum(v[0] for v in per_io.values()), sum(v[1] for v in per_io.values()))
-    return per_io
+        raise BudgetError(f"{name}: callgrind has no cost for {', '.join(missing)} "
+                          "(engine built without symbols?)")
+    out = {p: tuple((large[p][i] - small[p][i]) / (2 * ios) for i in range(2)) for p in PATHS}
+    out[TOTAL] = (sum(v[0] for v in out.values()), sum(v[1] for v in out.values()))
+    if out[TOTAL][0] <= 0:
+        # e.g. a sequential job that stops at the end of its size in both runs
+        raise BudgetError(f"{name}: the {3 * ios}-I/O run cost no more than the {ios}-I/O run "
+                          "(did fio stop early? use a random pattern)")
+    return out
 
 
 def check(measured, budget, tolerance):
-    """[(path, own, inclusive, budget, verdict)]; verdict 'over' beyond the tolerance."""
+    """[(path, own, inclusive, budget, verdict)] of one workload; verdict
+    'over' beyond the tolerance."""
     rows = []
     for path in [*PATHS, TOTAL]:
         own, inclusive = measured[path]
@@ -107,22 +146,64 @@ def check(measured, budget, tolerance):
     return rows
 
 
+def check_workloads(measured, budgets, tolerance):
+    """[(workload, path, own, inclusive, budget, verdict)] of every measured
+    workload against {workload: {path: budget}}; a workload the file has no
+    figures for is 'no budget' throughout, never 'over'."""
+    return [(name, *row) for name, costs in measured.items()
+            for row in check(costs, budgets.get(name, {}), tolerance)]
+
+
+def workloads_of(data):
+    """{name: Workload} of a loaded budget file."""
+    return {name: Workload(w["rw"], w.get("bs", "4k"), w.get("queue_depth", 32), dict(w.get("options", {})))
+            for name, w in data["workloads"].items()}
+
+
+def budgets_of(data):
+    """{workload: {path: instructions}} of a loaded budget file."""
+    return {name: w["paths"] for name, w in data["workloads"].items()}
+
+
 def load_budget(path):
+    """A budget file; one of the first format (a single 'paths' table: 4 KiB
+    random reads) reads as its 'randread' workload."""
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise BudgetError(f"no budget file {path}") from None
     except json.JSONDecodeError as e:
         raise BudgetError(f"{path} is not JSON: {e}") from None
-    if not isinstance(data.get("paths"), dict):
-        raise BudgetError(f"{path} has no 'paths' table")
+    if "workloads" not in data and isinstance(data.get("paths"), dict):
+        data["workloads"] = {"randread": {"rw": "randread", "queue_depth": data.get("queue_depth", 32),
+                                          "paths": data["paths"]}}
+    workloads = data.get("workloads")
+    if not isinstance(workloads, dict) or not workloads:
+        raise BudgetError(f"{path} has no 'workloads' table")
+    for name, w in workloads.items():
+        if not isinstance(w, dict) or not isinstance(w.get("rw"), str) or not isinstance(w.get("paths"), dict):
+            raise BudgetError(f"{path}: workload '{name}' needs 'rw' and a 'paths' table")
     return data
 
 
+def budget_file(measured, workloads, ios, engine_git):
+    """The budget file's data for figures just measured."""
+    return {"what": "instructions per I/O in the engine and libnvmeof (with the libc/libstdc++ code they call, "
+                    "without the RDMA device's libraries), per workload, per path and in sum; callgrind delta "
+                    "method",
+            "ios": ios, "tolerance": DEFAULT_TOLERANCE, "engine_git": engine_git,
+            "workloads": {name: {"rw": w.rw, "bs": w.bs, "queue_depth": w.queue_depth,
+                                 **({"options": w.options} if w.options else {}),
+                                 "paths": {k: round(v[0]) for k, v in measured[name].items()},
+                                 "inclusive_for_reference": {k: round(v[1]) for k, v in measured[name].items()}}
+                          for name, w in workloads.items()}}
+
+
 def markdown(rows, tolerance):
-    out = ["| path | engine+core instructions per I/O | budget | verdict | with the RDMA device's |",
-           "|---|---:|---:|---|---:|"]
-    for path, own, inclusive, limit, verdict in rows:
+    out = ["| workload | path | engine+core instructions per I/O | budget | verdict | with the RDMA device's |",
+           "|---|---|---:|---:|---|---:|"]
+    for workload, path, own, inclusive, limit, verdict in rows:
         mark = f"**over budget** (> {tolerance * 100:.0f} %)" if verdict == "over" else verdict
-        out.append(f"| {path} | {own:.0f} | {'-' if limit is None else f'{limit:.0f}'} | {mark} | {inclusive:.0f} |")
+        out.append(f"| {workload} | {path} | {own:.0f} | {'-' if limit is None else f'{limit:.0f}'} | {mark} "
+                   f"| {inclusive:.0f} |")
     return "\n".join(out)

@@ -41,7 +41,7 @@ def _tools(a, root, engine):
 
 def cmd_run(a, root):
     path = suite_mod.find(a.suite, _suite_dirs(root))
-    s = suite_mod.load(path)
+    s = suite_mod.select(suite_mod.load(path), a.only or [])
     if a.runtime:
         s.runtime_s = a.runtime
     if a.embedded:
@@ -91,23 +91,27 @@ def cmd_budget(a, root):
         raise runner.RunError(f"the engine {tools.engine} does not exist (build the project, or pass --engine)")
     try:
         budget = budget_mod.load_budget(a.check) if a.check else None
-        ios = a.ios or (budget or {}).get("ios", budget_mod.DEFAULT_IOS)
-        measured = budget_mod.measure(tools, ios)
+        # A re-baseline keeps the workloads of the file it replaces.
+        previous = budget_mod.load_budget(a.write) if a.write and Path(a.write).is_file() else None
+        source = budget or previous
+        workloads = budget_mod.workloads_of(source) if source else budget_mod.DEFAULT_WORKLOADS
+        ios = a.ios or (source or {}).get("ios", budget_mod.DEFAULT_IOS)
+        measured = budget_mod.measure(tools, workloads, ios)
     except budget_mod.BudgetError as e:
         raise runner.RunError(str(e)) from None
     if budget is not None:
         tolerance = budget.get("tolerance", budget_mod.DEFAULT_TOLERANCE)
-        rows = budget_mod.check(measured, budget["paths"], tolerance)
-        print(f"Instructions per I/O (callgrind, delta of {ios} and {3 * ios} 4 KiB reads at QD "
-              f"{budget_mod.QUEUE_DEPTH}) against {a.check}:\n")
+        rows = budget_mod.check_workloads(measured, budget_mod.budgets_of(budget), tolerance)
+        print(f"Instructions per I/O (callgrind, delta of {ios} and {3 * ios} I/Os) against {a.check}:")
+        for name, w in workloads.items():
+            print(f"  {name}: {w.describe()}")
+        print()
         print(budget_mod.markdown(rows, tolerance))
-        return 1 if any(r[4] == "over" for r in rows) else 0
-    data = {"what": "instructions per I/O in the engine and libnvmeof (with the libc/libstdc++ code they call, "
-                    "without the RDMA device's libraries), per path and in sum; callgrind delta method",
-            "ios": ios, "queue_depth": budget_mod.QUEUE_DEPTH, "tolerance": budget_mod.DEFAULT_TOLERANCE,
-            "engine_git": runner.git_facts(tools.engine),
-            "paths": {k: round(v[0]) for k, v in measured.items()},
-            "inclusive_for_reference": {k: round(v[1]) for k, v in measured.items()}}
+        return 1 if any(r[5] == "over" for r in rows) else 0
+    data = budget_mod.budget_file(measured, workloads, ios, runner.git_facts(tools.engine))
+    # What people wrote about the figures stays, under "what".
+    notes = {k: previous[k] for k in ("build", "regenerate") if previous and k in previous}
+    data = {"what": data.pop("what"), **notes, **data}
     text = json.dumps(data, indent=1) + "\n"
     if a.write:
         Path(a.write).write_text(text)
@@ -129,6 +133,9 @@ def main(root, argv=None):
     r.add_argument("--engine", help="the engine's .so (overrides the suite and the build folder)")
     r.add_argument("--repeats", type=int, help="repeats per point (overrides the suite)")
     r.add_argument("--runtime", type=int, help="seconds per run (overrides the suite)")
+    r.add_argument("--only", action="append", metavar="TEXT",
+                   help="run only the points whose name contains TEXT (repeatable: any of them), "
+                        "e.g. --only mdts= --only fio-rdma")
     r.add_argument("--embedded", action="store_true",
                    help="run against nvmeof-target on loopback (softverbs) whatever target the suite names: "
                         "to try a suite on any machine")
@@ -148,7 +155,8 @@ def main(root, argv=None):
     b = sub.add_parser("budget", help="instructions per I/O by callgrind (deterministic); --check fails "
                        "when a path exceeds its budget by more than the file's tolerance")
     b.add_argument("--check", metavar="BUDGET_JSON", help="compare with a budget file; exit 1 when over")
-    b.add_argument("--write", metavar="BUDGET_JSON", help="write the measured figures as a new budget file")
+    b.add_argument("--write", metavar="BUDGET_JSON", help="write the measured figures as a new budget file "
+                   "(of that file's workloads when it exists, else 4k randread and randwrite at QD 32)")
     b.add_argument("--ios", type=int, help="N of the N and 3N runs (default: the budget's, else 2000)")
     b.add_argument("--build", help="build folder (default: ./build of the source tree)")
     b.add_argument("--engine", help="the engine's .so")

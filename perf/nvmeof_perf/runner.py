@@ -1,6 +1,7 @@
 """`nvmeof-perf run`: every point of a suite's matrix, each repeated, fio's
 full JSON kept per point and repeat, with what is needed to tell two runs
 apart later (commit, fio version, host, CPU, the target's limits)."""
+import contextlib
 import datetime
 import json
 import os
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import fio_rdma
 
 RESULT_FORMAT = "nvmeof-perf-result/1"
 READY = re.compile(r"listening on (\S+):(\d+)")
@@ -101,17 +103,23 @@ def job_text(point, engine, traddr, trsvcid, subnqn, runtime_s, ramp_s, info_fil
     and the suite's options; time-based, grouped so that fio merges the
     percentiles of numjobs clones."""
     lines = ["[global]", f"ioengine=external:{engine}", f"traddr={traddr}", f"trsvcid={trsvcid}",
-             f"subnqn={subnqn}", f"info_file={info_file}", "time_based=1", f"runtime={runtime_s}",
-             "group_reporting=1"]
+             f"subnqn={subnqn}", f"info_file={info_file}"]
+    return "\n".join(lines + common_lines(point, runtime_s, ramp_s)) + "\n"
+
+
+def common_lines(point, runtime_s, ramp_s, skip=()):
+    """The job lines every fio engine's point shares: time, grouping, the
+    point's options and axes (less the keys in skip), its section."""
+    lines = ["time_based=1", f"runtime={runtime_s}", "group_reporting=1"]
     if ramp_s:
         lines.append(f"ramp_time={ramp_s}")
     options = {"size": "1g", "thread": 1, "norandommap": 1, "randrepeat": 0}
     options.update(point.options)
     options.update(point.params)
-    for key, value in options.items():
-        lines.append(f"{key}={value}")
-    lines.append(f"[{point.name.replace(' ', '_').replace('=', '')}]")
-    return "\n".join(lines) + "\n"
+    lines += [f"{key}={value}" for key, value in options.items() if key not in skip]
+    section = re.sub(r"[^\w.-]", "_", point.name.replace("=", ""))
+    lines.append(f"[{section}]")
+    return lines
 
 
 def fio_version(fio):
@@ -268,20 +276,20 @@ def run_suite(s, tools, out_dir, repeats=None, target_args=(), stream=sys.stderr
     workdir = tempfile.mkdtemp(prefix="nvmeof-perf-")
     progress = Progress(len(s.points) * repeats, s.runtime_s + s.ramp_s + 1, stream)
     try:
-        if s.target.kind == "embedded":
-            if s.hosts != ["local"]:
-                raise RunError("an embedded target needs hosts = ['local'] (fio --server hosts must reach "
-                               "an external target; start it yourself and name it in [target])")
-            ctx = embedded_target(tools, s.target, list(target_args), workdir)
-        else:
-            if target_args:
-                raise RunError("--target-arg applies to the embedded target only")
-            ctx = _external(s.target)
-        with ctx as (traddr, trsvcid):
+        if s.target.kind == "embedded" and s.hosts != ["local"]:
+            raise RunError("an embedded target needs hosts = ['local'] (fio --server hosts must reach "
+                           "an external target; start it yourself and name it in [target])")
+        if s.target.kind != "embedded" and target_args:
+            raise RunError("--target-arg applies to the embedded target only")
+        with contextlib.ExitStack() as stack:
+            targets = Targets(stack, tools, s.target, list(target_args), workdir)
+            traddr, trsvcid = targets.address(())
             result["metadata"]["target"].update({"traddr": traddr, "trsvcid": trsvcid, "subnqn": s.target.subnqn})
             wrap = [tools.softverbs_run] if s.target.kind == "embedded" else []
-            for index, point in enumerate(s.points, 1):
+            for point in s.points:
                 result["points"].append({"name": point.name, "params": point.params, "options": point.options,
+                                         **({"target_args": list(point.target_args)} if point.target_args else {}),
+                                         **({"ioengine": point.ioengine} if point.ioengine != "nvmeof" else {}),
                                          "runs": []})
             # Rounds: every point once, then every point again. A point's repeats
             # are spread over the whole run, so their min-max range takes in the
@@ -290,21 +298,18 @@ def run_suite(s, tools, out_dir, repeats=None, target_args=(), stream=sys.stderr
                 for index, point in enumerate(s.points, 1):
                     entry = result["points"][index - 1]
                     progress.show(index, len(s.points), point.name, r + 1, repeats)
-                    info = Path(workdir) / f"info-{index}-{r}.jsonl"
-                    job = Path(workdir) / f"point-{index}-{r}.fio"
-                    job.write_text(job_text(point, tools.engine, traddr, trsvcid, s.target.subnqn,
-                                            s.runtime_s, s.ramp_s, info))
-                    if s.hosts == ["local"]:
-                        cmd = wrap + [tools.fio, "--output-format=json", str(job)]
-                    else:
-                        cmd = [tools.fio, *client_args(s.hosts), "--output-format=json", str(job)]
-                    started = time.monotonic()
-                    report, _ = run_fio(cmd, s.runtime_s + s.ramp_s + FIO_SLACK_S, dict(os.environ))
-                    run = {"repeat": r + 1, "wall_s": round(time.monotonic() - started, 3), "fio": report,
-                           "info": read_info(info)}
-                    entry["runs"].append(run)
-                    if "facts" not in result["metadata"]["target"] and run["info"]:
-                        result["metadata"]["target"]["facts"] = target_facts(run["info"])
+                    if "skipped" not in entry:
+                        try:
+                            run = _run_point(s, point, index, r, tools, targets, wrap, workdir)
+                            entry["runs"].append(run)
+                            if "facts" not in result["metadata"]["target"] and run["info"] and not point.target_args:
+                                result["metadata"]["target"]["facts"] = target_facts(run["info"])
+                        except RunError as e:
+                            if not point.optional:
+                                raise
+                            # An optional point (e.g. an engine option newer than this
+                            # build) is recorded as skipped, with fio's reason.
+                            entry["skipped"] = str(e)
                     progress.step()
                 write_result(path, result)
     except BaseException:
@@ -320,9 +325,50 @@ def run_suite(s, tools, out_dir, repeats=None, target_args=(), stream=sys.stderr
     return path
 
 
-@contextmanager
-def _external(target):
-    yield target.traddr, target.trsvcid
+class Targets:
+    """The suite's target, and (embedded) one more nvmeof-target per distinct
+    target_args of its points, each started when first needed and kept until
+    the run ends (idle, a target sleeps)."""
+
+    def __init__(self, stack, tools, target, extra_args, workdir):
+        self.stack, self.tools, self.target, self.extra_args, self.workdir = stack, tools, target, extra_args, workdir
+        self.started = {}
+
+    def address(self, target_args):
+        if self.target.kind != "embedded":
+            return self.target.traddr, self.target.trsvcid
+        if target_args not in self.started:
+            d = Path(self.workdir) / f"target-{len(self.started)}"
+            d.mkdir()
+            self.started[target_args] = self.stack.enter_context(
+                embedded_target(self.tools, self.target, self.extra_args + list(target_args), d))
+        return self.started[target_args]
+
+
+def _run_point(s, point, index, r, tools, targets, wrap, workdir):
+    """One repeat of one point: its job file, fio (with the rdma server for an
+    rdma point), the report and the engine's info lines."""
+    info = Path(workdir) / f"info-{index}-{r}.jsonl"
+    job = Path(workdir) / f"point-{index}-{r}.fio"
+    timeout = s.runtime_s + s.ramp_s + FIO_SLACK_S
+    started = time.monotonic()
+    if point.ioengine == "rdma":
+        try:
+            with fio_rdma.server(tools, point, workdir) as port:
+                job.write_text(fio_rdma.job_text(point, port, s.runtime_s, s.ramp_s, common_lines))
+                report, _ = run_fio(wrap + [tools.fio, "--output-format=json", str(job)], timeout, dict(os.environ))
+        except fio_rdma.ServerError as e:
+            raise RunError(str(e)) from None
+    else:
+        traddr, trsvcid = targets.address(point.target_args)
+        job.write_text(job_text(point, tools.engine, traddr, trsvcid, s.target.subnqn, s.runtime_s, s.ramp_s,
+                                info))
+        if s.hosts == ["local"]:
+            cmd = wrap + [tools.fio, "--output-format=json", str(job)]
+        else:
+            cmd = [tools.fio, *client_args(s.hosts), "--output-format=json", str(job)]
+        report, _ = run_fio(cmd, timeout, dict(os.environ))
+    return {"repeat": r + 1, "wall_s": round(time.monotonic() - started, 3), "fio": report, "info": read_info(info)}
 
 
 def load_result(path):

@@ -1,7 +1,8 @@
 """`nvmeof-perf show`: one result as a table, a row per point (and per host of
 a --client run): the figures people quote, each the median over the repeats
-with its min-max range."""
-from . import compare, metrics
+with its min-max range; then the points skipped (and why) and the ratios the
+suite declares."""
+from . import compare, metrics, ratio
 
 COLUMNS = ("iops", "bw", "cpu_per_io", "clat mean", "clat p99")
 
@@ -34,4 +35,11 @@ def markdown(result, name):
     out = header + ["| point | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(COLUMNS)]
     for row, values in compare.samples(result).items():
         out.append(f"| {row} | " + " | ".join(compare.fmt(_column_value(values, c)) for c in COLUMNS) + " |")
+    skipped = [p for p in result["points"] if "skipped" in p]
+    if skipped:
+        out += ["", "Skipped (optional points whose run failed):"]
+        out += [f"- {p['name']}: {' '.join(p['skipped'].split())[:300]}" for p in skipped]
+    ratios = ratio.of_result(result)
+    if ratios:
+        out += ["", "Ratios (medians; printed, not judged):", "", ratio.markdown(ratios)]
     return "\n".join(out)

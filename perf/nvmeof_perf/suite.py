@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import compare
+from . import compare, ratio
 
 # Matrix axes in the order a point's name lists them.
 AXES = ("rw", "bs", "iodepth", "numjobs", "nr_io_queues")
@@ -21,18 +21,33 @@ class SuiteError(Exception):
     pass
 
 
+# What a [[matrix]] table may hold besides its axes.
+MATRIX_KEYS = {"options", "label", "target_args", "ioengine", "optional"}
+# "nvmeof": the engine against the suite's target; "rdma": stock fio's rdma
+# engine against a fio rdma server on loopback (embedded suites only), the
+# bare transport's floor without NVMe-oF.
+IOENGINES = ("nvmeof", "rdma")
+
+
 @dataclass(frozen=True)
 class Point:
     """One cell of the matrix: the axes' values plus the fio options that
-    apply to every point (or to this group only)."""
+    apply to every point (or to this group only), the group's label, the
+    embedded target's extra arguments, the fio engine, and whether a failing
+    run skips the point instead of stopping the suite."""
     params: dict
     options: dict
+    label: str = ""
+    target_args: tuple = ()
+    ioengine: str = "nvmeof"
+    optional: bool = False
 
     @property
     def name(self):
         p = self.params
-        return (f"{p['rw']} bs={p['bs']} qd={p['iodepth']} jobs={p['numjobs']} "
+        name = (f"{p['rw']} bs={p['bs']} qd={p['iodepth']} jobs={p['numjobs']} "
                 f"queues={p['nr_io_queues']}")
+        return f"{name} {self.label}" if self.label else name
 
 
 @dataclass
@@ -58,6 +73,7 @@ class Suite:
     hosts: list
     points: list
     thresholds: dict
+    ratios: list
     raw: dict
 
 
@@ -86,11 +102,26 @@ def _points(matrices, common_options, path):
         if not isinstance(extra, dict):
             raise SuiteError(f"{where}: 'options' is not a table")
         options.update(extra)
-        unknown = set(matrix) - set(AXES) - {"options"}
+        unknown = set(matrix) - set(AXES) - MATRIX_KEYS
         if unknown:
             raise SuiteError(f"{where} has unknown keys {sorted(unknown)} (fio options go in 'options')")
+        label = matrix.get("label", "")
+        if not isinstance(label, str):
+            raise SuiteError(f"{where}: 'label' must be a string")
+        target_args = matrix.get("target_args", [])
+        if not isinstance(target_args, list) or not all(isinstance(a, str) for a in target_args):
+            raise SuiteError(f"{where}: 'target_args' must be a list of strings")
+        ioengine = matrix.get("ioengine", "nvmeof")
+        if ioengine not in IOENGINES:
+            raise SuiteError(f"{where}: ioengine must be one of {', '.join(IOENGINES)}, not {ioengine!r}")
+        if ioengine == "rdma" and (target_args or axes["nr_io_queues"] != [1] or axes["numjobs"] != [1]):
+            raise SuiteError(f"{where}: an rdma point is one fio rdma client and its server (no target_args, "
+                             "nr_io_queues or numjobs)")
+        optional = matrix.get("optional", False)
+        if not isinstance(optional, bool):
+            raise SuiteError(f"{where}: 'optional' must be true or false")
         for values in itertools.product(*(axes[a] for a in AXES)):
-            points.append(Point(dict(zip(AXES, values)), options))
+            points.append(Point(dict(zip(AXES, values)), options, label, tuple(target_args), ioengine, optional))
     names = [p.name for p in points]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
@@ -114,7 +145,7 @@ def load(path):
     except tomllib.TOMLDecodeError as e:
         raise SuiteError(f"{path} is not valid TOML: {e}") from None
     known = {"name", "description", "target", "engine", "runtime", "ramp", "repeats", "hosts",
-             "options", "matrix", "thresholds"}
+             "options", "matrix", "thresholds", "ratio"}
     unknown = set(raw) - known
     if unknown:
         raise SuiteError(f"{path}: unknown keys {sorted(unknown)}")
@@ -152,6 +183,11 @@ def load(path):
     except ValueError as e:
         raise SuiteError(str(e)) from None
 
+    points = _points(matrices if isinstance(matrices, list) else [matrices], options, path)
+    if target.kind == "external" and any(p.target_args or p.ioengine != "nvmeof" for p in points):
+        raise SuiteError(f"{path}: target_args and ioengine = 'rdma' need the embedded target")
+    ratios = _ratios(raw.get("ratio", []), {p.name for p in points}, path)
+
     return Suite(
         name=str(raw.get("name", path.stem)),
         path=str(path.resolve()),
@@ -162,10 +198,48 @@ def load(path):
         ramp_s=_positive_int(raw, "ramp", 0, f"{path}: ", minimum=0),
         repeats=_positive_int(raw, "repeats", DEFAULT_REPEATS, f"{path}: "),
         hosts=hosts,
-        points=_points(matrices if isinstance(matrices, list) else [matrices], options, path),
+        points=points,
         thresholds=thresholds,
+        ratios=ratios,
         raw=raw,
     )
+
+
+def _ratios(tables, point_names, path):
+    """The suite's [[ratio]] tables, each naming two of its points."""
+    if not isinstance(tables, list):
+        raise SuiteError(f"{path}: 'ratio' must be [[ratio]] tables")
+    out = []
+    for i, t in enumerate(tables):
+        where = f"{path}: ratio #{i + 1}"
+        try:
+            r = ratio.Ratio(**t)
+        except TypeError:
+            raise SuiteError(f"{where} needs name, numerator, denominator (and may have metric, goal)") from None
+        if not all(isinstance(v, str) for v in (r.name, r.numerator, r.denominator, r.metric)):
+            raise SuiteError(f"{where}: name, numerator, denominator and metric are strings")
+        if r.goal is not None and (not isinstance(r.goal, (int, float)) or isinstance(r.goal, bool)):
+            raise SuiteError(f"{where}: goal must be a number, not {r.goal!r}")
+        for side in (r.numerator, r.denominator):
+            if side not in point_names:
+                raise SuiteError(f"{where} names no point of the suite: {side!r}")
+        if r.metric not in ratio.METRICS:
+            raise SuiteError(f"{where}: metric must be one of {', '.join(ratio.METRICS)}, not {r.metric!r}")
+        out.append(r)
+    return out
+
+
+def select(s, texts):
+    """The suite with only the points whose name contains one of texts (all
+    of them when texts is empty); its ratios stay (a ratio missing a side
+    shows no figures)."""
+    if not texts:
+        return s
+    points = [p for p in s.points if any(t in p.name for t in texts)]
+    if not points:
+        raise SuiteError(f"no point of suite {s.name} has {' or '.join(map(repr, texts))} in its name")
+    s.points = points
+    return s
 
 
 def find(name_or_path, search_dirs):

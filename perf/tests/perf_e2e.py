@@ -206,26 +206,104 @@ def test_budget_within(workdir):
     proc = perf("budget", "--check", str(BUDGET))
     check(proc.returncode == 0, f"budget check exited {proc.returncode}:\n{proc.stdout}{proc.stderr[-2000:]}")
     rows = [line for line in proc.stdout.splitlines() if "| ok |" in line]
-    check(len(rows) == 5, f"expected 4 paths and their sum within budget:\n{proc.stdout}")
+    workloads = len(json.loads(BUDGET.read_text())["workloads"])
+    check(len(rows) == workloads * 5,
+          f"expected 4 paths and their sum within budget, every workload:\n{proc.stdout}")
     print(proc.stdout)
 
 
 def test_budget_over(workdir):
-    """A submit path 10 % dearer than its budget (the budget lowered to 90 %,
-    as if the code had grown) fails the check, and only that path is over."""
+    """A write's submit path 10 % dearer than its budget (the budget lowered
+    to 90 %, as if the code had grown) fails the check, and only that path of
+    that workload is over: reads and writes are measured and judged apart."""
     budget = json.loads(BUDGET.read_text())
-    budget["paths"]["submit"] = round(budget["paths"]["submit"] * 0.9)
+    # The QD 32 reads and writes only: every workload costs two callgrind runs.
+    budget["workloads"] = {k: budget["workloads"][k] for k in ("randread", "randwrite")}
+    paths = budget["workloads"]["randwrite"]["paths"]
+    paths["submit"] = round(paths["submit"] * 0.9)
     lowered = Path(workdir) / "budget.json"
     lowered.write_text(json.dumps(budget))
     proc = perf("budget", "--check", str(lowered))
     check(proc.returncode == 1, f"budget check exited {proc.returncode}, expected 1:\n{proc.stdout}{proc.stderr[-2000:]}")
-    over = [line.split("|")[1].strip() for line in proc.stdout.splitlines() if "**over budget**" in line]
-    check(over == ["submit"], f"expected only submit over budget:\n{proc.stdout}")
+    over = [tuple(c.strip() for c in line.split("|")[1:3]) for line in proc.stdout.splitlines()
+            if "**over budget**" in line]
+    check(over == [("randwrite", "submit")], f"expected only the write's submit over budget:\n{proc.stdout}")
+    ok = [line for line in proc.stdout.splitlines() if line.startswith("| randread |") and "| ok |" in line]
+    check(len(ok) == 5, f"expected every read path within budget:\n{proc.stdout}")
     print(proc.stdout)
 
 
-CASES = {"unchanged": test_unchanged, "regressed": test_regressed, "two-hosts": test_two_hosts, "gpu-fake": test_gpu_fake,
-         "budget-within": test_budget_within, "budget-over": test_budget_over}
+SMOKE_SUITE = """name = "datapath-smoke"
+target = { kind = "embedded", namespace = "ram:64M" }
+runtime = 1
+repeats = 1
+[options]
+size = "32m"
+[[matrix]]
+rw = "read"
+bs = "1m"
+iodepth = 2
+label = "mdts=128k"
+[[matrix]]
+rw = "read"
+bs = "1m"
+iodepth = 2
+label = "mdts=1m"
+target_args = ["--mdts", "8"]
+[[matrix]]
+rw = "randwrite"
+bs = "4k"
+iodepth = 1
+label = "bogus-option"
+options = { no_such_engine_option = 1 }
+optional = true
+[[matrix]]
+rw = "write"
+bs = "4k"
+iodepth = 4
+label = "fio-rdma"
+ioengine = "rdma"
+options = { verb = "write" }
+[[ratio]]
+name = "MDTS split"
+numerator = "read bs=1m qd=2 jobs=1 queues=1 mdts=128k"
+denominator = "read bs=1m qd=2 jobs=1 queues=1 mdts=1m"
+goal = 0.95
+"""
+
+
+def test_datapath_smoke(workdir):
+    """The datapath suite's mechanics, one short point each: a point with its
+    own target arguments gets its own target (MDTS 1 MiB as the engine saw
+    it); an optional point fio refuses is recorded as skipped and the run
+    goes on; fio's rdma engine runs against its server; show prints the
+    ratio. Figures are printed, not judged."""
+    suite = Path(workdir) / "smoke.toml"
+    suite.write_text(SMOKE_SUITE)
+    path = run_suite(workdir, suite)
+    result = json.loads(path.read_text())
+    points = {p["name"]: p for p in result["points"]}
+    split = points["read bs=1m qd=2 jobs=1 queues=1 mdts=128k"]
+    whole = points["read bs=1m qd=2 jobs=1 queues=1 mdts=1m"]
+    mdts = [p["runs"][0]["info"][0]["controllers"][0]["mdts_bytes"] for p in (split, whole)]
+    check(mdts == [131072, 1 << 20], f"MDTS as the engine saw it: {mdts}")
+    bogus = points["randwrite bs=4k qd=1 jobs=1 queues=1 bogus-option"]
+    check(not bogus["runs"] and "no_such_engine_option" in bogus.get("skipped", ""),
+          f"the optional point was not skipped with fio's reason: {bogus}")
+    rdma = points["write bs=4k qd=4 jobs=1 queues=1 fio-rdma"]["runs"][0]["fio"]["jobs"][0]
+    check(rdma["error"] == 0 and rdma["write"]["total_ios"] > 0, f"fio's rdma engine did no I/O: {rdma}")
+    for p in (split, whole):
+        job = p["runs"][0]["fio"]["jobs"][0]
+        check(job["error"] == 0 and job["read"]["total_ios"] > 0, f"no I/O in {p['name']}")
+    proc = perf("show", str(path))
+    check(proc.returncode == 0 and "| MDTS split | bw |" in proc.stdout and "Skipped" in proc.stdout,
+          f"show has no ratio or skipped list:\n{proc.stdout}{proc.stderr}")
+    print(proc.stdout)
+
+
+CASES = {"unchanged": test_unchanged, "regressed": test_regressed, "two-hosts": test_two_hosts,
+         "gpu-fake": test_gpu_fake, "budget-within": test_budget_within, "budget-over": test_budget_over,
+         "datapath-smoke": test_datapath_smoke}
 
 
 def main():

@@ -1,6 +1,7 @@
 """Unit tests of nvmeof-perf's verdicts, metrics and suite parsing on
 synthetic data (no fio, no target)."""
 import io
+import json
 import sys
 import tempfile
 import unittest
@@ -8,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nvmeof_perf import budget, callgrind, compare, metrics, runner, show, suite  # noqa: E402
+from nvmeof_perf import budget, callgrind, compare, fio_rdma, metrics, ratio, runner, show, suite  # noqa: E402
 
 
 def job(iops, clat_us, p99_us, ios=1000, runtime_ms=1000, cpu=50.0, direction="read"):
@@ -172,6 +173,72 @@ class Suites(unittest.TestCase):
             with self.subTest(text=text), self.assertRaisesRegex(suite.SuiteError, message):
                 self.load(text)
 
+    def test_matrix_groups_carry_label_target_args_engine_and_optional(self):
+        s = self.load('[[matrix]]\nrw = "read"\nbs = "1m"\niodepth = 8\nlabel = "mdts=1m"\n'
+                      'target_args = ["--mdts", "8"]\n'
+                      '[[matrix]]\nrw = "read"\nbs = "1m"\niodepth = 8\n'
+                      '[[matrix]]\nrw = "write"\nbs = "4k"\niodepth = 1\nlabel = "x"\noptional = true\n'
+                      'options = { in_capsule_writes = 1 }\n'
+                      '[[matrix]]\nrw = "write"\nbs = "4k"\niodepth = 1\nioengine = "rdma"\nlabel = "floor"\n'
+                      '[[ratio]]\nname = "split"\nnumerator = "read bs=1m qd=8 jobs=1 queues=1"\n'
+                      'denominator = "read bs=1m qd=8 jobs=1 queues=1 mdts=1m"\ngoal = 0.95\n')
+        mdts, plain, optional, rdma = s.points
+        self.assertEqual(mdts.name, "read bs=1m qd=8 jobs=1 queues=1 mdts=1m")
+        self.assertEqual(mdts.target_args, ("--mdts", "8"))
+        self.assertEqual((plain.label, plain.target_args, plain.ioengine, plain.optional), ("", (), "nvmeof", False))
+        self.assertTrue(optional.optional)
+        self.assertEqual(optional.options, {"in_capsule_writes": 1})
+        self.assertEqual(rdma.ioengine, "rdma")
+        self.assertEqual(s.ratios, [ratio.Ratio("split", plain.name, mdts.name, "bw", 0.95)])
+
+    def test_bad_groups_and_ratios_name_their_fault(self):
+        point = '[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = 1\n'
+        cases = {
+            point + 'ioengine = "spdk"\n': "ioengine must be one of",
+            point + 'ioengine = "rdma"\ntarget_args = ["--mdts", "8"]\n': "rdma point is one fio rdma client",
+            point + 'ioengine = "rdma"\nnumjobs = [1, 2]\n': "rdma point is one fio rdma client",
+            point + '[[ratio]]\nname = "r"\nnumerator = "read bs=4k qd=1 jobs=1 queues=1"\n'
+                    'denominator = "read bs=4k qd=1 jobs=1 queues=1"\ngoal = "high"\n': "goal must be a number",
+            point + 'target_args = "--mdts 8"\n': "'target_args' must be a list",
+            point + 'optional = "yes"\n': "'optional' must be true or false",
+            'target = { kind = "external" }\n' + point + 'target_args = ["--mdts", "8"]\n': "need the embedded",
+            point + '[[ratio]]\nname = "r"\nnumerator = "read bs=4k qd=1 jobs=1 queues=1"\n'
+                    'denominator = "nothing"\n': "names no point of the suite: 'nothing'",
+            point + '[[ratio]]\nname = "r"\nnumerator = "x"\n': "needs name, numerator, denominator",
+            point + '[[ratio]]\nname = "r"\nnumerator = "read bs=4k qd=1 jobs=1 queues=1"\n'
+                    'denominator = "read bs=4k qd=1 jobs=1 queues=1"\nmetric = "clat"\n': "metric must be one of",
+        }
+        for text, message in cases.items():
+            with self.subTest(text=text), self.assertRaisesRegex(suite.SuiteError, message):
+                self.load(text)
+
+    def test_only_keeps_the_points_named(self):
+        text = '[[matrix]]\nrw = ["read", "write"]\nbs = "1m"\niodepth = 8\nlabel = "mdts=1m"\n' \
+               '[[matrix]]\nrw = "read"\nbs = "4k"\niodepth = [1, 32]\n'
+        s = suite.select(self.load(text), ["mdts=", "qd=32"])
+        self.assertEqual([p.name for p in s.points], ["read bs=1m qd=8 jobs=1 queues=1 mdts=1m",
+                                                      "write bs=1m qd=8 jobs=1 queues=1 mdts=1m",
+                                                      "read bs=4k qd=32 jobs=1 queues=1"])
+        self.assertEqual(len(suite.select(self.load(text), []).points), 4)
+        with self.assertRaisesRegex(suite.SuiteError, "no point of suite .* has 'qd=7'"):
+            suite.select(self.load(text), ["qd=7"])
+
+    def test_datapath_suite_has_issue_16s_points(self):
+        s = suite.load(Path(__file__).resolve().parents[2] / "bench" / "suites" / "datapath.toml")
+        names = {p.name for p in s.points}
+        for qd in (1, 32, 128):
+            self.assertIn(f"randread bs=4k qd={qd} jobs=1 queues=1", names)
+        scaling = {(p.params["numjobs"], p.params["nr_io_queues"]) for p in s.points
+                   if p.params["iodepth"] == 32 and p.params["rw"] == "randread"}
+        self.assertEqual(scaling, {(j, q) for j in (1, 2) for q in (1, 2, 4)})
+        self.assertIn("write bs=128k qd=8 jobs=1 queues=1", names)
+        capsule = {p.options.get("in_capsule_writes") for p in s.points if p.optional}
+        self.assertEqual(capsule, {0, 1})
+        mdts = {p.target_args for p in s.points if p.params["bs"] == "1m"}
+        self.assertEqual(mdts, {("--mdts", "5"), ("--mdts", "8")})  # 4 KiB << 5 = 128 KiB, << 8 = 1 MiB
+        self.assertTrue(any(p.ioengine == "rdma" and p.params["iodepth"] == 32 for p in s.points))
+        self.assertEqual([r.goal for r in s.ratios if r.name.startswith("MDTS")], [0.95, 0.95])
+
     def test_shipped_suites_load(self):
         for path in sorted((Path(__file__).resolve().parents[2] / "bench" / "suites").glob("*.toml")):
             with self.subTest(suite=path.name):
@@ -245,6 +312,57 @@ class Show(unittest.TestCase):
         self.assertIn("MDTS 131072 bytes", table)
 
 
+def two_point_result(num_bw, den_bw, skipped=None):
+    """A result of a suite with one ratio, the numerator's bandwidth per
+    repeat in num_bw, the denominator's in den_bw."""
+    def point(name, bws):
+        runs = [{"repeat": i + 1, "fio": {"jobs": [job(bw * 256, 100, 200)]}} for i, bw in enumerate(bws)]
+        return {"name": name, "params": {}, "runs": runs}
+    points = [point("split", num_bw), point("whole", den_bw)]
+    if skipped:
+        points.append({"name": "optional", "params": {}, "runs": [], "skipped": skipped})
+    ratio_table = {"name": "MDTS split", "numerator": "split", "denominator": "whole", "metric": "bw", "goal": 0.95}
+    return {"suite": {"name": "datapath", "definition": {"ratio": [ratio_table]}},
+            "metadata": {"host": "h", "fio_version": "fio-3.33", "target": {"kind": "embedded"}},
+            "points": points}
+
+
+class Ratios(unittest.TestCase):
+    def test_ratio_of_the_medians(self):
+        # bw in MiB/s is iops × 4096 / 2^20: job(bw × 256) gives bw MiB/s.
+        ((r, (num, den, q)),) = ratio.of_result(two_point_result([900, 960, 1000], [1000, 990, 1200]))
+        self.assertAlmostEqual(num, 960)
+        self.assertAlmostEqual(den, 1000)
+        self.assertAlmostEqual(q, 0.96)
+        self.assertIn("| MDTS split | bw | 960.0 | 1000.0 | 0.960 | ≥ 0.95 (met) |",
+                      ratio.markdown([(r, (num, den, q))]))
+
+    def test_below_the_goal_is_marked_and_a_missing_side_has_no_figures(self):
+        rows = ratio.of_result(two_point_result([500, 500], [1000, 1000]))
+        self.assertIn("| 0.500 | ≥ 0.95 (**below**) |", ratio.markdown(rows))
+        r = ratio.Ratio("x", "split", "absent")
+        self.assertIsNone(ratio.value(r, compare.samples(two_point_result([1], [1]))))
+        self.assertIn("| x | bw | - | - | no figures | - |", ratio.markdown([(r, None)]))
+
+    def test_show_lists_skipped_points_and_the_ratios(self):
+        r = two_point_result([950, 950], [1000, 1000], skipped="fio failed (exit 1): fio: unknown option\n x")
+        table = show.markdown(r, "x.json")
+        self.assertIn("- optional: fio failed (exit 1): fio: unknown option x", table)
+        self.assertIn("| MDTS split | bw | 950.0 | 1000.0 | 0.950 | ≥ 0.95 (met) |", table)
+
+
+class FioRdma(unittest.TestCase):
+    def test_client_job_is_fios_rdma_engine_without_nvmeof_options(self):
+        point = suite.Point({"rw": "write", "bs": "4k", "iodepth": 32, "numjobs": 1, "nr_io_queues": 1},
+                            {"verb": "write"}, "fio-rdma", (), "rdma")
+        text = fio_rdma.job_text(point, 4791, 2, 0, runner.common_lines)
+        for line in ("ioengine=rdma", "hostname=127.0.0.1", "port=4791", "verb=write", "rw=write", "bs=4k",
+                     "iodepth=32", "runtime=2", "[write_bs4k_qd32_jobs1_queues1_fio-rdma]"):
+            self.assertIn(line + "\n", text)
+        self.assertNotIn("nr_io_queues", text)
+        self.assertNotIn("external:", text)
+
+
 class CallgrindFiles(unittest.TestCase):
     def graph(self):
         path = Path(tempfile.mkdtemp()) / "callgrind.out"
@@ -267,8 +385,84 @@ class CallgrindFiles(unittest.TestCase):
         verdicts = {r[0]: r[4] for r in rows}
         self.assertEqual(verdicts, {"submit": "over", "commit": "ok", "completion": "ok", "reap": "ok",
                                     budget.TOTAL: "ok"})
-        table = budget.markdown(rows, 0.05)
-        self.assertIn("| submit | 106 | 100 | **over budget** (> 5 %) | 200 |", table)
+        table = budget.markdown([("randread", *r) for r in rows], 0.05)
+        self.assertIn("| randread | submit | 106 | 100 | **over budget** (> 5 %) | 200 |", table)
+
+
+class BudgetWorkloads(unittest.TestCase):
+    READ = {"submit": (100.0, 100.0), "commit": (50.0, 900.0), "completion": (100.0, 300.0), "reap": (10.0, 10.0),
+            budget.TOTAL: (260.0, 1310.0)}
+    WRITE = {"submit": (120.0, 120.0), "commit": (50.0, 900.0), "completion": (100.0, 300.0),
+             "reap": (10.0, 10.0), budget.TOTAL: (280.0, 1330.0)}
+
+    def write_file(self, data):
+        path = Path(tempfile.mkdtemp()) / "budget.json"
+        path.write_text(json.dumps(data))
+        return path
+
+    def test_each_workload_is_checked_against_its_own_figures(self):
+        # The write's submit (120) is within its own budget (115 + 5 %) but
+        # would be over the read's (100): budgets never mix.
+        budgets = {"randread": {"submit": 100, "commit": 50, "completion": 100, "reap": 10, budget.TOTAL: 260},
+                   "randwrite": {"submit": 115, "commit": 50, "completion": 90, "reap": 10, budget.TOTAL: 270}}
+        rows = budget.check_workloads({"randread": self.READ, "randwrite": self.WRITE}, budgets, 0.05)
+        verdicts = {(r[0], r[1]): r[5] for r in rows}
+        self.assertEqual(len(rows), 2 * 5)
+        self.assertEqual(verdicts[("randwrite", "submit")], "ok")
+        self.assertEqual(verdicts[("randwrite", "completion")], "over")  # 100 > 90 × 1.05
+        self.assertEqual(verdicts[("randwrite", budget.TOTAL)], "ok")    # 280 ≤ 270 × 1.05
+        over = [k for k, v in verdicts.items() if v == "over"]
+        self.assertEqual(over, [("randwrite", "completion")])
+
+    def test_delta_method_cancels_the_fixed_cost(self):
+        # 1,000 + 10 per I/O in the N run, 1,000 + 30 per I/O in the 3N run (N = 100).
+        small = {p: (1000.0 + 100 * 10, 5000.0 + 100 * 20) for p in budget.PATHS}
+        large = {p: (1000.0 + 300 * 10, 5000.0 + 300 * 20) for p in budget.PATHS}
+        out = budget.per_io(small, large, 100, "randwrite")
+        self.assertEqual(out["submit"], (10.0, 20.0))
+        self.assertEqual(out[budget.TOTAL], (40.0, 80.0))
+        with self.assertRaisesRegex(budget.BudgetError, "randwrite: the 300-I/O run cost no more"):
+            budget.per_io(small, small, 100, "randwrite")
+        del large["reap"]
+        with self.assertRaisesRegex(budget.BudgetError, "randwrite: callgrind has no cost for reap"):
+            budget.per_io(small, large, 100, "randwrite")
+
+    def test_a_workload_without_figures_is_never_over(self):
+        rows = budget.check_workloads({"randwrite": self.WRITE}, {"randread": {"submit": 1}}, 0.05)
+        self.assertEqual({r[5] for r in rows}, {"no budget"})
+        self.assertIn("| randwrite | submit | 120 | - | no budget | 120 |", budget.markdown(rows, 0.05))
+
+    def test_written_file_reads_back_with_its_workloads(self):
+        workloads = {"randread": budget.Workload("randread"),
+                     "randwrite": budget.Workload("randwrite", options={"in_capsule_writes": 1})}
+        data = budget.budget_file({"randread": self.READ, "randwrite": self.WRITE}, workloads, 2000, None)
+        loaded = budget.load_budget(self.write_file(data))
+        self.assertEqual(budget.workloads_of(loaded), workloads)
+        self.assertEqual(budget.budgets_of(loaded)["randwrite"]["submit"], 120)
+        self.assertEqual(budget.budgets_of(loaded)["randread"][budget.TOTAL], 260)
+        args = budget._fio_args(runner.Tools("fio", "/e.so", "t", "s"), "a", "1", "n", 5, workloads["randwrite"])
+        self.assertIn("--rw=randwrite", args)
+        self.assertIn("--in_capsule_writes=1", args)
+        self.assertIn("--queue_size=128", args)
+
+    def test_first_format_reads_as_the_read_workload(self):
+        loaded = budget.load_budget(self.write_file({"ios": 2000, "queue_depth": 32, "paths": {"submit": 527}}))
+        self.assertEqual(budget.workloads_of(loaded), {"randread": budget.Workload("randread")})
+        self.assertEqual(budget.budgets_of(loaded), {"randread": {"submit": 527}})
+
+    def test_bad_files_name_their_fault(self):
+        with self.assertRaisesRegex(budget.BudgetError, "no 'workloads' table"):
+            budget.load_budget(self.write_file({"ios": 1}))
+        with self.assertRaisesRegex(budget.BudgetError, "workload 'w' needs 'rw'"):
+            budget.load_budget(self.write_file({"workloads": {"w": {"paths": {}}}}))
+
+    def test_shipped_budget_has_issue_16s_workloads(self):
+        loaded = budget.load_budget(Path(__file__).resolve().parents[2] / "bench" / "instruction-budget.json")
+        shapes = {(w.rw, w.bs, w.queue_depth) for w in budget.workloads_of(loaded).values()}
+        self.assertEqual(shapes, {("randread", "4k", 32), ("randwrite", "4k", 32), ("randread", "4k", 1),
+                                  ("randread", "4k", 128), ("randwrite", "128k", 8)})
+        for paths in budget.budgets_of(loaded).values():
+            self.assertEqual(set(paths), {*budget.PATHS, budget.TOTAL})
 
 
 if __name__ == "__main__":
