@@ -61,11 +61,4 @@ std::uint64_t max_transfer_bytes(std::uint64_t mdts) {
     return mdts == 0 ? keyed : std::min(mdts, keyed);
 }
 
-std::uint64_t max_blocks_per_command(std::uint64_t max_transfer, std::uint32_t lba_size) {
-    if (lba_size == 0) {
-        return 0;
-    }
-    return std::min<std::uint64_t>(max_transfer / lba_size, wire::kMaxBlocksPerCommand);
-}
-
 }  // namespace nvmeof::detail
