@@ -4,6 +4,7 @@
 #include <string>
 
 #include "nvmeof/errors.hpp"
+#include "transport/queue_resources.hpp"
 
 namespace nvmeof::detail {
 

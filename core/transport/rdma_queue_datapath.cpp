@@ -8,6 +8,7 @@
 #include "memory/memory_record.hpp"
 #include "nvmeof/wire/io.hpp"
 #include "transport/log.hpp"
+#include "transport/queue_resources.hpp"
 #include "transport/rdma_queue.hpp"
 #include "transport/transfer_split.hpp"
 
