@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "nvmeof/wire/discovery.hpp"
+#include "nvmeof/discovery.hpp"
 #include "target_spec.hpp"
 
 namespace nvmeof::engine {

@@ -57,4 +57,10 @@ struct CudaDriver {
 // failed, a symbol missing). Loads once per process; never throws.
 const CudaDriver* cuda_driver(std::string* error = nullptr);
 
+// The loaded driver; throws Error "`what`: why not" without one.
+const CudaDriver& driver_or_throw(const char* what);
+
+// The driver library to load: $NVMEOF_CUDA_LIBRARY, else libcuda.so.1.
+std::string cuda_library_name();
+
 }  // namespace nvmeof::detail::gpu

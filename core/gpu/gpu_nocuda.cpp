@@ -1,5 +1,5 @@
 // GPU support in a build without cuda.h: everything reports it.
-#include "host/controller_impl.hpp"
+#include "gpu/gpu_registration.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/gpu.hpp"
 
@@ -8,12 +8,12 @@ namespace {
 constexpr char kNoCuda[] = "built without CUDA support (reconfigure with -Dcuda=enabled where cuda.h is installed)";
 }
 
-namespace detail {
-MemoryRegion ControllerImpl::register_gpu(void*, std::size_t, std::shared_ptr<GpuOrdering>) {
-    require_open("register_gpu");
+namespace detail::gpu {
+std::shared_ptr<MemoryRecord> register_gpu_memory(const RegistrationTarget&, void*, std::size_t,
+                                                  std::shared_ptr<GpuOrdering>) {
     throw Error(std::string("register_gpu: libnvmeof was ") + kNoCuda);
 }
-}  // namespace detail
+}  // namespace detail::gpu
 
 GpuDriverInfo gpu_driver_info() {
     GpuDriverInfo info;

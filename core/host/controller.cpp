@@ -8,10 +8,12 @@
 #include <limits>
 #include <thread>
 
+#include "gpu/gpu_registration.hpp"
 #include "host/controller_impl.hpp"
-#include "host/process_guard.hpp"
 #include "host/negotiation.hpp"
+#include "host/process_guard.hpp"
 #include "nvmeof/wire.hpp"
+#include "transport/transfer_split.hpp"
 
 namespace nvmeof {
 namespace detail {
@@ -103,6 +105,13 @@ MemoryRegion ControllerImpl::register_region(void* address, std::size_t length, 
     record->lkey = record->mr->lkey;
     record->rkey = record->mr->rkey;
     return track(std::move(record));
+}
+
+MemoryRegion ControllerImpl::register_gpu(void* device_ptr, std::size_t bytes,
+                                          std::shared_ptr<GpuOrdering> ordering) {
+    require_open("register_gpu");
+    return track(gpu::register_gpu_memory({pd_.get(), limits_.device_name}, device_ptr, bytes,
+                                          std::move(ordering)));
 }
 
 MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {

@@ -8,7 +8,7 @@
 
 #include "auth/dhchap_crypto.hpp"
 #include "host/keep_alive.hpp"
-#include "host/memory_record.hpp"
+#include "memory/memory_record.hpp"
 #include "nvmeof/controller.hpp"
 #include "nvmeof/wire/registers.hpp"
 #include "transport/connect_deadline.hpp"
@@ -70,7 +70,7 @@ public:
 
     NamespaceInfo identify_namespace(std::uint32_t nsid);
     MemoryRegion register_region(void* address, std::size_t length, void* owned);
-    // core/gpu/gpu_cuda.cpp (or gpu_nocuda.cpp in a build without CUDA).
+    // The registration itself is core/gpu's (gpu/gpu_registration.hpp).
     MemoryRegion register_gpu(void* device_ptr, std::size_t bytes, std::shared_ptr<GpuOrdering> ordering);
     // Blocking transfer on I/O queue 0, split and batched; throws on failure.
     void run_transfer(const NamespaceInfo& ns, const Transfer& transfer);

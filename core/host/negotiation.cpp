@@ -4,6 +4,7 @@
 #include <string>
 
 #include "nvmeof/errors.hpp"
+#include "transport/queue_resources.hpp"
 
 namespace nvmeof::detail {
 
@@ -59,13 +60,6 @@ std::uint64_t mdts_bytes(std::uint8_t mdts, std::uint64_t min_page_size) {
 std::uint64_t max_transfer_bytes(std::uint64_t mdts) {
     const std::uint64_t keyed = wire::kMaxKeyedSglLength;
     return mdts == 0 ? keyed : std::min(mdts, keyed);
-}
-
-std::uint64_t max_blocks_per_command(std::uint64_t max_transfer, std::uint32_t lba_size) {
-    if (lba_size == 0) {
-        return 0;
-    }
-    return std::min<std::uint64_t>(max_transfer / lba_size, wire::kMaxBlocksPerCommand);
 }
 
 }  // namespace nvmeof::detail

@@ -1,5 +1,6 @@
-// Pure sizing logic: queue-size negotiation, I/O queue count, transfer limits and
-// the split of one transfer into commands. No RDMA here; unit-tested alone.
+// Pure sizing logic: queue-size negotiation, I/O queue count and transfer
+// limits. No RDMA here; unit-tested alone. What the transport sizes by them is
+// below it: transport/queue_resources.hpp, transport/transfer_split.hpp.
 #pragma once
 
 #include <cstdint>
@@ -9,17 +10,6 @@
 #include "nvmeof/wire/common.hpp"
 
 namespace nvmeof::detail {
-
-// Per-queue verbs resources for a queue of `size` entries (size − 1 usable slots):
-// one signalled SEND per slot plus one for the drain; one RECV per entry plus one
-// for the drain; one CQ (shared by sends and receives) holding all of them:
-// 2 × size + 1.
-constexpr std::uint32_t send_wr_count(std::uint32_t size) { return (size - 1) + 1; }
-constexpr std::uint32_t recv_wr_count(std::uint32_t size) { return size + 1; }
-constexpr std::uint32_t cq_entry_count(std::uint32_t size) {
-    return send_wr_count(size) + recv_wr_count(size);
-}
-static_assert(cq_entry_count(32) == 2 * 32 + 1);
 
 inline constexpr std::uint32_t kMinQueueSize = 2;       // one usable slot
 inline constexpr std::uint32_t kMaxQueueSize = 0xFFFF;  // HRQSIZE/SQSIZE are 16 bits
@@ -48,26 +38,5 @@ std::uint32_t negotiate_io_queue_count(std::uint32_t requested, wire::QueueCount
 std::uint64_t mdts_bytes(std::uint8_t mdts, std::uint64_t min_page_size);
 // Bytes one command may carry: MDTS, capped by the 24-bit keyed SGL length.
 std::uint64_t max_transfer_bytes(std::uint64_t mdts_bytes);
-// Blocks one data command may carry: max_transfer / lba, capped at 65,536.
-std::uint64_t max_blocks_per_command(std::uint64_t max_transfer_bytes, std::uint32_t lba_size);
-
-// A transfer of `blocks` blocks cut into `pieces` commands of `per_piece` blocks
-// (the last one shorter).
-struct SplitPlan {
-    std::uint64_t per_piece = 0;
-    std::uint64_t pieces = 0;
-    std::uint64_t piece_blocks(std::uint64_t index, std::uint64_t total) const {
-        const std::uint64_t start = index * per_piece;
-        return total - start < per_piece ? total - start : per_piece;
-    }
-};
-constexpr SplitPlan plan_split(std::uint64_t blocks, std::uint64_t per_piece) {
-    if (blocks == 0 || per_piece == 0) {
-        return {per_piece, 0};
-    }
-    return {per_piece, (blocks + per_piece - 1) / per_piece};
-}
-static_assert(plan_split(65537, 65536).pieces == 2);
-static_assert(plan_split(256, 256).pieces == 1);
 
 }  // namespace nvmeof::detail

@@ -5,11 +5,12 @@
 #include <thread>
 #include <utility>
 
-#include "host/memory_record.hpp"
-#include "host/negotiation.hpp"
+#include "memory/memory_record.hpp"
 #include "nvmeof/wire/io.hpp"
 #include "transport/log.hpp"
+#include "transport/queue_resources.hpp"
 #include "transport/rdma_queue.hpp"
+#include "transport/transfer_split.hpp"
 
 namespace nvmeof::detail {
 namespace {

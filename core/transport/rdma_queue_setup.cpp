@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "host/negotiation.hpp"
 #include "nvmeof/wire/rdma_cm.hpp"
 #include "transport/log.hpp"
+#include "transport/queue_resources.hpp"
 #include "transport/rdma_queue.hpp"
 #include "verbs/diagnostics.hpp"
 

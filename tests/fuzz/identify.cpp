@@ -9,6 +9,7 @@
 #include "host/negotiation.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/wire/identify.hpp"
+#include "transport/transfer_split.hpp"
 
 namespace wire = nvmeof::wire;
 namespace detail = nvmeof::detail;

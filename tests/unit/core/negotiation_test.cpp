@@ -2,6 +2,8 @@
 
 #include "host/negotiation.hpp"
 #include "nvmeof/errors.hpp"
+#include "transport/queue_resources.hpp"
+#include "transport/transfer_split.hpp"
 
 using namespace nvmeof::detail;
 

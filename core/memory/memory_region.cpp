@@ -1,4 +1,4 @@
-#include "host/memory_record.hpp"
+#include "memory/memory_record.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
 
