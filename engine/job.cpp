@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -398,14 +399,16 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     if (transfer.op == Op::flush) {
         return true;
     }
-    if (unit->offset % lba != 0 || unit->xfer_buflen % lba != 0) {
+    // Block sizes are powers of two: a mask and a shift, no division.
+    const std::uint32_t lba_shift = static_cast<std::uint32_t>(std::countr_zero(lba));
+    if (((unit->offset | unit->xfer_buflen) & (lba - 1)) != 0) {
         complete_with_error(unit, EINVAL,
                             "not aligned to the namespace's " + std::to_string(lba) +
                                 "-byte blocks");
         return false;
     }
-    transfer.slba = unit->offset / lba;
-    transfer.blocks = unit->xfer_buflen / lba;
+    transfer.slba = unit->offset >> lba_shift;
+    transfer.blocks = unit->xfer_buflen >> lba_shift;
     if (transfer.op == Op::read || transfer.op == Op::write) {
         // This controller's registration of the arena; GPU buffers: the same
         // offset in the GPU arena as in the host mirror.
@@ -430,13 +433,17 @@ fio_q_status Job::queue(io_u* unit) {
             return FIO_Q_COMPLETED;
         }
     }
+    // Round robin over the controller's queues, starting after the last one used.
+    std::size_t index = controller.next_queue;
     for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
-        const std::size_t index = (controller.next_queue + tried) % controller.queue_count;
         IoQueue& q = queues_[controller.first_queue + index];
+        if (++index == controller.queue_count) {
+            index = 0;
+        }
         // Deferred: commit() posts the batch, one doorbell for iodepth_batch I/Os.
         switch (q.submit(file.ns, transfer, Post::deferred)) {
             case SubmitResult::queued:
-                controller.next_queue = (index + 1) % controller.queue_count;
+                controller.next_queue = index;
                 ++queued_since_commit_;
                 return FIO_Q_QUEUED;
             case SubmitResult::busy: continue;
