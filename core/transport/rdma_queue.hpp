@@ -256,23 +256,28 @@ private:
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
-    std::uint64_t blocks_per_piece(std::uint32_t lba_shift, Op op) const noexcept;
+    // The per-I/O helpers are inlined into their one hot caller (a call and its
+    // register saves cost as much as their bodies).
+    [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t lba_shift,
+                                                                 Op op) const noexcept;
     // One pass over a polled batch; the receives of its responses go back up in one post.
     void handle_completion(const ibv_wc* wc, int n) noexcept;
     // False when the queue failed (the caller stops handling the batch).
-    bool handle_response(std::uint32_t index, std::uint32_t byte_len) noexcept;
+    [[gnu::always_inline]] inline bool handle_response(std::uint32_t index,
+                                                       std::uint32_t byte_len) noexcept;
     bool handle_send_completion(const ibv_wc& wc) noexcept;
-    void complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept;
+    [[gnu::always_inline]] inline void complete_slot(std::uint16_t cid,
+                                                     const CompletionStatus& status) noexcept;
     // Send queue entries taken by SENDs built since connect and not yet
     // retired by a signalled completion (posted or still deferred).
     std::uint32_t sends_in_queue() const noexcept { return send_position_ - sends_retired_; }
     std::uint32_t send_room() const noexcept { return send_queue_capacity_ - sends_in_queue(); }
     // The slot's SEND is the next one built: signalled if it ends a signalling
     // interval; its deadline is set on the next poll.
-    void prepare_send(Slot& slot, std::uint16_t cid) noexcept;
+    [[gnu::always_inline]] inline void prepare_send(Slot& slot, std::uint16_t cid) noexcept;
     // Gives every request built since the last poll its deadline.
     void stamp_deadlines(std::chrono::steady_clock::time_point now) noexcept;
-    void finish_transfer(std::uint32_t index) noexcept;
+    [[gnu::always_inline]] inline void finish_transfer(std::uint32_t index) noexcept;
     // Builds the next `count` pieces of transfer `tid` from `next` into free
     // slots, appended to the deferred chain.
     // Inlined: the single-piece submit path stays as short as before.
@@ -286,7 +291,8 @@ private:
     static void gpu_read_failed(CompletionStatus& status, int result) noexcept;
     void check_deadlines(std::chrono::steady_clock::time_point now) noexcept;
     void drain() noexcept;
-    SubmitResult refuse(SubmitResult result, TransportErrc code, int sys_errno, Op op) noexcept;
+    [[gnu::cold, gnu::noinline]] SubmitResult refuse(SubmitResult result, TransportErrc code,
+                                                     int sys_errno, Op op) noexcept;
     void post_chain(ibv_send_wr* head) noexcept;
 
     QueueConfig config_;
