@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -409,6 +410,19 @@ std::size_t Job::in_flight() const {
     return n;
 }
 
+void Job::fail_unit(io_u* unit, const CompletionStatus& status) {
+    complete_with_error(unit, status.error_number(), describe(status));
+}
+
+void Job::reject(io_u* unit, int error, const char* why) {
+    complete_with_error(unit, error, why);
+}
+
+void Job::reject_unaligned(io_u* unit, std::uint32_t lba) {
+    complete_with_error(unit, EINVAL,
+                        "not aligned to the namespace's " + std::to_string(lba) + "-byte blocks");
+}
+
 void Job::complete_with_error(io_u* unit, int error, const std::string& why) {
     unit->error = error;
     unit->resid = unit->xfer_buflen;
@@ -427,21 +441,21 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
         case DDIR_SYNC:
         case DDIR_DATASYNC: transfer.op = Op::flush; break;
         default:
-            complete_with_error(unit, EINVAL, "unsupported I/O direction");
+            reject(unit, EINVAL, "unsupported I/O direction");
             return false;
     }
     transfer.user_data = reinterpret_cast<std::uintptr_t>(unit);
     if (transfer.op == Op::flush) {
         return true;
     }
-    if (unit->offset % lba != 0 || unit->xfer_buflen % lba != 0) {
-        complete_with_error(unit, EINVAL,
-                            "not aligned to the namespace's " + std::to_string(lba) +
-                                "-byte blocks");
+    // Block sizes are powers of two: a mask and a shift, no division.
+    const std::uint32_t lba_shift = static_cast<std::uint32_t>(std::countr_zero(lba));
+    if (((unit->offset | unit->xfer_buflen) & (lba - 1)) != 0) {
+        reject_unaligned(unit, lba);
         return false;
     }
-    transfer.slba = unit->offset / lba;
-    transfer.blocks = unit->xfer_buflen / lba;
+    transfer.slba = unit->offset >> lba_shift;
+    transfer.blocks = unit->xfer_buflen >> lba_shift;
     if (transfer.op == Op::read || transfer.op == Op::write) {
         // This controller's registration of the arena; GPU buffers: the same
         // offset in the GPU arena as in the host mirror.
@@ -466,19 +480,23 @@ fio_q_status Job::queue(io_u* unit) {
             return FIO_Q_COMPLETED;
         }
     }
+    // Round robin over the controller's queues, starting after the last one used.
+    std::size_t index = controller.next_queue;
     for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
-        const std::size_t index = (controller.next_queue + tried) % controller.queue_count;
         IoQueue& q = queues_[controller.first_queue + index];
+        if (++index == controller.queue_count) {
+            index = 0;
+        }
         // Deferred: commit() posts the batch, one doorbell for iodepth_batch I/Os.
         switch (q.submit(file.ns, transfer, Post::deferred)) {
             case SubmitResult::queued:
-                controller.next_queue = (index + 1) % controller.queue_count;
+                controller.next_queue = index;
                 ++queued_since_commit_;
                 return FIO_Q_QUEUED;
             case SubmitResult::busy: continue;
             case SubmitResult::invalid:
             case SubmitResult::failed:
-                complete_with_error(unit, q.last_error().error_number(), describe(q.last_error()));
+                fail_unit(unit, q.last_error());
                 if (controller.controller.is_reconnecting()) [[unlikely]] {
                     ride_out_outage(controller);  // past fast_io_fail_tmo: fail at a bounded rate
                 }
@@ -521,7 +539,7 @@ void Job::reap(const Completion& completion, unsigned int max) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
         }
     } else {
-        complete_with_error(unit, completion.status.error_number(), describe(completion.status));
+        fail_unit(unit, completion.status);
     }
     if (nr_events_ < max) {
         events_[nr_events_++] = unit;

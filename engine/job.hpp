@@ -99,9 +99,16 @@ private:
     void clamp_iodepth();
     void announce() const;
     void record_facts(const EngineOptions& options) const;
-    bool build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& controller,
-                        Transfer& transfer);
+    // Inlined into queue(), its one caller.
+    [[gnu::always_inline]] inline bool build_transfer(io_u* unit, const FileSlot& file,
+                                                      ControllerSlot& controller,
+                                                      Transfer& transfer);
     void complete_with_error(io_u* unit, int error, const std::string& why);
+    // Error paths, out of line and cold: the strings they build would cost the
+    // per-I/O functions stack frames and cleanups on every call.
+    [[gnu::cold, gnu::noinline]] void fail_unit(io_u* unit, const CompletionStatus& status);
+    [[gnu::cold, gnu::noinline]] void reject(io_u* unit, int error, const char* why);
+    [[gnu::cold, gnu::noinline]] void reject_unaligned(io_u* unit, std::uint32_t lba);
     void reap(const Completion& completion, unsigned int max);
     std::size_t in_flight() const;
 

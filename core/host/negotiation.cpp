@@ -21,13 +21,17 @@ QueueSizeDecision negotiate_queue_size(const QueueSizeInputs& in) {
     if (in.maxcmd != 0) {
         clamp(in.maxcmd, "MAXCMD");
     }
-    // The QP needs recv_wr_count(size) = size + 1 receive WRs, and the shared CQ
-    // cq_entry_count(size) = 2 * size + 1 entries.
+    // The QP needs send_wr_count(size) = size + kSendsPerSignal send WRs and
+    // recv_wr_count(size) = size + 1 receive WRs, and the shared CQ
+    // cq_entry_count(size) = 2 * size + kSendsPerSignal + 1 entries.
+    static_assert(send_wr_count(2) - 2 == kSendsPerSignal);
     if (in.device_max_qp_wr != 0) {
-        clamp(in.device_max_qp_wr - 1, "device max_qp_wr");
+        clamp(in.device_max_qp_wr > kSendsPerSignal ? in.device_max_qp_wr - kSendsPerSignal : 0,
+              "device max_qp_wr");
     }
     if (in.device_max_cqe != 0) {
-        clamp((in.device_max_cqe - 1) / 2, "device max_cqe");
+        const std::uint32_t extra = kSendsPerSignal + 1;
+        clamp(in.device_max_cqe > extra ? (in.device_max_cqe - extra) / 2 : 0, "device max_cqe");
     }
     if (size < kMinQueueSize) {
         throw ConnectError(ConnectFailure::negotiation, "queue-size negotiation",

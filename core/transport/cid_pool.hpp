@@ -4,30 +4,33 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace nvmeof::detail {
 
 class CidPool {
 public:
     CidPool() = default;
-    explicit CidPool(std::uint16_t size) : free_(size), outstanding_(size, false) {
+    explicit CidPool(std::uint16_t size)
+        : size_(size),
+          free_count_(size),
+          free_(std::make_unique<std::uint16_t[]>(size)),
+          outstanding_(std::make_unique<std::uint8_t[]>(size)) {
         for (std::uint16_t i = 0; i < size; ++i) {
             free_[i] = static_cast<std::uint16_t>(size - 1 - i);  // hand out 0 first
         }
     }
 
-    std::size_t size() const noexcept { return outstanding_.size(); }
-    std::size_t available() const noexcept { return free_.size(); }
-    std::size_t outstanding() const noexcept { return size() - available(); }
+    std::size_t size() const noexcept { return size_; }
+    std::size_t available() const noexcept { return free_count_; }
+    std::size_t outstanding() const noexcept { return size_ - free_count_; }
 
     bool acquire(std::uint16_t& cid) noexcept {
-        if (free_.empty()) {
+        if (free_count_ == 0) {
             return false;
         }
-        cid = free_.back();
-        free_.pop_back();  // never reallocates: capacity was reserved at construction
-        outstanding_[cid] = true;
+        cid = free_[--free_count_];
+        outstanding_[cid] = 1;
         return true;
     }
     // False (and nothing changes) for an ID out of range or not outstanding.
@@ -35,17 +38,20 @@ public:
         if (!is_outstanding(cid)) {
             return false;
         }
-        outstanding_[cid] = false;
-        free_.push_back(cid);  // within capacity: at most size() IDs are ever free
+        outstanding_[cid] = 0;
+        free_[free_count_++] = cid;  // at most size() IDs are ever free
         return true;
     }
     bool is_outstanding(std::uint16_t cid) const noexcept {
-        return cid < outstanding_.size() && outstanding_[cid];
+        return cid < size_ && outstanding_[cid] != 0;
     }
 
 private:
-    std::vector<std::uint16_t> free_;
-    std::vector<bool> outstanding_;
+  std::uint32_t size_ = 0;
+  std::uint32_t free_count_ = 0;
+  std::unique_ptr<std::uint16_t[]> free_;  // a stack of the free IDs
+  std::unique_ptr<std::uint8_t[]>
+      outstanding_;  // by ID: 1 while handed out (a byte: no bit masking)
 };
 
 }  // namespace nvmeof::detail

@@ -4,13 +4,50 @@
 // rdma_connect with the NVMe/RDMA private data. Datapath
 // (rdma_queue_datapath.cpp): a fixed pool of request slots, each with its SQE
 // buffer, SGE and SEND WR prefilled; a ring of 16-byte response buffers with
-// RECV WRs prefilled. A slot is done only after its SEND completion and its
-// response; only then is its command ID reused. Any failure (timeout, WC error,
-// bad command ID, close) moves the QP to error and drains it before any
-// request is failed back. A transfer with more pieces than there are free
-// slots (or than the queue has at all) is queued in parts: the pieces that fit
-// go out at once, the rest wait in a FIFO of transfers (preallocated, one
-// entry per transfer record) and go out in order as polling frees slots.
+// RECV WRs prefilled.
+//
+// The per-I/O path, all in rdma_queue_datapath.cpp:
+//   submit_transfer  checks the transfer, takes a transfer record, and
+//   build_pieces     fills each piece's SQE in place in its slot's command
+//                    buffer and chains the slot's SEND onto the deferred list;
+//   commit           posts that list with one ibv_post_send;
+//   progress         polls up to kPollBatch completions and handles them in
+//   handle_completion  one pass: a response completes its slot (and, with its
+//                    last piece, the transfer), its receive is re-posted with
+//                    the others of the batch in one ibv_post_recv;
+//   reap             hands finished transfers back.
+//
+// One CQE per I/O: a request completes on its response alone. SENDs are
+// unsignalled except every kSendsPerSignal-th one, whose completion retires it
+// and the unsignalled ones before it from the send queue (SQ completions come
+// in order). The response implies the SEND was delivered: on an RC QP the
+// target can only answer a capsule its receive queue took, and if our side
+// retransmits a SEND whose ACK got lost, the responder recognises the
+// duplicate PSN and discards it without placing it again. So the command
+// buffer may be reused once the response is in, even before the SEND's
+// completion (if any) is polled. A send queue entry is only free once a later
+// signalled completion retired it: sends_in_queue() counts those in use, the
+// SQ is sized for the slots plus one signalling interval, and a piece that
+// would overflow it waits (transfers) or is refused busy (low-level commands).
+// A SEND that fails still reports a completion (errors are always signalled)
+// and fails the queue.
+//
+// Deadlines read no clock per request: a request built since the last poll
+// waits in unstamped_, and the next poll reads the clock once and gives all of
+// them the deadline now + request_timeout. The clock is read after the
+// submission, so a deadline is never early; it is late by the time between
+// the submission and the caller's next poll (no request can complete without
+// one anyway). Until stamped, a request has no deadline.
+//
+// Any failure (timeout, WC error, bad command ID, close) moves the QP to
+// error and drains it before any request is failed back: the drain posts a
+// signalled marker SEND and a marker RECV on the errored QP and waits for
+// their flush completions (every WR before them has then left its queue,
+// signalled or not, as with the kernel's ib_drain_qp). A transfer with more
+// pieces than there are free slots (or than the queue has at all) is queued in
+// parts: the pieces that fit go out at once, the rest wait in a FIFO of
+// transfers (preallocated, one entry per transfer record) and go out in order
+// as polling frees slots.
 #pragma once
 
 #include <sys/socket.h>
@@ -125,7 +162,7 @@ public:
     void commit() noexcept;
     std::size_t deferred() const noexcept { return deferred_count_; }
     std::size_t reap(std::span<Completion> out) noexcept;
-    // Takes up to kPollBatch completions off the CQ; returns how many.
+    // Takes up to kPollBatch completions off the CQ and handles them; returns how many.
     int progress() noexcept;
     std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
     // Internal transfers (blocking callers): finished yet? Then take its status.
@@ -143,7 +180,8 @@ public:
     // True when there is nothing to hand back, so the caller may block on the
     // completion channel; false when completions are ready or the queue failed.
     bool arm_if_quiet() noexcept;
-    // The earliest deadline of a request in flight (may be early, never late).
+    // The earliest deadline of a request in flight (may be early, never late;
+    // requests not yet stamped get theirs on the next poll).
     std::chrono::steady_clock::time_point earliest_deadline() const noexcept {
         return cids_.outstanding() > 0 ? earliest_deadline_
                                        : std::chrono::steady_clock::time_point::max();
@@ -162,26 +200,27 @@ public:
 
     static constexpr std::uint32_t kNoTransfer = 0xFFFFFFFF;
     static constexpr std::uint64_t kRecvTag = std::uint64_t{1} << 63;  // wr_id of RECVs
-    static constexpr int kPollBatch = 16;
+    // wr_id of drain()'s markers (the RECV's with kRecvTag)
+    static constexpr std::uint64_t kDrainMarker = std::uint64_t{1} << 62;
+    // A busy queue at depth 32 produces about 32 CQEs per round: one poll takes them all.
+    static constexpr int kPollBatch = 64;
     static constexpr std::uint32_t kDeadlineCheckInterval = 1024;  // busy polls between checks
     static constexpr std::chrono::milliseconds kMaxDrainWait{5000};
 
 private:
-    enum SlotFlag : std::uint8_t {
-        kInFlight = 1 << 0,
-        kSendDone = 1 << 1,
-        kResponseDone = 1 << 2,
-        kLowLevel = 1 << 3,
-        kHeld = 1 << 4,       // low-level request done, handle still alive
-        kAbandoned = 1 << 5,  // low-level handle gone before completion
-    };
-    struct Slot {
-        ibv_send_wr wr{};
-        ibv_sge sge{};
-        std::chrono::steady_clock::time_point deadline{};
-        std::uint32_t transfer = kNoTransfer;
-        std::uint8_t flags = 0;
-        Response response;  // cqe and status; command only for low-level requests
+  enum SlotFlag : std::uint8_t {
+      kInFlight = 1 << 0,  // sent, no response yet
+      kLowLevel = 1 << 3,
+      kHeld = 1 << 4,       // low-level request done, handle still alive
+      kAbandoned = 1 << 5,  // low-level handle gone before completion
+  };
+  struct Slot {
+      ibv_send_wr wr{};
+      ibv_sge sge{};
+      std::chrono::steady_clock::time_point deadline{};  // max() until stamped
+      std::uint32_t transfer = kNoTransfer;
+      std::uint8_t flags = 0;
+      Response response;  // cqe and status; command only for low-level requests
     };
     // Where a transfer's next piece starts; advanced as pieces are built.
     struct PieceCursor {
@@ -191,7 +230,7 @@ private:
         std::uint64_t address = 0;      // read/write: next piece's data
         std::uint32_t rkey = 0;
         std::uint32_t nsid = 0;
-        std::uint32_t lba_size = 0;
+        std::uint32_t lba_shift = 0;  // log2 of the block size (a power of two)
         std::uint32_t unbuilt = 0;  // pieces still waiting for a slot
         Op op = Op::flush;
     };
@@ -217,31 +256,44 @@ private:
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
-    std::uint64_t blocks_per_piece(const NamespaceRef& ns, Op op) const noexcept;
-    // Work requests taken off the CQ no longer count as posted.
-    void account_polled(const ibv_wc* wc, int n) noexcept;
-    void handle_completion(const ibv_wc& wc) noexcept;
-    void handle_response(std::uint32_t index, std::uint32_t byte_len) noexcept;
-    void finish_slot(std::uint16_t cid) noexcept;
-    void complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept;
-    void finish_transfer(std::uint32_t index) noexcept;
+    // The per-I/O helpers are inlined into their one hot caller (a call and its
+    // register saves cost as much as their bodies).
+    [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t lba_shift,
+                                                                 Op op) const noexcept;
+    // One pass over a polled batch; the receives of its responses go back up in one post.
+    void handle_completion(const ibv_wc* wc, int n) noexcept;
+    // False when the queue failed (the caller stops handling the batch).
+    [[gnu::always_inline]] inline bool handle_response(std::uint32_t index,
+                                                       std::uint32_t byte_len) noexcept;
+    bool handle_send_completion(const ibv_wc& wc) noexcept;
+    [[gnu::always_inline]] inline void complete_slot(std::uint16_t cid,
+                                                     const CompletionStatus& status) noexcept;
+    // Send queue entries taken by SENDs built since connect and not yet
+    // retired by a signalled completion (posted or still deferred).
+    std::uint32_t sends_in_queue() const noexcept { return send_position_ - sends_retired_; }
+    std::uint32_t send_room() const noexcept { return send_queue_capacity_ - sends_in_queue(); }
+    // The slot's SEND is the next one built: signalled if it ends a signalling
+    // interval; its deadline is set on the next poll.
+    [[gnu::always_inline]] inline void prepare_send(Slot& slot, std::uint16_t cid) noexcept;
+    // Gives every request built since the last poll its deadline.
+    void stamp_deadlines(std::chrono::steady_clock::time_point now) noexcept;
+    [[gnu::always_inline]] inline void finish_transfer(std::uint32_t index) noexcept;
     // Builds the next `count` pieces of transfer `tid` from `next` into free
     // slots, appended to the deferred chain.
     // Inlined: the single-piece submit path stays as short as before.
-    [[gnu::always_inline]] inline void build_pieces(
-        std::uint32_t tid, PieceCursor& next, std::size_t count,
-        std::chrono::steady_clock::time_point deadline) noexcept;
+    [[gnu::always_inline]] inline void build_pieces(std::uint32_t tid, PieceCursor& next,
+                                                    std::size_t count) noexcept;
     // Builds waiting pieces, oldest transfer first, into the free slots.
     void build_waiting() noexcept;
     void fail_waiting(const CompletionStatus& status) noexcept;
     // GPU memory ordering (GpuOrdering): off the host-memory path.
     void flush_gpu_reads(std::size_t count) noexcept;
     static void gpu_read_failed(CompletionStatus& status, int result) noexcept;
-    void check_deadlines() noexcept;
+    void check_deadlines(std::chrono::steady_clock::time_point now) noexcept;
     void drain() noexcept;
-    SubmitResult refuse(SubmitResult result, TransportErrc code, int sys_errno, Op op) noexcept;
-    bool post_receive(std::uint32_t index) noexcept;
-    void post_chain(ibv_send_wr* head, std::uint32_t count) noexcept;
+    [[gnu::cold, gnu::noinline]] SubmitResult refuse(SubmitResult result, TransportErrc code,
+                                                     int sys_errno, Op op) noexcept;
+    void post_chain(ibv_send_wr* head) noexcept;
 
     QueueConfig config_;
     const void* owner_ = nullptr;
@@ -264,6 +316,7 @@ private:
     std::vector<TransferRecord> transfers_;
     CidPool transfer_ids_;
     std::vector<std::uint32_t> finished_;  // ring of finished external transfers
+    std::size_t ring_mask_ = 0;            // finished_ and waiting_ hold a power of two entries
     std::size_t finished_head_ = 0;
     std::size_t finished_count_ = 0;
     std::size_t gpu_reads_finished_ = 0;  // in the finished ring, not yet flushed
@@ -281,9 +334,14 @@ private:
     ibv_send_wr* deferred_tail_ = nullptr;
     std::uint32_t deferred_count_ = 0;
     std::uint32_t busy_polls_since_deadline_check_ = 0;
-    std::uint32_t sends_posted_ = 0;
-    std::uint32_t receives_posted_ = 0;
+    // Send queue accounting (see the header comment); counters wrap harmlessly.
+    std::uint32_t send_position_ = 0;        // SENDs built since connect
+    std::uint32_t sends_retired_ = 0;        // of those, retired by a signalled completion
+    std::uint32_t send_queue_capacity_ = 0;  // the QP's SQ less the drain marker's entry
     std::uint64_t max_transfer_bytes_ = 0;
+    // Requests built since the last poll, waiting for their deadline (by slot).
+    std::unique_ptr<std::uint16_t[]> unstamped_;
+    std::uint32_t unstamped_count_ = 0;
     std::chrono::steady_clock::time_point earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     std::uint16_t crqsize_ = 0;
     CompletionStatus last_error_;

@@ -1,7 +1,10 @@
-// RdmaQueue datapath: submit, poll, complete, fail. No allocation, no syscall
-// and no exception on the steady-state path (clock reads are vDSO).
+// RdmaQueue datapath: submit, poll, complete, fail (the per-I/O path is
+// described in rdma_queue.hpp). No allocation, no syscall, no exception and no
+// clock read per request on the steady-state path.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
+#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -35,28 +38,48 @@ wire::IoOpcode opcode_of(Op op) {
 
 bool has_data(Op op) { return op == Op::read || op == Op::write; }
 
-}  // namespace
-
-bool RdmaQueue::post_receive(std::uint32_t index) noexcept {
-    ibv_recv_wr* bad = nullptr;
-    recv_wrs_[index].next = nullptr;
-    if (ibv_post_recv(qp_, &recv_wrs_[index], &bad) != 0) {
-        return false;
-    }
-    ++receives_posted_;
-    return true;
+// Block sizes are powers of two (LBADS is a log2): sizes shift instead of divide.
+std::uint32_t lba_shift_of(const NamespaceRef& ns) noexcept {
+    return static_cast<std::uint32_t>(std::countr_zero(ns.lba_size));
 }
+
+}  // namespace
 
 std::size_t RdmaQueue::pieces(const NamespaceRef& ns, const Transfer& t) const noexcept {
     if (t.op == Op::flush) {
         return 1;
     }
-    return static_cast<std::size_t>(plan_split(t.blocks, blocks_per_piece(ns, t.op)).pieces);
+    const std::uint64_t per_piece = blocks_per_piece(lba_shift_of(ns), t.op);
+    if (t.blocks <= per_piece) [[likely]] {
+        return t.blocks == 0 ? 0 : 1;
+    }
+    return static_cast<std::size_t>(plan_split(t.blocks, per_piece).pieces);
 }
 
-std::uint64_t RdmaQueue::blocks_per_piece(const NamespaceRef& ns, Op op) const noexcept {
-    return has_data(op) ? max_blocks_per_command(max_transfer_bytes_, ns.lba_size)
+std::uint64_t RdmaQueue::blocks_per_piece(std::uint32_t lba_shift, Op op) const noexcept {
+    return has_data(op) ? std::min<std::uint64_t>(max_transfer_bytes_ >> lba_shift,
+                                                  wire::kMaxBlocksPerCommand)
                         : std::uint64_t{wire::kMaxBlocksPerCommand};
+}
+
+void RdmaQueue::prepare_send(Slot& slot, std::uint16_t cid) noexcept {
+    // Built in post order (commit() posts the deferred chain first), so this
+    // position is the SEND's place in the send queue.
+    const bool ends_interval = (++send_position_ & (kSendsPerSignal - 1)) == 0;
+    slot.wr.send_flags = ends_interval ? IBV_SEND_SIGNALED : 0;
+    // Each slot at most once: it cannot complete (and be built again) before
+    // the next poll stamps it.
+    slot.deadline = Clock::time_point::max();
+    unstamped_[unstamped_count_++] = cid;
+}
+
+void RdmaQueue::stamp_deadlines(Clock::time_point now) noexcept {
+    const Clock::time_point deadline = now + config_.request_timeout;
+    for (std::uint32_t i = 0; i < unstamped_count_; ++i) {
+        slots_[unstamped_[i]].deadline = deadline;
+    }
+    unstamped_count_ = 0;
+    earliest_deadline_ = std::min(earliest_deadline_, deadline);
 }
 
 SubmitResult RdmaQueue::refuse(SubmitResult result, TransportErrc code, int sys_errno, Op op) noexcept {
@@ -80,6 +103,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     auto invalid = [&](int error) {
         return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, error, t.op);
     };
+    const std::uint32_t lba_shift = lba_shift_of(ns);
     const MemoryRecord* memory = nullptr;
     if (t.op != Op::flush) {
         if (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba) {
@@ -91,16 +115,17 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
         if (memory == nullptr || !memory->alive() || memory->owner != owner_) {
             return invalid(EBADF);
         }
-        const std::uint64_t bytes = t.blocks * ns.lba_size;
-        if (t.blocks > memory->length / ns.lba_size || t.offset > memory->length ||
-            bytes > memory->length - t.offset) {
+        if (t.blocks > (memory->length >> lba_shift) || t.offset > memory->length ||
+            (t.blocks << lba_shift) > memory->length - t.offset) {
             return invalid(EFAULT);
         }
     }
-    const std::size_t count = pieces(ns, t);
     if (transfer_ids_.available() == 0) {
         return SubmitResult::busy;
     }
+    const std::uint64_t per_piece = blocks_per_piece(lba_shift, t.op);
+    const std::size_t count =
+        t.op == Op::flush || t.blocks <= per_piece ? 1 : plan_split(t.blocks, per_piece).pieces;
     GpuOrdering* gpu_read = nullptr;
     if (memory != nullptr && memory->kind == MemoryKind::gpu) [[unlikely]] {
         // The target may read the MR as soon as the command leaves: the GPU's
@@ -115,36 +140,37 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
 
     std::uint16_t tid = 0;
     transfer_ids_.acquire(tid);
-    TransferRecord& record = transfers_[tid];
-    record = TransferRecord{};
+    TransferRecord& record = transfers_[tid];  // every field set: no zeroing first
     record.user_data = t.user_data;
     record.pieces_left = static_cast<std::uint32_t>(count);
     record.internal = internal;
-    record.gpu_read = gpu_read;
+    record.finished = false;
+    record.held = false;
     record.sequence = next_sequence_++;
-    PieceCursor next;
+    record.gpu_read = gpu_read;
+    record.status = CompletionStatus{};
+    PieceCursor& next = origin_[tid];  // kept as is for a replay; pieces advance a copy
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
-    next.per_piece = blocks_per_piece(ns, t.op);
-    if (memory != nullptr) {
-        next.address = reinterpret_cast<std::uint64_t>(memory->address) + t.offset;
-        next.rkey = memory->rkey;
-    }
+    next.per_piece = per_piece;
+    next.address =
+        memory != nullptr ? reinterpret_cast<std::uint64_t>(memory->address) + t.offset : 0;
+    next.rkey = memory != nullptr ? memory->rkey : 0;
     next.nsid = ns.nsid;
-    next.lba_size = ns.lba_size;
+    next.lba_shift = lba_shift;
     next.unbuilt = static_cast<std::uint32_t>(count);
     next.op = t.op;
-    origin_[tid] = next;
     if (transfer_index != nullptr) {
         *transfer_index = tid;
     }
 
-    if (waiting_count_ == 0 && count <= cids_.available()) [[likely]] {
-        build_pieces(tid, next, count, Clock::now() + config_.request_timeout);
+    if (waiting_count_ == 0 && count <= cids_.available() && count <= send_room()) [[likely]] {
+        PieceCursor cursor = next;
+        build_pieces(tid, cursor, count);
     } else {
         // The rest waits behind any transfer already waiting, so pieces leave in order.
         waiting_next_[tid] = next;
-        waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = tid;
+        waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
         ++waiting_count_;
         build_waiting();
     }
@@ -154,8 +180,8 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     return SubmitResult::queued;
 }
 
-void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t count,
-                             Clock::time_point deadline) noexcept {
+// The one place a piece's SQE and SEND are filled.
+void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t count) noexcept {
     const std::uint8_t opcode = static_cast<std::uint8_t>(opcode_of(c.op));
     Slot* previous = nullptr;
     Slot* first = nullptr;
@@ -163,13 +189,23 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         std::uint16_t cid = 0;
         cids_.acquire(cid);
         const std::uint64_t blocks = std::min(c.per_piece, c.blocks_left);
+        // Built in place in the registered command buffer (every field written:
+        // the buffer held the slot's previous command).
         wire::Sqe& sqe = commands_[cid];
-        sqe = wire::make_sqe(opcode, c.nsid);
+        sqe.opcode = opcode;
+        sqe.flags = wire::kCommandFlagsSgl;
         sqe.command_id = cid;
+        sqe.nsid = c.nsid;
+        sqe.cdw2 = 0;
+        sqe.cdw3 = 0;
+        sqe.metadata_pointer = 0;
+        sqe.cdw13 = 0;
+        sqe.cdw14 = 0;
+        sqe.cdw15 = 0;
         switch (c.op) {
             case Op::read:
             case Op::write: {
-                const std::uint64_t bytes = blocks * c.lba_size;
+                const std::uint64_t bytes = blocks << c.lba_shift;
                 sqe.dptr =
                     wire::keyed_data_block(c.address, static_cast<std::uint32_t>(bytes), c.rkey);
                 set_slba(sqe, c.slba);
@@ -178,6 +214,7 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
                 break;
             }
             case Op::write_zeroes:
+                sqe.dptr = wire::zero_length_keyed();
                 set_slba(sqe, c.slba);
                 sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
                 break;
@@ -188,9 +225,14 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
                                                   sizeof range, dsm_mr_->rkey);
                 sqe.cdw10 = 0;  // one range, 0's based
                 sqe.cdw11 = wire::kDsmAttributeDeallocate;
+                sqe.cdw12 = 0;
                 break;
             }
             case Op::flush:
+                sqe.dptr = wire::zero_length_keyed();
+                sqe.cdw10 = 0;
+                sqe.cdw11 = 0;
+                sqe.cdw12 = 0;
                 break;
         }
         c.slba += blocks;
@@ -199,7 +241,7 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         Slot& slot = slots_[cid];
         slot.flags = kInFlight;
         slot.transfer = tid;
-        slot.deadline = deadline;
+        prepare_send(slot, cid);
         slot.wr.next = nullptr;
         if (previous != nullptr) {
             previous->wr.next = &slot.wr;
@@ -211,7 +253,6 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
     if (first == nullptr) {
         return;
     }
-    earliest_deadline_ = std::min(earliest_deadline_, deadline);
 
     // A transfer's pieces go out in one post: they reach the target together.
     // Deferred ones wait for commit(); anything deferred before goes out first, in order.
@@ -225,16 +266,12 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
 }
 
 void RdmaQueue::build_waiting() noexcept {
-    if (cids_.available() == 0) {
-        return;
-    }
-    const auto deadline = Clock::now() + config_.request_timeout;
-    while (waiting_count_ > 0 && cids_.available() > 0) {
+    while (waiting_count_ > 0 && cids_.available() > 0 && send_room() > 0) {
         const std::uint32_t tid = waiting_[waiting_head_];
         PieceCursor& c = waiting_next_[tid];
-        build_pieces(tid, c, std::min<std::size_t>(c.unbuilt, cids_.available()), deadline);
+        build_pieces(tid, c, std::min<std::size_t>({c.unbuilt, cids_.available(), send_room()}));
         if (c.unbuilt == 0) {
-            waiting_head_ = (waiting_head_ + 1) % waiting_.size();
+            waiting_head_ = (waiting_head_ + 1) & ring_mask_;
             --waiting_count_;
         }
     }
@@ -243,7 +280,7 @@ void RdmaQueue::build_waiting() noexcept {
 void RdmaQueue::fail_waiting(const CompletionStatus& status) noexcept {
     for (; waiting_count_ > 0; --waiting_count_) {
         const std::uint32_t tid = waiting_[waiting_head_];
-        waiting_head_ = (waiting_head_ + 1) % waiting_.size();
+        waiting_head_ = (waiting_head_ + 1) & ring_mask_;
         TransferRecord& record = transfers_[tid];
         if (record.status.ok()) {
             record.status = status;
@@ -263,26 +300,18 @@ void RdmaQueue::commit() noexcept {
     }
     ibv_send_wr* head = std::exchange(deferred_head_, nullptr);
     deferred_tail_ = nullptr;
-    post_chain(head, std::exchange(deferred_count_, 0));
+    deferred_count_ = 0;
+    post_chain(head);
 }
 
-void RdmaQueue::post_chain(ibv_send_wr* head, std::uint32_t count) noexcept {
+void RdmaQueue::post_chain(ibv_send_wr* head) noexcept {
     ibv_send_wr* bad = nullptr;
-    if (ibv_post_send(qp_, head, &bad) != 0) {
+    if (ibv_post_send(qp_, head, &bad) != 0) [[unlikely]] {
+        // Its pieces complete with the transport error (after the drain, which
+        // does not count on completions of what was or was not posted).
         const int error = errno;
-        std::uint32_t posted = 0;
-        for (ibv_send_wr* wr = head; wr != nullptr && wr != bad; wr = wr->next) {
-            ++posted;
-        }
-        sends_posted_ += posted;
-        for (ibv_send_wr* wr = bad; wr != nullptr; wr = wr->next) {
-            slots_[wr->wr_id].flags |= kSendDone;  // never posted: no completion will come
-        }
-        // Its pieces complete with the transport error.
         fail(TransportErrc::queue_error, error != 0 ? error : EIO, "ibv_post_send failed");
-        return;
     }
-    sends_posted_ += count;
 }
 
 std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
@@ -291,8 +320,11 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
                              failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN,
                              "qid " + std::to_string(config_.qid) + " is " + queue_state_name(state_));
     }
+    if (send_room() == 0) {
+        progress();  // the send queue is full of SENDs answered but not yet retired
+    }
     std::uint16_t cid = 0;
-    if (!cids_.acquire(cid)) {
+    if (send_room() == 0 || !cids_.acquire(cid)) {
         throw TransportError(TransportErrc::busy, EBUSY,
                              "qid " + std::to_string(config_.qid) + ": no free command slot");
     }
@@ -303,11 +335,10 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
     slot.response.command = commands_[cid];
     slot.flags = kInFlight | kLowLevel;
     slot.transfer = kNoTransfer;
-    slot.deadline = Clock::now() + config_.request_timeout;
+    prepare_send(slot, cid);
     slot.wr.next = nullptr;
-    earliest_deadline_ = std::min(earliest_deadline_, slot.deadline);
     commit();
-    post_chain(&slot.wr, 1);
+    post_chain(&slot.wr);
     return cid;
 }
 
@@ -332,29 +363,22 @@ void RdmaQueue::release_request(std::uint16_t slot) noexcept {
     }
 }
 
-void RdmaQueue::account_polled(const ibv_wc* wc, int n) noexcept {
-    for (int i = 0; i < n; ++i) {
-        if ((wc[i].wr_id & kRecvTag) != 0) {
-            --receives_posted_;
-        } else {
-            --sends_posted_;
-        }
-    }
-}
-
 int RdmaQueue::progress() noexcept {
     if (!cq_ || state_ == QueueState::failed || state_ == QueueState::closed) {
         return 0;
     }
+    // One clock read per poll at most: for the deadlines of what was built
+    // since the last one, and for checking deadlines.
+    Clock::time_point now{};
+    if (unstamped_count_ != 0) {
+        now = Clock::now();
+        stamp_deadlines(now);
+    }
     ibv_wc wc[kPollBatch];
     const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
-    // Account the whole batch first: if a completion fails the queue, the drain
-    // must not wait for entries already taken off the CQ.
-    account_polled(wc, n);
-    for (int i = 0; i < n && (state_ == QueueState::live || state_ == QueueState::connected); ++i) {
-        handle_completion(wc[i]);
-    }
-    if (n < 0) {
+    if (n > 0) {
+        handle_completion(wc, n);
+    } else if (n < 0) {
         fail(TransportErrc::queue_error, EIO, "ibv_poll_cq failed");
         return 0;
     }
@@ -373,7 +397,7 @@ int RdmaQueue::progress() noexcept {
     if (cids_.outstanding() > 0 && state_ != QueueState::failed &&
         (n == 0 || ++busy_polls_since_deadline_check_ >= kDeadlineCheckInterval)) {
         busy_polls_since_deadline_check_ = 0;
-        check_deadlines();
+        check_deadlines(now != Clock::time_point{} ? now : Clock::now());
     }
     return n;
 }
@@ -392,77 +416,90 @@ bool RdmaQueue::arm_if_quiet() noexcept {
     return finished_count_ == 0 && !failed();
 }
 
-void RdmaQueue::handle_completion(const ibv_wc& wc) noexcept {
+void RdmaQueue::handle_completion(const ibv_wc* wc, int n) noexcept {
+    // The receives of this batch's responses go back up together, after their
+    // buffers have been read: one chain, one post.
+    ibv_recv_wr* receives = nullptr;
+    ibv_recv_wr** receives_tail = &receives;
+    int reposts = 0;
+    for (int i = 0; i < n; ++i) {
+        const bool ok = (wc[i].wr_id & kRecvTag) != 0 && wc[i].status == IBV_WC_SUCCESS
+                            ? handle_response(static_cast<std::uint32_t>(wc[i].wr_id & ~kRecvTag),
+                                              wc[i].byte_len)
+                            : handle_send_completion(wc[i]);
+        if (!ok) {
+            return;  // the queue failed: nothing goes back up
+        }
+        if ((wc[i].wr_id & kRecvTag) != 0) {
+            ibv_recv_wr& receive = recv_wrs_[wc[i].wr_id & ~kRecvTag];
+            *receives_tail = &receive;
+            receives_tail = &receive.next;
+            ++reposts;
+        }
+    }
+    if (reposts == 0) {
+        return;
+    }
+    *receives_tail = nullptr;
+    ibv_recv_wr* bad = nullptr;
+    if (ibv_post_recv(qp_, receives, &bad) != 0) [[unlikely]] {
+        fail(TransportErrc::queue_error, errno != 0 ? errno : EIO, "ibv_post_recv failed");
+    }
+}
+
+// A SEND completion: a signalled one retires its signalling interval from the
+// send queue; an error (or a receive's error) fails the queue.
+bool RdmaQueue::handle_send_completion(const ibv_wc& wc) noexcept {
     const bool is_receive = (wc.wr_id & kRecvTag) != 0;
-    if (wc.status != IBV_WC_SUCCESS) {
+    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
         log_error("qid %u: %s completion failed: %s (vendor error 0x%x)", unsigned{config_.qid},
                   is_receive ? "RECV" : "SEND", ibv_wc_status_str(wc.status), wc.vendor_err);
-        if (!is_receive && wc.wr_id < slots_.size()) {
-            slots_[wc.wr_id].flags |= kSendDone;
-        }
         // Retry exceeded (peer gone) or a flush we did not ask for (the connection
         // moved the QP to error): the connection is lost. Anything else is a QP error.
         const bool lost = wc.status == IBV_WC_RETRY_EXC_ERR || wc.status == IBV_WC_WR_FLUSH_ERR;
         fail(lost ? TransportErrc::disconnected : TransportErrc::queue_error, lost ? ECONNRESET : EIO,
              ibv_wc_status_str(wc.status));
-        return;
+        return false;
     }
-    if (is_receive) {
-        handle_response(static_cast<std::uint32_t>(wc.wr_id & ~kRecvTag), wc.byte_len);
-        return;
+    if (wc.wr_id >= slots_.size() || sends_in_queue() < kSendsPerSignal) [[unlikely]] {
+        fail(TransportErrc::protocol_error, EPROTO, "SEND completion nothing was signalled for");
+        return false;
     }
-    const std::uint64_t cid = wc.wr_id;
-    if (cid >= slots_.size() || (slots_[cid].flags & kInFlight) == 0) {
-        fail(TransportErrc::protocol_error, EPROTO, "SEND completion for a slot not in flight");
-        return;
-    }
-    Slot& slot = slots_[cid];
-    slot.flags |= kSendDone;
-    if ((slot.flags & kResponseDone) != 0) {
-        finish_slot(static_cast<std::uint16_t>(cid));
-    }
+    sends_retired_ += kSendsPerSignal;
+    return true;
 }
 
-void RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noexcept {
-    if (index >= recv_wrs_.size() || byte_len < sizeof(wire::Cqe)) {
+bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noexcept {
+    if (index >= recv_wrs_.size() || byte_len < sizeof(wire::Cqe)) [[unlikely]] {
         fail(TransportErrc::protocol_error, EPROTO, "short response capsule");
-        return;
+        return false;
     }
-    const wire::Cqe cqe = responses_[index];
-    if (!post_receive(index)) {
-        fail(TransportErrc::queue_error, errno != 0 ? errno : EIO, "ibv_post_recv failed");
-        return;
-    }
+    // Read in place: the buffer goes back up only after the whole batch.
+    const wire::Cqe& cqe = responses_[index];
     const std::uint16_t cid = cqe.command_id;
-    if (!cids_.is_outstanding(cid) || (slots_[cid].flags & kInFlight) == 0 ||
-        (slots_[cid].flags & kResponseDone) != 0) {
+    if (!cids_.is_outstanding(cid) || (slots_[cid].flags & kInFlight) == 0) [[unlikely]] {
         log_error("qid %u: response for unknown or duplicate command ID %u", unsigned{config_.qid},
                   unsigned{cid});
         fail(TransportErrc::protocol_error, EPROTO, "unknown or duplicate command ID");
-        return;
+        return false;
     }
     Slot& slot = slots_[cid];
-    slot.response.cqe = cqe;
-    slot.flags |= kResponseDone;
-    if ((slot.flags & kSendDone) != 0) {
-        finish_slot(cid);
-    }
-}
-
-void RdmaQueue::finish_slot(std::uint16_t cid) noexcept {
     CompletionStatus status;
-    status.nvme = wire::Status::from_cqe_field(slots_[cid].response.cqe.status);
+    status.nvme = wire::Status::from_cqe_field(cqe.status);
     status.opcode = commands_[cid].opcode;
     status.queue = config_.kind;
+    if (slot.transfer == kNoTransfer) {
+        slot.response.cqe = cqe;  // low-level requests hand the whole CQE back
+    }
     complete_slot(cid, status);
+    return true;
 }
 
 void RdmaQueue::complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept {
     Slot& slot = slots_[cid];
-    slot.response.status = status;
     if (slot.transfer != kNoTransfer) {
         TransferRecord& record = transfers_[slot.transfer];
-        if (record.status.ok() && !status.ok()) {
+        if (!status.ok() && record.status.ok()) [[unlikely]] {
             record.status = status;  // the first error wins
         }
         const std::uint32_t tid = slot.transfer;
@@ -474,6 +511,7 @@ void RdmaQueue::complete_slot(std::uint16_t cid, const CompletionStatus& status)
         }
         return;
     }
+    slot.response.status = status;
     if ((slot.flags & kAbandoned) != 0) {
         slot.flags = 0;
         cids_.release(cid);
@@ -489,7 +527,7 @@ void RdmaQueue::finish_transfer(std::uint32_t index) noexcept {
         return;
     }
     // At most capacity() transfers exist, so the ring cannot overflow.
-    finished_[(finished_head_ + finished_count_) % finished_.size()] = index;
+    finished_[(finished_head_ + finished_count_) & ring_mask_] = index;
     ++finished_count_;
     if (record.gpu_read != nullptr) [[unlikely]] {
         ++gpu_reads_finished_;
@@ -512,7 +550,7 @@ void RdmaQueue::flush_gpu_reads(std::size_t count) noexcept {
     GpuOrdering* last = nullptr;
     int result = 0;
     for (std::size_t i = 0; i < count; ++i) {
-        TransferRecord& record = transfers_[finished_[(finished_head_ + i) % finished_.size()]];
+        TransferRecord& record = transfers_[finished_[(finished_head_ + i) & ring_mask_]];
         if (record.gpu_read == nullptr) {
             continue;
         }
@@ -536,7 +574,7 @@ std::size_t RdmaQueue::reap(std::span<Completion> out) noexcept {
     std::size_t n = 0;
     while (n < out.size() && finished_count_ > 0) {
         const std::uint32_t index = finished_[finished_head_];
-        finished_head_ = (finished_head_ + 1) % finished_.size();
+        finished_head_ = (finished_head_ + 1) & ring_mask_;
         --finished_count_;
         out[n].user_data = transfers_[index].user_data;
         out[n].status = transfers_[index].status;
@@ -563,8 +601,7 @@ CompletionStatus RdmaQueue::take_transfer(std::uint32_t index) noexcept {
     return status;
 }
 
-void RdmaQueue::check_deadlines() noexcept {
-    const auto now = Clock::now();
+void RdmaQueue::check_deadlines(Clock::time_point now) noexcept {
     if (now < earliest_deadline_) {
         return;
     }
@@ -586,18 +623,43 @@ void RdmaQueue::check_deadlines() noexcept {
     earliest_deadline_ = earliest;
 }
 
+// After the QP went to error: every WR still in it completes with a flush
+// (a QP in error flushes all outstanding WRs, signalled or not), but SENDs
+// that completed unsignalled cannot be told from those that will still flush,
+// and a failed batch may not have re-posted its receives. So, as the kernel's
+// ib_drain_qp does, a marker SEND (signalled) and a marker RECV are posted on
+// the errored QP: each queue completes in order, so once both markers' flushes
+// are in, nothing posted before them can still complete or touch memory.
+// Their queue entries are reserved (send_wr_count, recv_wr_count).
 void RdmaQueue::drain() noexcept {
-    if (!cq_) {
+    if (!cq_ || qp_ == nullptr) {
         return;
     }
     const auto deadline = Clock::now() + std::min(config_.timeout, kMaxDrainWait);
+    ibv_send_wr send_marker{};
+    send_marker.wr_id = kDrainMarker;
+    send_marker.opcode = IBV_WR_SEND;
+    send_marker.send_flags = IBV_SEND_SIGNALED;
+    ibv_recv_wr recv_marker{};
+    recv_marker.wr_id = kRecvTag | kDrainMarker;
+    ibv_send_wr* bad_send = nullptr;
+    ibv_recv_wr* bad_recv = nullptr;
+    bool send_pending = ibv_post_send(qp_, &send_marker, &bad_send) == 0;
+    bool recv_pending = ibv_post_recv(qp_, &recv_marker, &bad_recv) == 0;
+    if (!send_pending || !recv_pending) {
+        log_error("qid %u: cannot post the drain markers (%s)", unsigned{config_.qid},
+                  std::strerror(errno));
+    }
     ibv_wc wc[kPollBatch];
-    while (sends_posted_ > 0 || receives_posted_ > 0) {
+    while (send_pending || recv_pending) {
         const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
-        account_polled(wc, n);
-        if (n < 0 || Clock::now() >= deadline) {
-            log_error("qid %u: drain incomplete (%u sends, %u receives outstanding)",
-                      unsigned{config_.qid}, sends_posted_, receives_posted_);
+        for (int i = 0; i < n; ++i) {
+            send_pending = send_pending && wc[i].wr_id != send_marker.wr_id;
+            recv_pending = recv_pending && wc[i].wr_id != recv_marker.wr_id;
+        }
+        if (n < 0 || (n == 0 && Clock::now() >= deadline)) {
+            log_error("qid %u: drain incomplete (%s outstanding)", unsigned{config_.qid},
+                      send_pending ? "sends" : "receives");
             return;
         }
         if (n == 0) {
@@ -621,6 +683,7 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
     }
     deferred_head_ = deferred_tail_ = nullptr;  // never posted; failed below with the rest
     deferred_count_ = 0;
+    unstamped_count_ = 0;  // every request fails below
     // The target must not touch memory after we report anything: error, then drain.
     if (previous != QueueState::resolving && previous != QueueState::resolved) {
         id_.move_qp_to_error();
@@ -663,7 +726,7 @@ void RdmaQueue::hold_unfinished() noexcept {
     // Pieces not yet built: the whole transfer is replayed anyway.
     for (; waiting_count_ > 0; --waiting_count_) {
         const std::uint32_t tid = waiting_[waiting_head_];
-        waiting_head_ = (waiting_head_ + 1) % waiting_.size();
+        waiting_head_ = (waiting_head_ + 1) & ring_mask_;
         waiting_next_[tid].unbuilt = 0;
         if (transfers_[tid].status.ok() && !transfers_[tid].held) {
             transfers_[tid].held = true;
@@ -710,7 +773,7 @@ std::size_t RdmaQueue::replay_held() noexcept {
         record.held = false;
         record.pieces_left = origin_[tid].unbuilt;
         waiting_next_[tid] = origin_[tid];
-        waiting_[(waiting_head_ + waiting_count_) % waiting_.size()] = tid;
+        waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
         ++waiting_count_;
     }
     held_count_ = 0;

@@ -3,6 +3,7 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -167,10 +168,8 @@ void RdmaQueue::reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
     failure_ = TransportErrc::none;
     failure_errno_ = 0;
     last_error_ = CompletionStatus{};
-    sends_posted_ = 0;  // a drain that gave up may have left some counted
-    receives_posted_ = 0;
-    earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     busy_polls_since_deadline_check_ = 0;
+    earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     resolve(peer);
 }
 
@@ -286,8 +285,13 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         s.wr.sg_list = &s.sge;
         s.wr.num_sge = 1;
         s.wr.opcode = IBV_WR_SEND;
-        s.wr.send_flags = IBV_SEND_SIGNALED;
+        s.wr.send_flags = 0;  // stamp_send() signals one SEND per kSendsPerSignal
     }
+    // A new QP: its send queue is empty; one entry stays free for drain()'s marker.
+    send_queue_capacity_ = send_wr_count(size) - 1;
+    send_position_ = 0;
+    sends_retired_ = 0;
+    unstamped_count_ = 0;
     recv_wrs_ = std::vector<ibv_recv_wr>(size);
     recv_sges_ = std::vector<ibv_sge>(size);
     for (std::uint32_t i = 0; i < size; ++i) {
@@ -302,22 +306,29 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         return;  // reopened: held transfers, held requests and finished ones stay
     }
     cids_ = CidPool(static_cast<std::uint16_t>(slots));
+    unstamped_ = std::make_unique<std::uint16_t[]>(slots);
     transfer_ids_ = CidPool(static_cast<std::uint16_t>(slots));
     transfers_ = std::vector<TransferRecord>(slots);
-    finished_ = std::vector<std::uint32_t>(slots);
-    waiting_ = std::vector<std::uint32_t>(slots);
+    // Rings of a power of two entries: their indices wrap with a mask.
+    const std::size_t ring = std::bit_ceil(std::size_t{slots});
+    ring_mask_ = ring - 1;
+    finished_ = std::vector<std::uint32_t>(ring);
+    waiting_ = std::vector<std::uint32_t>(ring);
     waiting_next_ = std::vector<PieceCursor>(slots);
     origin_ = std::vector<PieceCursor>(slots);
     replay_order_ = std::vector<std::uint32_t>(slots);
 }
 
 void RdmaQueue::post_all_receives() {
-    for (std::uint32_t i = 0; i < recv_wrs_.size(); ++i) {
-        if (!post_receive(i)) {
-            const int error = errno;
-            throw ConnectError(ConnectFailure::device_error, "posting receive buffers",
-                               "ibv_post_recv: " + errno_text(error), with_errno(error));
-        }
+    // One chain: every receive buffer in ring order.
+    for (std::size_t i = 0; i < recv_wrs_.size(); ++i) {
+        recv_wrs_[i].next = i + 1 < recv_wrs_.size() ? &recv_wrs_[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    if (ibv_post_recv(qp_, recv_wrs_.data(), &bad) != 0) {
+        const int error = errno;
+        throw ConnectError(ConnectFailure::device_error, "posting receive buffers",
+                           "ibv_post_recv: " + errno_text(error), with_errno(error));
     }
 }
 

@@ -7,9 +7,11 @@
 #include <softverbs/control.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "nvmeof/nvmeof.hpp"
 #include "target_process.hpp"
@@ -44,21 +46,22 @@ TEST(Softverbs, DeviceLimitsBoundTheQueueSize) {
     if (softverbs_active() == 0) GTEST_SKIP() << "not running on softverbs";
     TargetProcess target;
     {
-        CapGuard cap("cap,max_qp_wr=41");
+        CapGuard cap("cap,max_qp_wr=56");
         ASSERT_TRUE(cap.ok);
         auto ctrl = Controller::connect(target.options());
-        EXPECT_EQ(ctrl.limits().queue_size, 40);  // 41 receive WRs = 40 entries + drain
+        // 56 send WRs = 39 slots + one signalling interval of 16 + the drain's marker
+        EXPECT_EQ(ctrl.limits().queue_size, 40);
         EXPECT_EQ(ctrl.limits().queue_size_limit, "device max_qp_wr");
     }
     {
-        CapGuard cap("cap,max_cqe=81");
+        CapGuard cap("cap,max_cqe=97");
         ASSERT_TRUE(cap.ok);
         auto ctrl = Controller::connect(target.options());
-        EXPECT_EQ(ctrl.limits().queue_size, 40);  // CQ of 2 × 40 + 1
+        EXPECT_EQ(ctrl.limits().queue_size, 40);  // CQ of 2 × 40 + 16 + 1
         EXPECT_EQ(ctrl.limits().queue_size_limit, "device max_cqe");
     }
     {
-        CapGuard cap("cap,max_qp_wr=20");  // not even the 32-entry admin queue fits
+        CapGuard cap("cap,max_qp_wr=40");  // not even the 32-entry admin queue fits
         ASSERT_TRUE(cap.ok);
         try {
             Controller::connect(target.options());
@@ -105,4 +108,147 @@ TEST(Softverbs, EveryRemoteAccessFellInsideRegisteredMemory) {
     EXPECT_GE(reads_in, 4u * (1 << 20) / (16 * 1024)) << json;   // the target READ our writes
     EXPECT_GE(writes_in, 4u * (1 << 20) / (16 * 1024)) << json;  // and WROTE our reads
     for (std::size_t i = earlier; i < errors.size(); ++i) EXPECT_EQ(errors[i], 0u) << json;
+}
+
+namespace {
+
+// Completions produced by the CQs created after the first `earlier` ones
+// (this process's CQs only: the target runs in its own).
+std::uint64_t cq_completions(std::size_t earlier) {
+    const std::string json = dump_stats();
+    const auto at = json.find("\"cqs\"");
+    if (at == std::string::npos)
+        return 0;
+    const auto counts = numbers(json.substr(at), "completions");
+    std::uint64_t sum = 0;
+    for (std::size_t i = earlier; i < counts.size(); ++i)
+        sum += counts[i];
+    return sum;
+}
+
+std::size_t cq_count() {
+    const std::string json = dump_stats();
+    const auto at = json.find("\"cqs\"");
+    return at == std::string::npos ? 0 : numbers(json.substr(at), "completions").size();
+}
+
+// Reads at queue depth 32 on the first I/O queue until `total` are done.
+void read_at_depth_32(IoQueue& io, const Namespace& ns, const MemoryRegion& buf,
+                      std::size_t total) {
+    constexpr std::size_t kDepth = 32;
+    std::size_t submitted = 0, finished = 0;
+    Completion done[kDepth];
+    while (finished < total) {
+        while (submitted < total && submitted - finished < kDepth) {
+            const std::uint64_t slot = submitted % kDepth;
+            ASSERT_EQ(io.submit(ns,
+                                {Op::read, (submitted * 7) % 1024, 1, &buf, slot * ns.lba_size(),
+                                 submitted},
+                                Post::deferred),
+                      SubmitResult::queued);
+            ++submitted;
+        }
+        io.commit();
+        const std::size_t n = io.poll(done);
+        for (std::size_t i = 0; i < n; ++i)
+            ASSERT_TRUE(done[i].status.ok()) << describe(done[i].status);
+        finished += n;
+    }
+}
+
+}  // namespace
+
+// A request completes on its response: SENDs are signalled once per interval,
+// so the host's CQ sees one completion per I/O (and a few for the signalled
+// SENDs), not two.
+TEST(Softverbs, OneCompletionPerIoInSteadyState) {
+    if (softverbs_active() == 0)
+        GTEST_SKIP() << "not running on softverbs";
+    TargetProcess target;
+    Options options = target.options();
+    options.queue_depth = 64;
+    const std::size_t earlier = cq_count();  // CQs of earlier tests' controllers
+    auto ctrl = Controller::connect(options);
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(32 * ns.lba_size());
+    auto io = ctrl.io();
+    read_at_depth_32(io, ns, buf, 1000);  // warm up: past connect and the first intervals
+    const std::uint64_t before = cq_completions(earlier);
+    constexpr std::size_t kReads = 6400;
+    read_at_depth_32(io, ns, buf, kReads);
+    const std::uint64_t cqes = cq_completions(earlier) - before;
+    std::printf("host CQEs per read at QD 32: %.3f (%llu for %zu reads)\n",
+                static_cast<double>(cqes) / kReads, static_cast<unsigned long long>(cqes), kReads);
+    // One per response, one per 16 SENDs, a little for the admin queue's keep-alive.
+    EXPECT_LE(static_cast<double>(cqes) / kReads, 1.0 + 1.0 / 16 + 0.02) << cqes << " CQEs";
+    EXPECT_GE(cqes, kReads);
+}
+
+// Closing with SENDs outstanding that were never signalled: the drain waits
+// for its marker's flush, not for completions those SENDs never produce, and
+// every transfer comes back once.
+TEST(Softverbs, CloseWithUnsignalledSendsOutstandingLosesNothing) {
+    if (softverbs_active() == 0)
+        GTEST_SKIP() << "not running on softverbs";
+    TargetProcess target({"--fault", "delay-ms=100"});
+    Options options = target.options();
+    options.queue_depth = 64;
+    auto ctrl = Controller::connect(options);
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    auto io = ctrl.io();
+    constexpr std::size_t kReads = 40;  // two signalled SENDs, the rest not
+    for (std::uint64_t i = 0; i < kReads; ++i) {
+        ASSERT_EQ(io.submit(ns, {Op::read, i, 1, &buf, 0, i}), SubmitResult::queued);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ctrl.close();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+    std::vector<bool> seen(kReads, false);
+    Completion done[kReads];
+    const std::size_t n = io.poll(done);
+    ASSERT_EQ(n, kReads);
+    for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_LT(done[i].user_data, kReads);
+        EXPECT_FALSE(seen[done[i].user_data]) << "completed twice: " << done[i].user_data;
+        seen[done[i].user_data] = true;
+        EXPECT_TRUE(done[i].status.ok() || done[i].status.transport == TransportErrc::closed)
+            << describe(done[i].status);
+    }
+}
+
+// The target stops answering with unsignalled SENDs outstanding: every
+// transfer fails with the timeout within io_timeout (plus slack), and the
+// queue is drained without waiting for those SENDs.
+TEST(Softverbs, TimeoutWithUnsignalledSendsOutstandingFailsEveryTransfer) {
+    if (softverbs_active() == 0)
+        GTEST_SKIP() << "not running on softverbs";
+    TargetProcess target({"--fault", "stop-answering-after=20"});  // admin commands included
+    Options options = target.options();
+    options.queue_depth = 64;
+    options.io_timeout = std::chrono::seconds(1);
+    auto ctrl = Controller::connect(options);
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    auto io = ctrl.io();
+    constexpr std::size_t kReads = 40;
+    for (std::uint64_t i = 0; i < kReads; ++i) {
+        ASSERT_EQ(io.submit(ns, {Op::read, i, 1, &buf, 0, i}), SubmitResult::queued);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t finished = 0, timed_out = 0;
+    Completion done[kReads];
+    while (finished < kReads &&
+           std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+        const std::size_t n = io.poll(done);
+        for (std::size_t i = 0; i < n; ++i) {
+            timed_out += done[i].status.transport == TransportErrc::timeout ? 1 : 0;
+        }
+        finished += n;
+    }
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(finished, kReads);
+    EXPECT_GT(timed_out, 0u);
+    EXPECT_GE(took, std::chrono::milliseconds(900));          // the answered reads took a moment
+    EXPECT_LT(took, std::chrono::milliseconds(1000 + 1000));  // timeout + slack
 }

@@ -33,13 +33,15 @@ TEST(QueueSize, ClampedByMaxcmdUnlessZero) {
 }
 
 TEST(QueueSize, ClampedByDeviceLimits) {
-    // max_qp_wr 33: 33 receive WRs hold a 32-entry queue (+1 for the drain).
-    auto d = negotiate_queue_size(inputs(128, 256, 256, 33));
+    // max_qp_wr 48: 48 send WRs hold a 32-entry queue's 31 slots, one
+    // signalling interval of 16 and the drain's marker.
+    auto d = negotiate_queue_size(inputs(128, 256, 256, 48));
     EXPECT_EQ(d.size, 32);
     EXPECT_EQ(d.limit, "device max_qp_wr");
-    // max_cqe 100: the shared CQ needs 2 × size + 1 entries.
+    EXPECT_LE(send_wr_count(d.size), 48u);
+    // max_cqe 100: the shared CQ needs 2 × size + 16 + 1 entries.
     d = negotiate_queue_size(inputs(128, 256, 256, 16384, 100));
-    EXPECT_EQ(d.size, 49);
+    EXPECT_EQ(d.size, 41);
     EXPECT_EQ(d.limit, "device max_cqe");
     EXPECT_LE(cq_entry_count(d.size), 100u);
 }
