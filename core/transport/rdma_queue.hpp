@@ -118,6 +118,9 @@ public:
     // Memory registered by this controller (MemoryRecord::owner) is the only memory
     // transfers may use.
     void set_owner(const void* owner) { owner_ = owner; }
+    // Before connect(): writes of at most `bytes` per command carry their data
+    // in the capsule (a second SGE on the caller's buffer); 0: all keyed.
+    void set_in_capsule_limit(std::uint32_t bytes) { in_capsule_limit_ = bytes; }
 
     // --- datapath (rdma_queue_datapath.cpp) ---
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
@@ -177,7 +180,8 @@ private:
     };
     struct Slot {
         ibv_send_wr wr{};
-        ibv_sge sge{};
+        static constexpr std::uint32_t kMaxSges = 2;  // the SQE; then in-capsule write data
+        ibv_sge sge[kMaxSges]{};
         std::chrono::steady_clock::time_point deadline{};
         std::uint32_t transfer = kNoTransfer;
         std::uint8_t flags = 0;
@@ -190,6 +194,7 @@ private:
         std::uint64_t per_piece = 0;    // blocks per command
         std::uint64_t address = 0;      // read/write: next piece's data
         std::uint32_t rkey = 0;
+        std::uint32_t lkey = 0;  // in-capsule write data: the SEND gathers from it
         std::uint32_t nsid = 0;
         std::uint32_t lba_size = 0;
         std::uint32_t unbuilt = 0;  // pieces still waiting for a slot
@@ -284,6 +289,7 @@ private:
     std::uint32_t sends_posted_ = 0;
     std::uint32_t receives_posted_ = 0;
     std::uint64_t max_transfer_bytes_ = 0;
+    std::uint32_t in_capsule_limit_ = 0;
     std::chrono::steady_clock::time_point earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     std::uint16_t crqsize_ = 0;
     CompletionStatus last_error_;

@@ -128,6 +128,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     if (memory != nullptr) {
         next.address = reinterpret_cast<std::uint64_t>(memory->address) + t.offset;
         next.rkey = memory->rkey;
+        next.lkey = memory->lkey;
     }
     next.nsid = ns.nsid;
     next.lba_size = ns.lba_size;
@@ -165,12 +166,20 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         wire::Sqe& sqe = commands_[cid];
         sqe = wire::make_sqe(opcode, c.nsid);
         sqe.command_id = cid;
+        Slot& slot = slots_[cid];
+        slot.wr.num_sge = 1;
         switch (c.op) {
             case Op::read:
             case Op::write: {
-                const std::uint64_t bytes = blocks * c.lba_size;
-                sqe.dptr =
-                    wire::keyed_data_block(c.address, static_cast<std::uint32_t>(bytes), c.rkey);
+                const auto bytes = static_cast<std::uint32_t>(blocks * c.lba_size);
+                if (c.op == Op::write && bytes <= in_capsule_limit_) {
+                    // The data rides in the SEND, straight from the caller's buffer.
+                    sqe.dptr = wire::in_capsule_data(0, bytes);
+                    slot.sge[1] = ibv_sge{c.address, bytes, c.lkey};
+                    slot.wr.num_sge = Slot::kMaxSges;
+                } else {
+                    sqe.dptr = wire::keyed_data_block(c.address, bytes, c.rkey);
+                }
                 set_slba(sqe, c.slba);
                 sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
                 c.address += bytes;
@@ -195,7 +204,6 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         c.slba += blocks;
         c.blocks_left -= blocks;
         --c.unbuilt;
-        Slot& slot = slots_[cid];
         slot.flags = kInFlight;
         slot.transfer = tid;
         slot.deadline = deadline;
@@ -303,6 +311,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
     slot.flags = kInFlight | kLowLevel;
     slot.transfer = kNoTransfer;
     slot.deadline = Clock::now() + config_.request_timeout;
+    slot.wr.num_sge = 1;
     slot.wr.next = nullptr;
     earliest_deadline_ = std::min(earliest_deadline_, slot.deadline);
     commit();
