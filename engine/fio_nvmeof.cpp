@@ -106,6 +106,13 @@ void* ignored_callback() {
         .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
     }
 
+#define NVMEOF_BOOL_OPTION(option_name, field, help_text, default_value)                            \
+    fio_option {                                                                                    \
+        .name = option_name, .lname = option_name, .type = FIO_OPT_BOOL,                             \
+        .off1 = offsetof(EngineOptions, field), .help = help_text, .def = default_value,            \
+        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
+    }
+
 fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("traddr", traddr, "NVMe-oF/RDMA target address"),
     NVMEOF_STRING_OPTION("trsvcid", trsvcid, "Target RDMA-CM port (default 4420)"),
@@ -171,6 +178,11 @@ fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("dhchap_ctrl_secret", dhchap_ctrl_secret,
                          "DH-HMAC-CHAP controller key (same forms): the target must prove it "
                          "too (bidirectional); needs dhchap_secret"),
+    NVMEOF_BOOL_OPTION("in_capsule_writes", in_capsule_writes,
+                       "1: a write small enough for the target's command capsule carries its "
+                       "data in the command (no RDMA READ round trip); 0: every write is fetched "
+                       "by the target",
+                       "1"),
     NVMEOF_IGNORED_OPTION(0),  NVMEOF_IGNORED_OPTION(1),  NVMEOF_IGNORED_OPTION(2),
     NVMEOF_IGNORED_OPTION(3),  NVMEOF_IGNORED_OPTION(4),  NVMEOF_IGNORED_OPTION(5),
     NVMEOF_IGNORED_OPTION(6),  NVMEOF_IGNORED_OPTION(7),  NVMEOF_IGNORED_OPTION(8),

@@ -61,6 +61,7 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.fast_io_fail_tmo = std::chrono::milliseconds(options.fast_io_fail_tmo_ms);
     o.dhchap_secret = options.dhchap_secret;
     o.dhchap_ctrl_secret = options.dhchap_ctrl_secret;
+    o.in_capsule_writes = options.in_capsule_writes != 0;
     return o;
 }
 

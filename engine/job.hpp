@@ -47,6 +47,7 @@ struct EngineOptions {
     unsigned int fast_io_fail_tmo_ms;  // 0: off
     char dhchap_secret[kOptionTextSize];       // "", DHHC-1 text or "@file"
     char dhchap_ctrl_secret[kOptionTextSize];  // same; set: bidirectional
+    unsigned int in_capsule_writes;            // 1: small writes' data in the command (if allowed)
     std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;

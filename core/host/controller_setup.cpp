@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "host/controller_impl.hpp"
+#include "host/in_capsule.hpp"
 #include "host/negotiation.hpp"
 #include "nvmeof/wire.hpp"
 #include "transport/log.hpp"
@@ -349,6 +350,8 @@ void ControllerImpl::identify_controller() {
     limits_.mdts_bytes = mdts_bytes(id.mdts, cap_.min_page_size());
     limits_.max_transfer_bytes = max_transfer_bytes(limits_.mdts_bytes);
     limits_.ioccsz = id.ioccsz;
+    limits_.in_capsule_bytes = in_capsule_write_limit({options_.in_capsule_writes, id.ioccsz, id.sgls,
+                                                       id.icdoff, device_.max_sge});
     limits_.maxcmd = id.maxcmd;
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
@@ -420,6 +423,7 @@ void ControllerImpl::create_io_queues() {
                                qid_text(qid) + " resolved to another RDMA device than the admin queue");
         }
         queue.set_owner(this);
+        queue.set_in_capsule_limit(limits_.in_capsule_bytes);  // a reconnect: as Identify says now
         queue.connect(pd_.get(), device_, limits_.max_transfer_bytes, completion_channel_.get());
         fabrics_connect(queue, qid, size.size, limits_.cntlid);
         queue.mark_live();

@@ -155,6 +155,9 @@ public:
     // Memory registered by this controller (MemoryRecord::owner) is the only memory
     // transfers may use.
     void set_owner(const void* owner) { owner_ = owner; }
+    // Before connect(): writes of at most `bytes` per command carry their data
+    // in the capsule (a second SGE on the caller's buffer); 0: all keyed.
+    void set_in_capsule_limit(std::uint32_t bytes) { in_capsule_limit_ = bytes; }
 
     // --- datapath (rdma_queue_datapath.cpp) ---
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
@@ -208,19 +211,20 @@ public:
     static constexpr std::chrono::milliseconds kMaxDrainWait{5000};
 
 private:
-  enum SlotFlag : std::uint8_t {
-      kInFlight = 1 << 0,  // sent, no response yet
-      kLowLevel = 1 << 3,
-      kHeld = 1 << 4,       // low-level request done, handle still alive
-      kAbandoned = 1 << 5,  // low-level handle gone before completion
-  };
-  struct Slot {
-      ibv_send_wr wr{};
-      ibv_sge sge{};
-      std::chrono::steady_clock::time_point deadline{};  // max() until stamped
-      std::uint32_t transfer = kNoTransfer;
-      std::uint8_t flags = 0;
-      Response response;  // cqe and status; command only for low-level requests
+    enum SlotFlag : std::uint8_t {
+        kInFlight = 1 << 0,  // sent, no response yet
+        kLowLevel = 1 << 3,
+        kHeld = 1 << 4,       // low-level request done, handle still alive
+        kAbandoned = 1 << 5,  // low-level handle gone before completion
+    };
+    struct Slot {
+        ibv_send_wr wr{};
+        static constexpr std::uint32_t kMaxSges = 2;  // the SQE; then in-capsule write data
+        ibv_sge sge[kMaxSges]{};
+        std::chrono::steady_clock::time_point deadline{};  // max() until stamped
+        std::uint32_t transfer = kNoTransfer;
+        std::uint8_t flags = 0;
+        Response response;  // cqe and status; command only for low-level requests
     };
     // Where a transfer's next piece starts; advanced as pieces are built.
     struct PieceCursor {
@@ -229,6 +233,7 @@ private:
         std::uint64_t per_piece = 0;    // blocks per command
         std::uint64_t address = 0;      // read/write: next piece's data
         std::uint32_t rkey = 0;
+        std::uint32_t lkey = 0;  // in-capsule write data: the SEND gathers from it
         std::uint32_t nsid = 0;
         std::uint32_t lba_shift = 0;  // log2 of the block size (a power of two)
         std::uint32_t unbuilt = 0;  // pieces still waiting for a slot
@@ -342,6 +347,7 @@ private:
     // Requests built since the last poll, waiting for their deadline (by slot).
     std::unique_ptr<std::uint16_t[]> unstamped_;
     std::uint32_t unstamped_count_ = 0;
+    std::uint32_t in_capsule_limit_ = 0;
     std::chrono::steady_clock::time_point earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     std::uint16_t crqsize_ = 0;
     CompletionStatus last_error_;

@@ -156,6 +156,7 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     next.address =
         memory != nullptr ? reinterpret_cast<std::uint64_t>(memory->address) + t.offset : 0;
     next.rkey = memory != nullptr ? memory->rkey : 0;
+    next.lkey = memory != nullptr ? memory->lkey : 0;
     next.nsid = ns.nsid;
     next.lba_shift = lba_shift;
     next.unbuilt = static_cast<std::uint32_t>(count);
@@ -202,12 +203,20 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         sqe.cdw13 = 0;
         sqe.cdw14 = 0;
         sqe.cdw15 = 0;
+        Slot& slot = slots_[cid];
+        slot.wr.num_sge = 1;
         switch (c.op) {
             case Op::read:
             case Op::write: {
-                const std::uint64_t bytes = blocks << c.lba_shift;
-                sqe.dptr =
-                    wire::keyed_data_block(c.address, static_cast<std::uint32_t>(bytes), c.rkey);
+                const auto bytes = static_cast<std::uint32_t>(blocks << c.lba_shift);
+                if (c.op == Op::write && bytes <= in_capsule_limit_) {
+                    // The data rides in the SEND, straight from the caller's buffer.
+                    sqe.dptr = wire::in_capsule_data(0, bytes);
+                    slot.sge[1] = ibv_sge{c.address, bytes, c.lkey};
+                    slot.wr.num_sge = Slot::kMaxSges;
+                } else {
+                    sqe.dptr = wire::keyed_data_block(c.address, bytes, c.rkey);
+                }
                 set_slba(sqe, c.slba);
                 sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
                 c.address += bytes;
@@ -238,7 +247,6 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         c.slba += blocks;
         c.blocks_left -= blocks;
         --c.unbuilt;
-        Slot& slot = slots_[cid];
         slot.flags = kInFlight;
         slot.transfer = tid;
         prepare_send(slot, cid);
@@ -336,6 +344,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
     slot.flags = kInFlight | kLowLevel;
     slot.transfer = kNoTransfer;
     prepare_send(slot, cid);
+    slot.wr.num_sge = 1;
     slot.wr.next = nullptr;
     commit();
     post_chain(&slot.wr);

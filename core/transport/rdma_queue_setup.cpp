@@ -250,7 +250,7 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         attr.qp_type = IBV_QPT_RC;
         attr.cap.max_send_wr = send_wr_count(size);
         attr.cap.max_recv_wr = recv_wr_count(size);
-        attr.cap.max_send_sge = 1;
+        attr.cap.max_send_sge = in_capsule_limit_ > 0 ? Slot::kMaxSges : 1;
         attr.cap.max_recv_sge = 1;
         id_.create_qp(pd, attr);
         qp_ = id_.qp();
@@ -278,11 +278,11 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
     }
     for (std::uint32_t i = 0; i < slots; ++i) {
         Slot& s = slots_[i];
-        s.sge.addr = reinterpret_cast<std::uint64_t>(&commands_[i]);
-        s.sge.length = sizeof(wire::Sqe);
-        s.sge.lkey = commands_mr_->lkey;
+        s.sge[0].addr = reinterpret_cast<std::uint64_t>(&commands_[i]);
+        s.sge[0].length = sizeof(wire::Sqe);
+        s.sge[0].lkey = commands_mr_->lkey;
         s.wr.wr_id = i;
-        s.wr.sg_list = &s.sge;
+        s.wr.sg_list = s.sge;
         s.wr.num_sge = 1;
         s.wr.opcode = IBV_WR_SEND;
         s.wr.send_flags = 0;  // stamp_send() signals one SEND per kSendsPerSignal

@@ -605,8 +605,75 @@ check_auth_linux_host_to_ours() {
     finish auth-linux-host-to-ours
 }
 
+# ---- in-capsule writes: our engine -> kernel nvmet-rdma, data in the command capsule -----
+# nvmet takes write data in the capsule on I/O queues (param_inline_data_size, 4 KiB by
+# default). A 4 KiB randwrite+verify job with in_capsule_writes=1 must verify clean. Whether
+# the data really came in-capsule: nvmet maps every keyed data descriptor with the ib_core
+# export rdma_rw_ctx_init and never an in-capsule one, so a kprobe's hit count over a
+# write-only job is at least the writes with in_capsule_writes=0, and only the connect's own
+# transfers with 1.
+rw_ctx_hits() {   # prints the kprobe's hits so far, or nothing when it cannot be counted
+    awk '$1 == "incap_rw_ctx" { print $2 }' /sys/kernel/tracing/kprobe_profile 2>/dev/null
+}
+check_in_capsule_against_kernel() {
+    begin in-capsule-against-kernel
+    export NVMEOF_TRADDR="$addr" NVMEOF_TRSVCID="$kport" NVMEOF_SUBNQN="$knqn"
+    local inline
+    inline="$(cat /sys/kernel/config/nvmet/ports/1/param_inline_data_size 2>/dev/null)"
+    say "  nvmet port 1 param_inline_data_size: ${inline:-not readable}"
+    [ -z "$inline" ] || [ "$inline" -ge 4096 ] || [ "$inline" -lt 0 ] \
+        || problem "nvmet inline_data_size $inline is below 4 KiB: 4 KiB writes cannot go in-capsule"
+    { engine_job_header; cat <<JOB
+in_capsule_writes=1
+rw=randwrite
+bs=4k
+iodepth=8
+size=8m
+verify=crc32c
+verify_fatal=1
+verify_state_save=0
+[in-capsule-verify]
+JOB
+    } > "$work/in-capsule-verify.fio"
+    run_fio in-capsule-verify "$work/in-capsule-verify.fio"
+
+    mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 2>> "$log"
+    if echo 'p:incap_rw_ctx rdma_rw_ctx_init' >> /sys/kernel/tracing/kprobe_events 2>> "$log" &&
+        echo 1 > /sys/kernel/tracing/events/kprobes/incap_rw_ctx/enable 2>> "$log"; then
+        local mode before after writes=512   # 2 MiB of 4 KiB writes
+        for mode in 1 0; do
+            { engine_job_header; cat <<JOB
+in_capsule_writes=$mode
+rw=randwrite
+bs=4k
+iodepth=8
+size=2m
+[in-capsule-$mode-count]
+JOB
+            } > "$work/in-capsule-$mode-count.fio"
+            before="$(rw_ctx_hits)"
+            run_fio "in-capsule-$mode-count" "$work/in-capsule-$mode-count.fio" || continue
+            after="$(rw_ctx_hits)"
+            local keyed=$((after - before))
+            say "    in_capsule_writes=$mode: nvmet mapped $keyed keyed descriptors for $writes writes"
+            # Besides the writes: the Connect data and Identify/log-page transfers of the
+            # connect (a handful), so "none" is well below a quarter of the writes.
+            if [ "$mode" = 1 ] && [ "$keyed" -gt $((writes / 4)) ]; then
+                problem "in_capsule_writes=1: nvmet mapped $keyed keyed descriptors (writes not in-capsule)"
+            elif [ "$mode" = 0 ] && [ "$keyed" -lt "$writes" ]; then
+                problem "in_capsule_writes=0: nvmet mapped only $keyed keyed descriptors for $writes writes (the probe counts nothing?)"
+            fi
+        done
+        echo 0 > /sys/kernel/tracing/events/kprobes/incap_rw_ctx/enable
+        echo '-:incap_rw_ctx' >> /sys/kernel/tracing/kprobe_events
+    else
+        say "  (no kprobe on rdma_rw_ctx_init in this kernel: only the verify job is checked)"
+    fi
+    finish in-capsule-against-kernel
+}
+
 all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel
-     discovery-against-kernel reconnect-against-kernel)
+     discovery-against-kernel reconnect-against-kernel in-capsule-against-kernel)
 [ $# -gt 0 ] && all=("$@")
 for c in "${all[@]}"; do
     case "$c" in
@@ -617,6 +684,7 @@ for c in "${all[@]}"; do
         errors-against-kernel) check_errors_against_kernel ;;
         discovery-against-kernel) check_discovery_against_kernel ;;
         reconnect-against-kernel) check_reconnect_against_kernel ;;
+        in-capsule-against-kernel) check_in_capsule_against_kernel ;;
         auth-engine-to-kernel) check_auth_engine_to_kernel ;;
         auth-linux-host-to-ours) check_auth_linux_host_to_ours ;;
         *) echo "FAIL $c: unknown check" >> "$results" ;;

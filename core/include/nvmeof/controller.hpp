@@ -33,6 +33,9 @@ struct Limits {
     std::uint64_t mdts_bytes = 0;        // 0 = the controller sets no limit
     std::uint64_t max_transfer_bytes = 0;  // per command: MDTS, capped by the 24-bit keyed SGL
     std::uint32_t ioccsz = 0;            // I/O capsule size, 16-byte units
+    // Writes of at most this many bytes per command carry their data in the
+    // command capsule (no RDMA READ by the target); 0: every write is keyed.
+    std::uint32_t in_capsule_bytes = 0;
     std::uint16_t cntlid = 0;
     std::uint16_t maxcmd = 0;
     std::uint32_t mqes_entries = 0;      // CAP.MQES + 1

@@ -61,6 +61,10 @@ struct Options {
     // controller prove its key (bidirectional).
     std::string dhchap_secret{};
     std::string dhchap_ctrl_secret{};
+    // Small writes carry their data inside the command capsule when the
+    // controller allows it (Identify IOCCSZ > 4 and SGLS bit 20): the target
+    // then needs no RDMA READ round trip. false: every write is keyed.
+    bool in_capsule_writes = true;
 };
 
 // Checks a dhchap_secret / dhchap_ctrl_secret value (the text, or "@file")
