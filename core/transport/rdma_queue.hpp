@@ -132,8 +132,11 @@ public:
     bool transfer_finished(std::uint32_t index) const noexcept;
     CompletionStatus take_transfer(std::uint32_t index) noexcept;
 
-    // Low level; throws TransportError.
-    std::uint16_t submit_command(const wire::Sqe& command);
+    // Low level; throws TransportError. Deadline::none: a command the target
+    // holds until something happens (Asynchronous Event Request).
+    enum class Deadline : std::uint8_t { request_timeout, none };
+    std::uint16_t submit_command(const wire::Sqe& command,
+                                 Deadline deadline = Deadline::request_timeout);
     bool slot_done(std::uint16_t slot) const noexcept;
     const Response& slot_response(std::uint16_t slot) const noexcept;
     void release_request(std::uint16_t slot) noexcept;

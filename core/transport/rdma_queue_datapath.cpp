@@ -284,7 +284,7 @@ void RdmaQueue::post_chain(ibv_send_wr* head, std::uint32_t count) noexcept {
     sends_posted_ += count;
 }
 
-std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
+std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadline) {
     if (state_ != QueueState::live && state_ != QueueState::connected) {
         throw TransportError(failure_ != TransportErrc::none ? failure_ : TransportErrc::closed,
                              failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN,
@@ -302,9 +302,13 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
     slot.response.command = commands_[cid];
     slot.flags = kInFlight | kLowLevel;
     slot.transfer = kNoTransfer;
-    slot.deadline = Clock::now() + config_.request_timeout;
     slot.wr.next = nullptr;
-    earliest_deadline_ = std::min(earliest_deadline_, slot.deadline);
+    if (deadline == Deadline::none) {
+        slot.deadline = Clock::time_point::max();  // answered only when an event occurs
+    } else {
+        slot.deadline = Clock::now() + config_.request_timeout;
+        earliest_deadline_ = std::min(earliest_deadline_, slot.deadline);
+    }
     commit();
     post_chain(&slot.wr, 1);
     return cid;
@@ -453,6 +457,14 @@ void RdmaQueue::finish_slot(std::uint16_t cid) noexcept {
     status.nvme = wire::Status::from_cqe_field(slots_[cid].response.cqe.status);
     status.opcode = commands_[cid].opcode;
     status.queue = config_.kind;
+    if (status.nvme.type() == wire::StatusCodeType::path && outage_ == OutagePolicy::hold &&
+        slots_[cid].transfer != kNoTransfer) [[unlikely]] {
+        // This path cannot serve the namespace now (ANA inaccessible, a path
+        // error): the controller moves to another path and the transfer is
+        // held for the replay there, as the kernel's multipath retries it.
+        fail(TransportErrc::path_failed, ENOLINK, "a path-related status (SCT 3) from the target");
+        return;
+    }
     complete_slot(cid, status);
 }
 
