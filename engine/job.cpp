@@ -326,11 +326,11 @@ void Job::report_reconnects() const {
         }
         say_note(
             "nvmeof: %s: %s: %u reconnects (outages: %s), %u failed attempts, %llu I/Os "
-            "retried, %llu I/Os failed by the outage%s\n",
+            "retried, %llu I/Os failed by the outage, %u moves on an ANA change notice%s\n",
             td_->o.name, slot.spec.subsystem_nqn.c_str(), stats.reconnects,
             outages.empty() ? "none" : outages.c_str(), stats.failed_attempts,
             static_cast<unsigned long long>(stats.transfers_retried),
-            static_cast<unsigned long long>(stats.transfers_failed),
+            static_cast<unsigned long long>(stats.transfers_failed), stats.ana_moves,
             stats.lost ? "; the controller was given up" : "");
     }
 }
