@@ -128,7 +128,8 @@ void ControllerImpl::connect_preferred_path() {
         move_admin_queue_to(*fallback);
         associate();
         read_ana_state();
-        log_error("controller %s: no optimized path; using %s", name().c_str(), ana_text().c_str());
+        log_error("controller %s: no optimized path; staying on the first usable one: %s",
+                  name().c_str(), ana_text().c_str());
         return;
     }
     if (last_error) {

@@ -462,7 +462,7 @@ void RdmaQueue::finish_slot(std::uint16_t cid) noexcept {
         // This path cannot serve the namespace now (ANA inaccessible, a path
         // error): the controller moves to another path and the transfer is
         // held for the replay there, as the kernel's multipath retries it.
-        fail(TransportErrc::path_failed, ENOLINK, "a path-related status (SCT 3) from the target");
+        fail(TransportErrc::path_error, ENOLINK, "a path-related status (SCT 3) from the target");
         return;
     }
     complete_slot(cid, status);

@@ -528,6 +528,8 @@ std::string_view identifier(nvmeof::TransportErrc code) {
             return "path_failed";
         case controller_lost:
             return "controller_lost";
+        case path_error:
+            return "path_error";
     }
     return "unknown";
 }

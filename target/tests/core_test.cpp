@@ -312,8 +312,8 @@ TEST(Identify, Controller) {
     EXPECT_EQ(id.nn, 1u);
     EXPECT_EQ(id.cntrltype, wire::kControllerTypeIo);
     EXPECT_EQ(id.vwc, 0);
-    EXPECT_EQ(id.cmic, 0);
-    EXPECT_EQ(id.oaes, 0u);
+    EXPECT_EQ(id.cmic, wire::kCmicMultipleControllers | wire::kCmicAnaReporting);
+    EXPECT_EQ(id.oaes, wire::kOaesAnaChangeNotice);
     EXPECT_EQ(id.lpa & 0x2, 0);
     EXPECT_EQ(id.sqes, 0x66);
     EXPECT_EQ(id.cqes, 0x44);

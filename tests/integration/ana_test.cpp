@@ -3,8 +3,10 @@
 // change notice.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "nvmeof/nvmeof.hpp"
 #include "target_process.hpp"
@@ -116,4 +118,51 @@ TEST(Ana, ChangeNoticeMovesToTheNextPathWithDataIntact) {
     EXPECT_LT(stats.outages[0], 3s) << "the move waited reconnect_delay: not the ANA notice";
     EXPECT_EQ(stats.path, path_text(target, 1));
     EXPECT_EQ(stats.transfers_failed, 0u);
+}
+
+TEST(Ana, PathStatusOnIoHoldsItUntilThePathIsUsableAgain) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's ana-change fault";
+    }
+    // One path: inaccessible for a while (reconnect attempts count as commands
+    // too), then optimized again. I/Os answered with the path status are held,
+    // reconnects through the inaccessible path are refused, and they are re-sent
+    // once it is usable: none fails.
+    TargetProcess target({"--fault", "ana-change-after=60:0:inaccessible", "--fault",
+                          "ana-change-after=100:0:optimized"});
+    Options o = target.options(5s);
+    o.ctrl_loss_tmo = 10s;
+    o.reconnect_delay = 100ms;
+    Controller c = Controller::connect(o);
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    const std::size_t depth = std::min<std::size_t>(q.capacity() / 2, 8);
+    MemoryRegion arena = c.allocate(kBlock * depth);
+    std::vector<Completion> out(depth);
+    std::uint64_t next = 0;
+    std::size_t completed_after = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while ((c.reconnect_stats().reconnects == 0 || completed_after < 50) &&
+           std::chrono::steady_clock::now() < deadline) {
+        while (q.in_flight() + q.held() < depth) {
+            const Transfer t{Op::write, next % 1024, 1, &arena, (next % depth) * kBlock, next};
+            if (q.submit(ns, t) != SubmitResult::queued) {
+                break;
+            }
+            ++next;
+        }
+        const std::size_t n = q.poll(out);
+        for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(out[i].status.ok()) << describe(out[i].status);
+        }
+        completed_after += c.reconnect_stats().reconnects > 0 ? n : 0;
+        ASSERT_TRUE(c.keep_alive());
+    }
+    const ReconnectStats& stats = c.reconnect_stats();
+    EXPECT_EQ(stats.reconnects, 1u);
+    EXPECT_GT(stats.failed_attempts, 0u) << "no reconnect was refused while inaccessible";
+    EXPECT_GT(stats.transfers_retried, 0u);
+    EXPECT_EQ(stats.transfers_failed, 0u);
+    EXPECT_EQ(stats.ana_moves, 0u);  // one path: nowhere to move on the notice
+    EXPECT_GE(completed_after, 50u);
 }
