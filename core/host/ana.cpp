@@ -97,10 +97,10 @@ void ControllerImpl::connect_preferred_path() {
     const std::size_t first = path_;
     for (std::size_t tried = 0; tried < paths_.size(); ++tried) {
         const std::size_t index = (first + tried) % paths_.size();
-        if (tried > 0) {
-            move_admin_queue_to(index);
-        }
         try {
+            if (tried > 0) {
+                move_admin_queue_to(index);
+            }
             associate();
             if (!ana_in_use()) {
                 return;
