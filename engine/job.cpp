@@ -331,11 +331,11 @@ void Job::report_reconnects() const {
         }
         say_note(
             "nvmeof: %s: %s: %u reconnects (outages: %s), %u failed attempts, %llu I/Os "
-            "retried, %llu I/Os failed by the outage%s%s\n",
+            "retried, %llu I/Os failed by the outage, %u moves on an ANA change notice%s%s\n",
             td_->o.name, slot.spec.subsystem_nqn.c_str(), stats.reconnects,
             outages.empty() ? "none" : outages.c_str(), stats.failed_attempts,
             static_cast<unsigned long long>(stats.transfers_retried),
-            static_cast<unsigned long long>(stats.transfers_failed),
+            static_cast<unsigned long long>(stats.transfers_failed), stats.ana_moves,
             stats.lost ? "; the controller was given up: " : "", stats.lost_reason.c_str());
     }
 }
@@ -359,6 +359,7 @@ void Job::record_reconnects() const {
         }
         c.ios_retried = stats.transfers_retried;
         c.ios_failed = stats.transfers_failed;
+        c.ana_moves = stats.ana_moves;
         c.lost = stats.lost;
         c.lost_reason = stats.lost_reason;
         facts.controllers.push_back(std::move(c));

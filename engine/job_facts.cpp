@@ -124,6 +124,7 @@ std::string reconnect_json(const ReconnectFacts& c) {
           array_json(c.outages_ms, [](std::uint64_t ms) { return std::to_string(ms); }));
     w.number("ios_retried", c.ios_retried);
     w.number("ios_failed", c.ios_failed);
+    w.number("ana_moves", c.ana_moves);
     w.boolean("lost", c.lost);
     w.text("lost_reason", c.lost_reason);
     w.close();

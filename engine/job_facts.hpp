@@ -60,6 +60,7 @@ struct ReconnectFacts {
     std::vector<std::uint64_t> outages_ms;  // each ended outage
     std::uint64_t ios_retried = 0;
     std::uint64_t ios_failed = 0;
+    std::uint32_t ana_moves = 0;  // moves on an ANA change notice
     bool lost = false;
     std::string lost_reason;
 };

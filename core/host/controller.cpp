@@ -129,6 +129,10 @@ bool ControllerImpl::keep_alive(std::string* why) noexcept {
         if (reconnecting()) {
             return true;
         }
+        service_async_event(Clock::now());
+        if (reconnecting()) {
+            return true;  // an ANA change notice moved the controller off this path
+        }
     }
     if (options_.keep_alive_ms != 0 && !open()) {
         if (why != nullptr) {
@@ -177,6 +181,9 @@ bool ControllerImpl::take_wakeups() noexcept {
     // Every event is taken and acknowledged now (a CQ cannot be destroyed
     // with events unacknowledged); the CQs are re-armed on the next wait.
     bool woke = false;
+    if (!completion_channel_) {
+        return woke;  // a first connect that failed before its I/O queues
+    }
     ibv_cq* cq = nullptr;
     void* context = nullptr;
     while (ibv_get_cq_event(completion_channel_.get(), &cq, &context) == 0) {

@@ -10,6 +10,7 @@
 #include "host/keep_alive.hpp"
 #include "memory/memory_record.hpp"
 #include "nvmeof/controller.hpp"
+#include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/registers.hpp"
 #include "transport/connect_deadline.hpp"
 #include "transport/rdma_queue.hpp"
@@ -108,12 +109,29 @@ public:
     bool reconnect_enabled() const noexcept;
     // Notices a failure, runs the timers and the next attempt; false once lost.
     bool service_reconnect(Clock::time_point now, std::string* why) noexcept;
-    void begin_outage(Clock::time_point now, const std::string& why) noexcept;
+    // `delay`: before the first attempt; reconnect_delay when not given.
+    void begin_outage(Clock::time_point now, const std::string& why,
+                      std::optional<std::chrono::milliseconds> delay = std::nullopt) noexcept;
     void tear_down_queues() noexcept;
     void attempt_reconnect(Clock::time_point now) noexcept;
     void reassociate(Clock::time_point now);
     void check_still_fits(const Limits& before, const std::vector<NamespaceInfo>& namespaces);
     void give_up(const std::string& why) noexcept;
+
+    // ana.cpp: asymmetric namespace access.
+    bool ana_in_use() const noexcept;
+    // Reads the ANA log page; the path's state is the worst of the groups
+    // holding the namespaces in use. Throws ConnectError or Error.
+    wire::AnaState read_ana_state();
+    std::string ana_text() const;  // "ADDR:PORT is ANA STATE"
+    // The first connect: the paths in order, the first optimized one kept,
+    // else the first non-optimized; a path that cannot connect is skipped.
+    void connect_preferred_path();
+    void move_admin_queue_to(std::size_t path_index);
+    // A reconnect: throws ConnectError when the path cannot reach the namespaces.
+    void check_path_usable();
+    void arm_async_event() noexcept;
+    void service_async_event(Clock::time_point now) noexcept;
     void transition(ControllerState to, const std::string& why) noexcept;
     std::string failure_text() const;
     std::string name() const;
@@ -165,6 +183,10 @@ public:
     std::vector<std::unique_ptr<RdmaQueue>> io_;
     std::vector<std::weak_ptr<MemoryRecord>> memory_;
     std::optional<KeepAlive> keep_alive_;  // with Options::keep_alive_ms; before the admin queue goes
+    std::optional<Request> async_event_;   // the Asynchronous Event Request outstanding (ANA)
+    bool ana_reporting_ = false;           // Identify CMIC bit 3
+    wire::AnaState ana_state_ = wire::AnaState::optimized;  // of the path in use
+    std::uint64_t ana_change_count_ = 0;
 
     // Reconnecting (Options::ctrl_loss_tmo).
     std::vector<NamespaceInfo> namespaces_;  // identified so far: re-checked after a reconnect

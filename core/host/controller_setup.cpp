@@ -123,14 +123,29 @@ void ControllerImpl::connect() {
         }
         start = comma + 1;
     }
+    path_ = 0;
     peer_ = paths_.front();
     log_debug("connecting to %s as %s (host ID %s, %s)", peer_.target_text.c_str(),
               identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
 
-    admin_ =
-        std::make_unique<RdmaQueue>(QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin,
-                                                options_.timeout, options_.timeout, deadline_},
-                                    peer_);
+    // The first path that resolves; connect_preferred_path() goes on from it.
+    for (;;) {
+        try {
+            admin_ = std::make_unique<RdmaQueue>(
+                QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin, options_.timeout,
+                            options_.timeout, deadline_},
+                peer_);
+            break;
+        } catch (const ConnectError& e) {
+            if (path_ + 1 >= paths_.size() || e.cause() == ConnectFailure::invalid_options) {
+                throw;
+            }
+            log_error("controller %s: path %s failed: %s; trying the next path", name().c_str(),
+                      peer_.target_text.c_str(), e.what());
+            peer_ = paths_[++path_];
+            deadline_ = ConnectDeadline(options_.timeout);
+        }
+    }
     if (ibv_query_device(admin_->device(), &device_) != 0) {
         throw ConnectError(ConnectFailure::device_error, "ibv_query_device", std::strerror(errno));
     }
@@ -155,7 +170,7 @@ void ControllerImpl::connect() {
                                std::string(admin_size.limit) + ")");
     }
     admin_->set_owner(this);
-    associate();
+    connect_preferred_path();
 
     limits_.admin_queue_size = wire::kAdminQueueSize;
     limits_.source_address = admin_->local_address();
@@ -177,6 +192,7 @@ void ControllerImpl::connect() {
         }
     }
     state_ = ControllerState::live;
+    arm_async_event();
     log_debug("controller %u live: %u I/O queues of %u entries, MDTS %llu bytes",
               unsigned{limits_.cntlid}, limits_.io_queues, unsigned{limits_.queue_size},
               static_cast<unsigned long long>(limits_.mdts_bytes));
@@ -356,6 +372,7 @@ void ControllerImpl::identify_controller() {
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
     limits_.kas = id.kas;
+    ana_reporting_ = (id.cmic & wire::kCmicAnaReporting) != 0;
     limits_.discovery = id.cntrltype == wire::kControllerTypeDiscovery ||
                         options_.subsystem_nqn == wire::kDiscoveryNqn;
     limits_.model = std::string(id.model());
@@ -489,6 +506,7 @@ void ControllerImpl::close() noexcept {
     // (CC.SHN would only time out), no wait for DISCONNECTED.
     const bool healthy = !target_lost();
     keep_alive_.reset();  // its request slot belongs to the admin queue
+    async_event_.reset();
     for (auto& queue : io_) {
         queue->disconnect(healthy);
     }

@@ -48,6 +48,8 @@ std::string_view transport_errc_name(TransportErrc code) {
             return "path failed (fast_io_fail_tmo passed while reconnecting)";
         case TransportErrc::controller_lost:
             return "controller lost (reconnecting gave up)";
+        case TransportErrc::path_error:
+            return "path error (the target cannot serve the namespace through this path)";
     }
     return "unknown";
 }

@@ -135,7 +135,8 @@ bool ControllerImpl::service_reconnect(Clock::time_point now, std::string* why) 
     return true;
 }
 
-void ControllerImpl::begin_outage(Clock::time_point now, const std::string& why) noexcept {
+void ControllerImpl::begin_outage(Clock::time_point now, const std::string& why,
+                                  std::optional<std::chrono::milliseconds> delay) noexcept {
     outage_start_ = now;
     lost_at_ = now + options_.ctrl_loss_tmo;
     fast_fail_at_ = options_.fast_io_fail_tmo.count() > 0 ? now + options_.fast_io_fail_tmo
@@ -143,19 +144,21 @@ void ControllerImpl::begin_outage(Clock::time_point now, const std::string& why)
     fast_failed_ = false;
     transition(ControllerState::resetting, why);
     tear_down_queues();
-    next_attempt_ = now + options_.reconnect_delay;
+    const std::chrono::milliseconds first_delay = delay.value_or(options_.reconnect_delay);
+    next_attempt_ = now + first_delay;
     std::size_t held = 0;
     for (const auto& queue : io_) {
         held += queue->held();
     }
     transition(ControllerState::waiting,
                std::to_string(held) + " I/Os held; next attempt in " +
-                   std::to_string(options_.reconnect_delay.count()) + " ms, giving up after " +
+                   std::to_string(first_delay.count()) + " ms, giving up after " +
                    std::to_string(options_.ctrl_loss_tmo.count()) + " ms");
 }
 
 void ControllerImpl::tear_down_queues() noexcept {
     keep_alive_.reset();  // its request slot belongs to the admin queue
+    async_event_.reset();
     // Nothing waits on the target: it failed, or this attempt did.
     for (auto& queue : io_) {
         queue->disconnect(false);  // in-flight transfers are held (OutagePolicy::hold)
@@ -216,6 +219,7 @@ void ControllerImpl::reassociate(Clock::time_point now) {
     }
     associate();
     check_still_fits(before, namespaces);
+    check_path_usable();
     limits_.source_address = admin_->local_address();
     limits_.target_address = peer_.target_text;
     if (options_.keep_alive_ms != 0) {
@@ -230,6 +234,7 @@ void ControllerImpl::reassociate(Clock::time_point now) {
         queue->set_outage_policy(OutagePolicy::hold);
         retried += queue->replay_held();
     }
+    arm_async_event();
     ++reconnect_stats_.reconnects;
     reconnect_stats_.transfers_retried += retried;
     reconnect_stats_.outages.push_back(outage);

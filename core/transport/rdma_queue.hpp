@@ -172,8 +172,11 @@ public:
     bool transfer_finished(std::uint32_t index) const noexcept;
     CompletionStatus take_transfer(std::uint32_t index) noexcept;
 
-    // Low level; throws TransportError.
-    std::uint16_t submit_command(const wire::Sqe& command);
+    // Low level; throws TransportError. Deadline::none: a command the target
+    // holds until something happens (Asynchronous Event Request).
+    enum class Deadline : std::uint8_t { request_timeout, none };
+    std::uint16_t submit_command(const wire::Sqe& command,
+                                 Deadline deadline = Deadline::request_timeout);
     bool slot_done(std::uint16_t slot) const noexcept;
     const Response& slot_response(std::uint16_t slot) const noexcept;
     void release_request(std::uint16_t slot) noexcept;
@@ -279,7 +282,8 @@ private:
     std::uint32_t send_room() const noexcept { return send_queue_capacity_ - sends_in_queue(); }
     // The slot's SEND is the next one built: signalled if it ends a signalling
     // interval; its deadline is set on the next poll.
-    [[gnu::always_inline]] inline void prepare_send(Slot& slot, std::uint16_t cid) noexcept;
+    [[gnu::always_inline]] inline void prepare_send(Slot& slot, std::uint16_t cid,
+                                                    bool with_deadline = true) noexcept;
     // Gives every request built since the last poll its deadline.
     void stamp_deadlines(std::chrono::steady_clock::time_point now) noexcept;
     [[gnu::always_inline]] inline void finish_transfer(std::uint32_t index) noexcept;

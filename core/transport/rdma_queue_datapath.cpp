@@ -62,7 +62,7 @@ std::uint64_t RdmaQueue::blocks_per_piece(std::uint32_t lba_shift, Op op) const 
                         : std::uint64_t{wire::kMaxBlocksPerCommand};
 }
 
-void RdmaQueue::prepare_send(Slot& slot, std::uint16_t cid) noexcept {
+void RdmaQueue::prepare_send(Slot& slot, std::uint16_t cid, bool with_deadline) noexcept {
     // Built in post order (commit() posts the deferred chain first), so this
     // position is the SEND's place in the send queue.
     const bool ends_interval = (++send_position_ & (kSendsPerSignal - 1)) == 0;
@@ -70,7 +70,9 @@ void RdmaQueue::prepare_send(Slot& slot, std::uint16_t cid) noexcept {
     // Each slot at most once: it cannot complete (and be built again) before
     // the next poll stamps it.
     slot.deadline = Clock::time_point::max();
-    unstamped_[unstamped_count_++] = cid;
+    if (with_deadline) {  // else answered only when an event occurs (an AER)
+        unstamped_[unstamped_count_++] = cid;
+    }
 }
 
 void RdmaQueue::stamp_deadlines(Clock::time_point now) noexcept {
@@ -322,7 +324,7 @@ void RdmaQueue::post_chain(ibv_send_wr* head) noexcept {
     }
 }
 
-std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
+std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadline) {
     if (state_ != QueueState::live && state_ != QueueState::connected) {
         throw TransportError(failure_ != TransportErrc::none ? failure_ : TransportErrc::closed,
                              failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN,
@@ -343,7 +345,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command) {
     slot.response.command = commands_[cid];
     slot.flags = kInFlight | kLowLevel;
     slot.transfer = kNoTransfer;
-    prepare_send(slot, cid);
+    prepare_send(slot, cid, deadline == Deadline::request_timeout);
     slot.wr.num_sge = 1;
     slot.wr.next = nullptr;
     commit();
@@ -499,6 +501,13 @@ bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noe
     status.queue = config_.kind;
     if (slot.transfer == kNoTransfer) {
         slot.response.cqe = cqe;  // low-level requests hand the whole CQE back
+    } else if (!status.ok() && status.nvme.type() == wire::StatusCodeType::path &&
+               outage_ == OutagePolicy::hold) [[unlikely]] {
+        // This path cannot serve the namespace now (ANA inaccessible, a path
+        // error): the controller moves to another path and the transfer is
+        // held for the replay there, as the kernel's multipath retries it.
+        fail(TransportErrc::path_error, ENOLINK, "a path-related status (SCT 3) from the target");
+        return false;
     }
     complete_slot(cid, status);
     return true;

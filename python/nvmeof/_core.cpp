@@ -474,6 +474,7 @@ py::dict reconnect_dict(const nvmeof::ReconnectStats& r) {
     d["outages_ms"] = outages;
     d["transfers_retried"] = r.transfers_retried;
     d["transfers_failed"] = r.transfers_failed;
+    d["ana_moves"] = r.ana_moves;
     d["path"] = r.path;
     d["reconnecting"] = r.reconnecting;
     d["lost"] = r.lost;
@@ -565,6 +566,8 @@ std::string_view identifier(nvmeof::TransportErrc code) {
             return "path_failed";
         case controller_lost:
             return "controller_lost";
+        case path_error:
+            return "path_error";
     }
     return "unknown";
 }

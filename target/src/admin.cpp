@@ -6,6 +6,7 @@
 
 #include "core_internal.hpp"
 #include "nvmeof/wire/admin.hpp"
+#include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/discovery.hpp"
 #include "nvmeof/wire/identify.hpp"
 
@@ -37,6 +38,7 @@ constexpr std::uint8_t kAbortNotPerformed = 1;
 // controllers; for the NVM command set (CSI 0) nvmet answers zeroes.
 constexpr std::uint32_t kCnsIoCommandSetController = 0x06;
 constexpr unsigned kIdentifyCsiShift = 24;  // Abort DW0 bit 0: command not aborted
+constexpr std::uint8_t kNmicShared = 1;     // NMIC bit 0: may be attached to several controllers
 
 // FNV-1a, for stable serial numbers and namespace GUIDs derived from names.
 std::uint64_t fnv1a(std::string_view text, std::uint64_t seed) {
@@ -126,10 +128,11 @@ DataPlan CommandCore::plan_admin(QueueState& queue, Controller& ctrl, const Sqe&
         case AdminOpcode::get_log_page: {
             const wire::LogPageRequest request = wire::parse_get_log_page(sqe);
             const auto lid = request.lid;
-            const bool supported = discovery ? lid == wire::LogPageId::discovery
-                                             : (lid == wire::LogPageId::error_information ||
-                                                lid == wire::LogPageId::smart_health ||
-                                                lid == wire::LogPageId::firmware_slot);
+            const bool supported =
+                discovery ? lid == wire::LogPageId::discovery
+                          : (lid == wire::LogPageId::error_information ||
+                             lid == wire::LogPageId::smart_health || lid == wire::LogPageId::ana ||
+                             lid == wire::LogPageId::firmware_slot);
             if (!supported || request.offset % wire::kDwordSize != 0 ||
                 request.length > config_.limits.max_transfer_bytes()) {
                 return failed_plan(GenericStatus::invalid_field);
@@ -158,7 +161,7 @@ DataPlan CommandCore::plan_admin(QueueState& queue, Controller& ctrl, const Sqe&
     }
     if (check_data_pointer(queue, sqe, in_capsule_bytes, plan) &&
         static_cast<AdminOpcode>(sqe.opcode) == AdminOpcode::async_event_request) {
-        // Held until an event occurs; this target never raises one.
+        // Held until an event occurs (an ANA change: take_async_event).
         plan.hold = true;
         ++ctrl.held_async_events;
     }
@@ -207,6 +210,16 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             id.cntrltype =
                 subsystem.discovery ? wire::kControllerTypeDiscovery : wire::kControllerTypeIo;
             id.aerl = kAsyncEventLimit;
+            if (!subsystem.discovery) {
+                id.cmic = wire::kCmicMultipleControllers | wire::kCmicAnaReporting;
+                id.oaes = wire::kOaesAnaChangeNotice;
+                id.anatt = kAnaTransitionTimeS;
+                id.anacap = wire::kAnacapOptimized | wire::kAnacapNonOptimized |
+                            wire::kAnacapInaccessible | wire::kAnacapPersistentLoss |
+                            wire::kAnacapChange | wire::kAnacapGroupIdNoChange;
+                id.anagrpmax = kAnaGroupId;
+                id.nanagrpid = kAnaGroupId;
+            }
             id.kas = config_.limits.kas;
             id.sqes = kSqEntrySizes;
             id.cqes = kCqEntrySizes;
@@ -230,6 +243,8 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             wire::IdentifyNamespace id{};
             id.nsze = id.ncap = id.nuse = ns->blocks;
             id.nlbaf = 0;
+            id.nmic = kNmicShared;  // reachable through every port's controllers
+            id.anagrpid = kAnaGroupId;
             id.flbas = 0;
             id.lbaf[0].lbads = static_cast<std::uint8_t>(std::countr_zero(ns->lba_size));
             const auto guid = namespace_guid(subsystem, ns->nsid);
@@ -325,6 +340,22 @@ Completion CommandCore::execute_get_log_page(Controller& ctrl, const Sqe& sqe,
     std::fill(data.begin(), data.end(), std::uint8_t{0});
     Completion done;
     done.data_length = static_cast<std::uint32_t>(data.size());
+    if (request.lid == wire::LogPageId::ana) {
+        wire::AnaGroup group;
+        group.id = kAnaGroupId;
+        group.change_count = ana_change_count_;
+        group.state = ana_states_.at(ctrl.port_index);
+        for (const auto& ns : ctrl.subsystem->namespaces) {
+            group.nsids.push_back(ns.nsid);
+        }
+        const std::vector<std::uint8_t> log =
+            wire::ana_log(ana_change_count_, std::span(&group, 1), wire::ana_log_groups_only(sqe));
+        if (request.offset < log.size()) {
+            const std::size_t n = std::min<std::size_t>(log.size() - request.offset, data.size());
+            std::memcpy(data.data(), log.data() + request.offset, n);
+        }
+        return done;
+    }
     if (request.lid != wire::LogPageId::discovery) {
         return done;  // error information, SMART, firmware slots: zeroes
     }

@@ -63,6 +63,11 @@ Limits (to exercise negotiation):
   --max-io-queues N        I/O queues per controller (default 8)
   --kas N                  keep-alive granularity in 100 ms units (default 10)
 
+Asymmetric namespace access (ANA: every namespace is in group 1; the state is per port):
+  --ana-state INDEX:STATE  the INDEXth --port's (0-based) state: optimized (default),
+                           non-optimized, inaccessible, persistent-loss or change; I/O through
+                           a port inaccessible, lost or changing fails with that path status
+
 Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   reject-connect=STS       reject every CM connect with NVMe/RDMA reject status STS
   connect-status=SCT/SC    fail the Fabrics Connect with that status (DNR set)
@@ -76,6 +81,9 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
                            MS ms, then listen again on the same ports (repeatable)
   port-down-after=N:INDEX  after N commands, stop listening on the INDEXth --port (0-based)
                            for good and drop the connections made through it
+  ana-change-after=N:INDEX:STATE
+                           after N commands, the INDEXth --port's ANA state becomes STATE;
+                           its controllers get an ANA change notice (repeatable)
   SCT and SC are numbers (decimal or 0x hex).
 
 Observability:
@@ -198,6 +206,20 @@ std::pair<std::string_view, std::string_view> split_once(std::string_view text, 
         return {text, {}};
     }
     return {text.substr(0, at), text.substr(at + 1)};
+}
+
+// "INDEX:STATE" of --ana-state and the ana-change-after fault.
+std::pair<std::size_t, wire::AnaState> parse_port_ana_state(std::string_view text,
+                                                            const std::string& what) {
+    const auto [index, name] = split_once(text, ':');
+    wire::AnaState state{};
+    if (name.empty() || !wire::parse_ana_state(name, state)) {
+        throw UsageError(what +
+                         ": expected INDEX:STATE, STATE one of optimized, non-optimized, "
+                         "inaccessible, persistent-loss, change (got " +
+                         quoted(text) + ")");
+    }
+    return {static_cast<std::size_t>(parse_number(index, what, kMaxPorts - 1)), state};
 }
 
 }  // namespace
@@ -334,6 +356,13 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
         faults.ports_down.push_back(
             {parse_number(after, what, max64),
              static_cast<std::size_t>(parse_number(index, what, kMaxPorts - 1))});
+    } else if (name == "ana-change-after") {
+        const auto [after, rest] = split_once(value, ':');
+        if (rest.empty()) {
+            throw UsageError(what + ": expected N:INDEX:STATE");
+        }
+        const auto [index, state] = parse_port_ana_state(rest, what);
+        faults.ana_changes.push_back({parse_number(after, what, max64), index, state});
     } else {
         throw UsageError(what + ": unknown fault " + quoted(name));
     }
@@ -477,6 +506,9 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
             }
         } else if (option == "--kas") {
             config.limits.kas = static_cast<std::uint16_t>(parse_number(take(), "--kas", 0xFFFF));
+        } else if (option == "--ana-state") {
+            const auto [index, state] = parse_port_ana_state(take(), "--ana-state");
+            config.ana_states.emplace_back(index, state);
         } else if (option == "--fault") {
             parse_fault(take(), config.faults);
         } else if (option == "--stats") {
@@ -498,6 +530,19 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
                              std::to_string(down.port_index) + " names no --port (" +
                              std::to_string(config.more_ports.size() + 1) + " given)");
         }
+    }
+    const auto check_port_index = [&](std::size_t index, const char* what) {
+        if (index > config.more_ports.size()) {
+            throw UsageError(std::string(what) + ": port index " + std::to_string(index) +
+                             " names no --port (" + std::to_string(config.more_ports.size() + 1) +
+                             " given)");
+        }
+    };
+    for (const auto& [index, state] : config.ana_states) {
+        check_port_index(index, "--ana-state");
+    }
+    for (const auto& change : config.faults.ana_changes) {
+        check_port_index(change.port_index, "--fault ana-change-after");
     }
     for (const auto& [nqn, keys] : config.dhchap.hosts) {
         if (!keys.host_key) {

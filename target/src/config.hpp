@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "auth/dhchap_crypto.hpp"
+#include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/status.hpp"
 
 namespace nvmeof::target {
@@ -89,6 +90,14 @@ struct FaultConfig {
         std::size_t port_index = 0;
     };
     std::vector<PortDown> ports_down;
+    // ana-change-after=N:INDEX:STATE: after N commands, the INDEXth --port's ANA
+    // state becomes STATE (an ANA change notice to its controllers).
+    struct AnaChange {
+        std::uint64_t after = 0;
+        std::size_t port_index = 0;
+        wire::AnaState state = wire::AnaState::optimized;
+    };
+    std::vector<AnaChange> ana_changes;  // in the order given; each fires once
 };
 
 // DH-HMAC-CHAP: hosts with a key must authenticate every queue before any
@@ -111,6 +120,8 @@ struct TargetConfig {
     std::string listen_address = "127.0.0.1";
     std::uint16_t port = 4420;
     std::vector<std::uint16_t> more_ports;  // --port repeated: the same subsystems on each
+    // --ana-state INDEX:STATE: a port's ANA state at start (optimized otherwise).
+    std::vector<std::pair<std::size_t, wire::AnaState>> ana_states;
     std::vector<SubsystemConfig> subsystems;
     Limits limits;
     FaultConfig faults;

@@ -60,6 +60,37 @@ CommandCore::CommandCore(const TargetConfig& config, Stats& stats)
     }
     listen_address_ = config.listen_address;
     listen_port_ = config.port;
+    ana_states_.assign(config.more_ports.size() + 1, wire::AnaState::optimized);
+    for (const auto& [index, state] : config.ana_states) {
+        ana_states_.at(index) = state;
+    }
+}
+
+void CommandCore::set_ana_state(std::size_t port_index, wire::AnaState state) {
+    ana_states_.at(port_index) = state;
+    ++ana_change_count_;
+    unsigned told = 0;
+    for (auto& [cntlid, ctrl] : controllers_) {
+        if (!ctrl.subsystem->discovery && ctrl.port_index == port_index) {
+            ctrl.ana_notice_pending = true;
+            ++told;
+        }
+    }
+    std::fprintf(stderr,
+                 "nvmeof-target: port index %zu: ANA state %s (change count %llu), %u controllers "
+                 "to notify\n",
+                 port_index, std::string(wire::ana_state_name(state)).c_str(),
+                 static_cast<unsigned long long>(ana_change_count_), told);
+}
+
+std::optional<std::uint32_t> CommandCore::take_async_event(std::uint16_t cntlid) {
+    Controller* ctrl = find_controller(cntlid);
+    if (ctrl == nullptr || !ctrl->ana_notice_pending || ctrl->held_async_events == 0) {
+        return std::nullopt;
+    }
+    ctrl->ana_notice_pending = false;
+    --ctrl->held_async_events;
+    return wire::async_event_result(wire::ana_change_event());
 }
 
 CommandCore::~CommandCore() {
@@ -307,6 +338,7 @@ Completion CommandCore::execute_connect(QueueState& queue, const Sqe& sqe,
         ctrl.hostnqn = std::string(hostnqn);
         ctrl.host_id = cd.host_id;
         ctrl.local_address = queue.local_address;
+        ctrl.port_index = queue.port_index;
         ctrl.kato_ms = effective_kato_ms(ctrl, cmd.kato);
         ctrl.last_keep_alive = Clock::now();
         ctrl.io_queue_live.assign(subsystem->discovery ? 1u : config_.limits.max_io_queues + 1u,

@@ -12,12 +12,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "auth/dhchap_transaction.hpp"
 #include "config.hpp"
+#include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/fabrics.hpp"
 #include "nvmeof/wire/status.hpp"
@@ -56,6 +58,8 @@ struct Controller {
     Clock::time_point last_keep_alive{};
     std::vector<bool> io_queue_live;  // index = QID
     unsigned held_async_events = 0;
+    std::size_t port_index = 0;       // the --port its admin queue came through (ANA state)
+    bool ana_notice_pending = false;  // its port's ANA state changed; not yet reported
     std::string local_address;  // of the admin queue: a wildcard listener's discovery TRADDR
 };
 
@@ -69,6 +73,7 @@ struct QueueState {
     bool sq_flow_control_disabled = false;
     std::uint32_t in_capsule_capacity = 0;  // bytes of data a capsule may carry
     std::string local_address;  // the address the host reached (numeric), "" when unknown
+    std::size_t port_index = 0;  // which --port (0-based) the queue came through
     // DH-HMAC-CHAP: set by Connect for a host with a key; until `authenticated`
     // only Authentication Send/Receive run (anything else: 0x91).
     bool auth_required = false;
@@ -128,6 +133,15 @@ class CommandCore {
     bool controller_exists(std::uint16_t cntlid) const { return controllers_.contains(cntlid); }
     Controller* find_controller(std::uint16_t cntlid);
 
+    // ANA: every namespace of a subsystem is in group kAnaGroupId; each port has
+    // one state for it. A change is counted and reported, by an ANA change
+    // notice, to every controller on that port.
+    void set_ana_state(std::size_t port_index, wire::AnaState state);
+    wire::AnaState ana_state(std::size_t port_index) const { return ana_states_.at(port_index); }
+    // The DW0 of an Asynchronous Event Request to complete for this controller
+    // now (one of its held requests), if an event waits and a request is held.
+    std::optional<std::uint32_t> take_async_event(std::uint16_t cntlid);
+
     void flush_all();
     const TargetConfig& config() const { return config_; }
     Stats& stats() { return stats_; }
@@ -179,6 +193,8 @@ class CommandCore {
     std::map<std::uint16_t, Controller> controllers_;
     std::uint16_t next_cntlid_ = 1;
     std::uint64_t io_commands_seen_ = 0;
+    std::vector<wire::AnaState> ana_states_;  // by port index
+    std::uint64_t ana_change_count_ = 1;
     std::string listen_address_ = "127.0.0.1";
     std::uint16_t listen_port_ = 4420;
 };

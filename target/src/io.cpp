@@ -44,6 +44,21 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
     if (ns == nullptr && !(opcode == IoOpcode::flush && sqe.nsid == wire::kBroadcastNsid)) {
         return failed_plan(GenericStatus::invalid_namespace_or_format);
     }
+    // Path errors leave DNR clear: the host is to retry on another path.
+    switch (ana_states_.at(queue.port_index)) {
+        case wire::AnaState::optimized:
+        case wire::AnaState::non_optimized:
+            break;
+        case wire::AnaState::inaccessible:
+            plan.status = Status::path(wire::PathStatus::asymmetric_access_inaccessible, false);
+            return plan;
+        case wire::AnaState::persistent_loss:
+            plan.status = Status::path(wire::PathStatus::asymmetric_access_persistent_loss, false);
+            return plan;
+        case wire::AnaState::change:
+            plan.status = Status::path(wire::PathStatus::asymmetric_access_transition, false);
+            return plan;
+    }
     std::uint64_t slba = 0;
     std::uint64_t blocks = 0;
     switch (opcode) {

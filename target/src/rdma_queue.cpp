@@ -305,7 +305,8 @@ void RdmaQueue::start_command(Request& req, const std::uint8_t* capsule, std::ui
     const DataPlan& plan = req.plan;
     if (plan.hold) {
         release_receive();
-        return;  // an Asynchronous Event Request: answered never
+        held_async_events_.push_back(&req);  // answered when an event occurs
+        return;
     }
     if (!plan.status.ok()) {
         release_receive();
@@ -399,6 +400,23 @@ void RdmaQueue::finish(Request& req, const Completion& done) {
         return;
     }
     post_response(req);
+}
+
+int RdmaQueue::deliver_async_events() {
+    int delivered = 0;
+    while (state_ == State::live && !held_async_events_.empty() && nvme_.connected) {
+        const std::optional<std::uint32_t> event = ctx_.core.take_async_event(nvme_.cntlid);
+        if (!event) {
+            break;
+        }
+        Request* req = held_async_events_.front();
+        held_async_events_.erase(held_async_events_.begin());
+        Completion done;
+        done.dw0 = *event;
+        finish(*req, done);
+        ++delivered;
+    }
+    return delivered;
 }
 
 Clock::time_point RdmaQueue::flush_delayed(Clock::time_point now) {

@@ -77,6 +77,9 @@ class RdmaQueue {
     // earliest still pending, or time_point::max().
     Clock::time_point flush_delayed(Clock::time_point now);
     void arm_cq();
+    // Admin queue: completes held Asynchronous Event Requests with the events
+    // the core has for its controller; returns how many.
+    int deliver_async_events();
 
   private:
     struct Request;
@@ -118,6 +121,7 @@ class RdmaQueue {
     std::uint32_t reads_in_flight_ = 0;
     std::deque<Request*> delayed_;
     std::uint32_t in_flight_ = 0;  // received and not yet answered
+    std::vector<Request*> held_async_events_;  // Asynchronous Event Requests not yet answered
 };
 
 }  // namespace nvmeof::target

@@ -115,6 +115,15 @@ void RdmaServer::run_listener_faults(Clock::time_point now) {
         }
         std::fprintf(stderr, "nvmeof-target: fault: outage over, listening again\n");
     }
+    while (next_ana_change_ < faults.ana_changes.size() &&
+           faults_.commands >= faults.ana_changes[next_ana_change_].after) {
+        const auto& change = faults.ana_changes[next_ana_change_++];
+        ++stats_.faults_injected;
+        std::fprintf(stderr, "nvmeof-target: fault: ana-change-after=%llu:%zu:%s\n",
+                     static_cast<unsigned long long>(change.after), change.port_index,
+                     std::string(wire::ana_state_name(change.state)).c_str());
+        core_.set_ana_state(change.port_index, change.state);
+    }
     for (std::size_t i = 0; i < faults.ports_down.size(); ++i) {
         const auto& down = faults.ports_down[i];
         if (port_down_done_[i] || faults_.commands < down.after) {
@@ -219,6 +228,11 @@ RdmaServer::AfterAck RdmaServer::on_connect_request(const rdma_cm_event& event) 
     accept.responder_resources = 0;  // the host never reads from the target
     accept.rnr_retry_count = kRnrRetryForever;
     accept.flow_control = 1;
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+        if (listeners_[i].id && listeners_[i].id.get() == event.listen_id) {
+            queue->nvme().port_index = i;  // its ANA state applies
+        }
+    }
     RdmaQueue* raw = queue.get();
     queues_.push_back(std::move(queue));
     if (rdma_accept(id, &accept) != 0) {
@@ -354,6 +368,7 @@ void RdmaServer::run(const volatile std::sig_atomic_t& stop) {
         int work = drain_cm_events();
         for (std::size_t i = 0; i < queues_.size(); ++i) {
             work += queues_[i]->poll();
+            work += queues_[i]->deliver_async_events();
         }
         const auto now = Clock::now();
         auto next_due = Clock::time_point::max();

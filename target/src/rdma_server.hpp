@@ -69,6 +69,7 @@ class RdmaServer {
     std::vector<Listener> listeners_;
     std::size_t next_outage_ = 0;
     std::vector<bool> port_down_done_;
+    std::size_t next_ana_change_ = 0;
     std::optional<Clock::time_point> relisten_at_;  // during an outage-after fault
     std::map<ibv_context*, std::unique_ptr<Device>> devices_;
     std::vector<std::unique_ptr<RdmaQueue>> queues_;  // destroyed before devices and channel

@@ -108,6 +108,27 @@ TEST(Config, ListenerFaultsAndPorts) {
               std::string::npos);
 }
 
+TEST(Config, AnaStatesAndChanges) {
+    const TargetConfig c =
+        parse({"--port", "0", "--port", "0", "--subsystem", "nqn.a", "--ana-state",
+               "1:non-optimized", "--fault", "ana-change-after=300:0:inaccessible"});
+    ASSERT_EQ(c.ana_states.size(), 1u);
+    EXPECT_EQ(c.ana_states[0].first, 1u);
+    EXPECT_EQ(c.ana_states[0].second, wire::AnaState::non_optimized);
+    ASSERT_EQ(c.faults.ana_changes.size(), 1u);
+    EXPECT_EQ(c.faults.ana_changes[0].after, 300u);
+    EXPECT_EQ(c.faults.ana_changes[0].port_index, 0u);
+    EXPECT_EQ(c.faults.ana_changes[0].state, wire::AnaState::inaccessible);
+    EXPECT_NE(
+        error_of({"--subsystem", "nqn.a", "--ana-state", "1:optimized"}).find("names no --port"),
+        std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--ana-state", "0:fast"}).find("INDEX:STATE"),
+              std::string::npos);
+    EXPECT_NE(
+        error_of({"--subsystem", "nqn.a", "--fault", "ana-change-after=5"}).find("N:INDEX:STATE"),
+        std::string::npos);
+}
+
 TEST(Config, Help) {
     TargetConfig config;
     EXPECT_EQ(parse_command_line({"--subsystem", "nqn.a", "--help"}, config), ParseOutcome::help);

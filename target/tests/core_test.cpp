@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core_harness.hpp"
+#include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/discovery.hpp"
 
 namespace nvmeof::target::testing {
@@ -311,8 +312,8 @@ TEST(Identify, Controller) {
     EXPECT_EQ(id.nn, 1u);
     EXPECT_EQ(id.cntrltype, wire::kControllerTypeIo);
     EXPECT_EQ(id.vwc, 0);
-    EXPECT_EQ(id.cmic, 0);
-    EXPECT_EQ(id.oaes, 0u);
+    EXPECT_EQ(id.cmic, wire::kCmicMultipleControllers | wire::kCmicAnaReporting);
+    EXPECT_EQ(id.oaes, wire::kOaesAnaChangeNotice);
     EXPECT_EQ(id.lpa & 0x2, 0);
     EXPECT_EQ(id.sqes, 0x66);
     EXPECT_EQ(id.cqes, 0x44);
@@ -452,6 +453,83 @@ TEST(AsyncEvents, HeldThenLimited) {
     const Result r = h.run(q, wire::make_sqe(0x0C));
     EXPECT_FALSE(r.plan.hold);
     EXPECT_EQ(r.status(), Status::make(wire::StatusCodeType::command_specific, 0x05, true));
+}
+
+TEST(Ana, IdentifyReportsOneGroup) {
+    CoreHarness h;
+    QueueState q = CoreHarness::new_queue(0);
+    h.bring_up(q);
+    Result r = h.run(q, wire::identify_command(wire::IdentifyCns::controller, 0,
+                                               CoreHarness::keyed(wire::kIdentifyDataSize)));
+    ASSERT_TRUE(r.status().ok());
+    wire::IdentifyController id{};
+    std::memcpy(&id, r.data.data(), sizeof id);
+    EXPECT_NE(id.cmic & wire::kCmicAnaReporting, 0);
+    EXPECT_NE(id.oaes & wire::kOaesAnaChangeNotice, 0u);
+    EXPECT_NE(id.anacap & wire::kAnacapInaccessible, 0);
+    EXPECT_GT(id.anatt, 0);
+    EXPECT_EQ(id.anagrpmax, 1u);
+    EXPECT_EQ(id.nanagrpid, 1u);
+    r = h.run(q, wire::identify_command(wire::IdentifyCns::namespace_data, 1,
+                                        CoreHarness::keyed(wire::kIdentifyDataSize)));
+    wire::IdentifyNamespace ns{};
+    std::memcpy(&ns, r.data.data(), sizeof ns);
+    EXPECT_EQ(ns.anagrpid, 1u);
+}
+
+TEST(Ana, LogPageStateOffsetAndGroupsOnly) {
+    TargetConfig config = default_config();
+    config.more_ports = {4421};
+    config.ana_states = {{0, wire::AnaState::non_optimized}};
+    CoreHarness h(config);
+    QueueState q = CoreHarness::new_queue(0);
+    h.bring_up(q);
+    Result r = h.run(q, wire::ana_log_page_command(0, CoreHarness::keyed(64), false));
+    ASSERT_TRUE(r.status().ok());
+    wire::AnaLog log = wire::parse_ana_log(r.data);
+    ASSERT_EQ(log.groups.size(), 1u);
+    EXPECT_EQ(log.groups[0].id, 1u);
+    EXPECT_EQ(log.groups[0].state, wire::AnaState::non_optimized);
+    EXPECT_EQ(log.groups[0].nsids, std::vector<std::uint32_t>{1});
+    // The descriptor alone, read at its offset.
+    r = h.run(
+        q, wire::ana_log_page_command(sizeof(wire::AnaLogHeader), CoreHarness::keyed(32), false));
+    ASSERT_TRUE(r.status().ok());
+    EXPECT_EQ(r.data[0], 1);     // group id
+    EXPECT_EQ(r.data[4], 1);     // one NSID
+    EXPECT_EQ(r.data[16], 0x2);  // non-optimized
+    r = h.run(q, wire::ana_log_page_command(0, CoreHarness::keyed(64), true));
+    log = wire::parse_ana_log(r.data);
+    ASSERT_EQ(log.groups.size(), 1u);
+    EXPECT_TRUE(log.groups[0].nsids.empty());
+}
+
+TEST(Ana, ChangeCompletesAHeldEventAndFailsIoWithPathStatus) {
+    TargetConfig config = default_config();
+    config.more_ports = {4421};
+    CoreHarness h(config);
+    QueueState admin = CoreHarness::new_queue(0);
+    QueueState io = h.bring_up_io(admin);
+    const auto cntlid = io.cntlid;
+    EXPECT_FALSE(h.core().take_async_event(cntlid));  // nothing happened yet
+    h.core().set_ana_state(1, wire::AnaState::inaccessible);
+    EXPECT_FALSE(h.core().take_async_event(cntlid)) << "port 1 is not this controller's";
+    h.core().set_ana_state(0, wire::AnaState::inaccessible);
+    EXPECT_FALSE(h.core().take_async_event(cntlid)) << "no request held yet";
+    ASSERT_TRUE(h.run(admin, wire::async_event_request_command()).plan.hold);
+    const auto event = h.core().take_async_event(cntlid);
+    ASSERT_TRUE(event);
+    EXPECT_TRUE(wire::parse_async_event(*event).is_ana_change());
+    EXPECT_FALSE(h.core().take_async_event(cntlid)) << "one notice per change";
+
+    const auto write =
+        wire::rw_command(wire::IoOpcode::write, 1, 0, 1, {kHostAddress, 512, kRkey}, 512);
+    Result r = h.run(io, write, std::vector<std::uint8_t>(512));
+    EXPECT_EQ(r.status(), Status::path(wire::PathStatus::asymmetric_access_inaccessible, false));
+    EXPECT_FALSE(r.status().do_not_retry());
+    h.core().set_ana_state(0, wire::AnaState::optimized);
+    r = h.run(io, write, std::vector<std::uint8_t>(512));
+    EXPECT_TRUE(r.status().ok()) << wire::describe(r.status());
 }
 
 TEST(LogPage, ErrorAndSmartAreZeroesDiscoveryRefused) {

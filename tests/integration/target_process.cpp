@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -29,6 +31,7 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std
         const auto colon = t.rfind(':');
         address_ = t.substr(0, colon);
         port_ = static_cast<std::uint16_t>(std::stoul(t.substr(colon + 1)));
+        ports_ = {port_};
         nqn_ = env("NVMEOF_TEST_NQN");
         return;
     }
@@ -66,10 +69,12 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std
         _exit(127);
     }
     ::close(out[1]);
-    // Read the one "listening on ADDR:PORT" line, with a deadline.
-    std::string line;
+    // Read one "listening on ADDR:PORT" line per --port, with a deadline.
+    const auto lines_wanted =
+        static_cast<std::size_t>(1 + std::count(extra.begin(), extra.end(), std::string("--port")));
+    std::string text;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (line.find('\n') == std::string::npos) {
+    while (static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) < lines_wanted) {
         pollfd pfd{out[0], POLLIN, 0};
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
@@ -79,18 +84,33 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std
         char buf[256];
         const ssize_t n = read(out[0], buf, sizeof buf);
         if (n <= 0) break;
-        line.append(buf, static_cast<std::size_t>(n));
+        text.append(buf, static_cast<std::size_t>(n));
     }
     ::close(out[0]);
     const std::string prefix = "listening on ";
-    const auto at = line.find(prefix);
-    const auto colon = line.rfind(':');
-    if (at == std::string::npos || colon == std::string::npos) {
-        stop();
-        throw std::runtime_error("nvmeof-target did not print 'listening on ADDR:PORT' (got '" + line + "')");
+    for (std::size_t start = 0; ports_.size() < lines_wanted;) {
+        const auto end = text.find('\n', start);
+        const std::string line = text.substr(start, end == std::string::npos ? end : end - start);
+        const auto at = line.find(prefix);
+        const auto colon = line.rfind(':');
+        if (at == std::string::npos || colon == std::string::npos) {
+            stop();
+            throw std::runtime_error("nvmeof-target did not print 'listening on ADDR:PORT' (got '" +
+                                     text + "')");
+        }
+        address_ = line.substr(at + prefix.size(), colon - at - prefix.size());
+        ports_.push_back(static_cast<std::uint16_t>(std::stoul(line.substr(colon + 1))));
+        if (end == std::string::npos) {
+            break;
+        }
+        start = end + 1;
     }
-    address_ = line.substr(at + prefix.size(), colon - at - prefix.size());
-    port_ = static_cast<std::uint16_t>(std::stoul(line.substr(colon + 1)));
+    if (ports_.size() < lines_wanted) {
+        stop();
+        throw std::runtime_error("nvmeof-target printed " + std::to_string(ports_.size()) +
+                                 " 'listening on' lines, not " + std::to_string(lines_wanted));
+    }
+    port_ = ports_.front();
 }
 
 TargetProcess::~TargetProcess() { stop(); }

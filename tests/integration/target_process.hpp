@@ -35,6 +35,8 @@ public:
 
     const std::string& address() const { return address_; }
     std::uint16_t port() const { return port_; }
+    // Every --port's real port, in order (port() is the first).
+    const std::vector<std::uint16_t>& ports() const { return ports_; }
     const std::string& nqn() const { return nqn_; }
     Options options(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
@@ -47,6 +49,7 @@ private:
     pid_t pid_ = -1;
     std::string address_;
     std::uint16_t port_ = 0;
+    std::vector<std::uint16_t> ports_;
     std::string nqn_;
     std::string stats_path_;
 };

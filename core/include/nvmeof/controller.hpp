@@ -61,6 +61,7 @@ struct ReconnectStats {
     std::uint32_t failed_attempts = 0;    // association attempts that failed
     std::uint64_t transfers_retried = 0;  // held in flight and re-sent after a reconnect
     std::uint64_t transfers_failed = 0;   // held, then failed (fast_io_fail_tmo, ctrl_loss_tmo)
+    std::uint32_t ana_moves = 0;          // outages begun by an ANA change notice (a planned move)
     std::vector<std::chrono::milliseconds> outages;  // each ended outage, failure to live again
     std::string path;                                // the address in use ("addr:port")
     bool reconnecting = false;                       // in an outage now

@@ -89,6 +89,8 @@ enum class TransportErrc : std::uint8_t {
     path_failed,       // reconnecting, and fast_io_fail_tmo has passed (ENOLINK)
     controller_lost,   // reconnecting gave up: ctrl_loss_tmo passed, or the controller no
                        // longer fits what was negotiated (ENODEV)
+    path_error,        // the target answered a path-related status (SCT 3, e.g. ANA
+                       // inaccessible): the queue is given up so its I/Os move path (ENOLINK)
 };
 
 std::string_view transport_errc_name(TransportErrc code);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "nvmeof/wire/admin.hpp"
+#include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/auth.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/common.hpp"

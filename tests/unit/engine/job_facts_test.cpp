@@ -115,6 +115,6 @@ TEST(JobFacts, EndRecordCarriesEachControllersOutages) {
         R"({"record": "end", "job": "rr", "job_number": 2, "pid": 7, "reconnect": [{"traddr": )"
         R"("10.0.0.2", "trsvcid": 4420, "subnqn": "nqn.x", "path": "10.0.0.3:4420", )"
         R"("reconnects": 2, "failed_attempts": 1, "outages_ms": [1200, 800], )"
-        R"("ios_retried": 31, "ios_failed": 0, "lost": false, "lost_reason": "said \"no\""}]})"
+        R"("ios_retried": 31, "ios_failed": 0, "ana_moves": 0, "lost": false, "lost_reason": "said \"no\""}]})"
         "\n");
 }

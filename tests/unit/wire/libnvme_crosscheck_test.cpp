@@ -228,3 +228,45 @@ TEST(LibnvmeCrossCheck, StatusCodes) {
     EXPECT_EQ(static_cast<int>(w::NvmCommandStatus::attempted_write_to_read_only_range), NVME_SC_READ_ONLY);
     EXPECT_EQ(static_cast<int>(w::MediaStatus::unrecovered_read_error), NVME_SC_READ_ERROR);
 }
+
+TEST(LibnvmeCrossCheck, AsymmetricNamespaceAccess) {
+    EXPECT_SAME_FIELD(w::IdentifyController, nvme_id_ctrl, anatt, anatt);
+    EXPECT_SAME_FIELD(w::IdentifyController, nvme_id_ctrl, anacap, anacap);
+    EXPECT_SAME_FIELD(w::IdentifyController, nvme_id_ctrl, anagrpmax, anagrpmax);
+    EXPECT_SAME_FIELD(w::IdentifyController, nvme_id_ctrl, nanagrpid, nanagrpid);
+    EXPECT_SAME_FIELD(w::IdentifyNamespace, nvme_id_ns, anagrpid, anagrpid);
+
+    EXPECT_EQ(sizeof(w::AnaLogHeader), sizeof(nvme_ana_log));
+    EXPECT_SAME_FIELD(w::AnaLogHeader, nvme_ana_log, change_count, chgcnt);
+    EXPECT_SAME_FIELD(w::AnaLogHeader, nvme_ana_log, groups, ngrps);
+    EXPECT_EQ(sizeof(w::AnaGroupDescriptor), sizeof(nvme_ana_group_desc));
+    EXPECT_SAME_FIELD(w::AnaGroupDescriptor, nvme_ana_group_desc, group_id, grpid);
+    EXPECT_SAME_FIELD(w::AnaGroupDescriptor, nvme_ana_group_desc, nsid_count, nnsids);
+    EXPECT_SAME_FIELD(w::AnaGroupDescriptor, nvme_ana_group_desc, change_count, chgcnt);
+    EXPECT_SAME_FIELD(w::AnaGroupDescriptor, nvme_ana_group_desc, state, state);
+    EXPECT_EQ(offsetof(nvme_ana_group_desc, nsids), sizeof(w::AnaGroupDescriptor));
+
+    EXPECT_EQ(static_cast<int>(w::AnaState::optimized), NVME_ANA_STATE_OPTIMIZED);
+    EXPECT_EQ(static_cast<int>(w::AnaState::non_optimized), NVME_ANA_STATE_NONOPTIMIZED);
+    EXPECT_EQ(static_cast<int>(w::AnaState::inaccessible), NVME_ANA_STATE_INACCESSIBLE);
+    EXPECT_EQ(static_cast<int>(w::AnaState::persistent_loss), NVME_ANA_STATE_PERSISTENT_LOSS);
+    EXPECT_EQ(static_cast<int>(w::AnaState::change), NVME_ANA_STATE_CHANGE);
+    EXPECT_EQ(w::kCmicAnaReporting, NVME_CTRL_CMIC_MULTI_ANA_REPORTING);
+    EXPECT_EQ(w::kOaesAnaChangeNotice, static_cast<std::uint32_t>(NVME_CTRL_OAES_ANA));
+    EXPECT_EQ(w::kAnacapOptimized, NVME_CTRL_ANACAP_OPT);
+    EXPECT_EQ(w::kAnacapNonOptimized, NVME_CTRL_ANACAP_NON_OPT);
+    EXPECT_EQ(w::kAnacapInaccessible, NVME_CTRL_ANACAP_INACCESSIBLE);
+    EXPECT_EQ(w::kAnacapPersistentLoss, NVME_CTRL_ANACAP_PERSISTENT_LOSS);
+    EXPECT_EQ(w::kAnacapChange, NVME_CTRL_ANACAP_CHANGE);
+    EXPECT_EQ(w::kAnacapGroupIdNoChange, NVME_CTRL_ANACAP_GRPID_NO_CHG);
+    EXPECT_EQ(static_cast<int>(w::LogPageId::ana), NVME_LOG_LID_ANA);
+    EXPECT_EQ(static_cast<int>(w::AsyncEventType::notice), NVME_AER_NOTICE);
+    EXPECT_EQ(w::kAsyncNoticeAnaChange, NVME_AER_NOTICE_ANA);
+    EXPECT_EQ(static_cast<int>(w::StatusCodeType::path), NVME_SCT_PATH);
+    EXPECT_EQ(static_cast<int>(w::PathStatus::asymmetric_access_persistent_loss),
+              NVME_SC_ANA_PERSISTENT_LOSS);
+    EXPECT_EQ(static_cast<int>(w::PathStatus::asymmetric_access_inaccessible),
+              NVME_SC_ANA_INACCESSIBLE);
+    EXPECT_EQ(static_cast<int>(w::PathStatus::asymmetric_access_transition),
+              NVME_SC_ANA_TRANSITION);
+}

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "nvmeof/wire.hpp"
 
@@ -303,4 +304,81 @@ TEST(RoundTrip, NamespaceGeometryRefusesSizesPast64Bits) {
     ns.nsze = (std::uint64_t{1} << 52) - 1;  // the largest size that fits
     const w::NamespaceGeometry g = w::namespace_geometry(ns);
     EXPECT_EQ(g.size_blocks * g.lba_size, std::numeric_limits<std::uint64_t>::max() - 4095);
+}
+
+TEST(RoundTrip, AnaLogPage) {
+    const std::vector<w::AnaGroup> groups = {
+        {1, 7, w::AnaState::optimized, {1, 2, 3}},
+        {2, 9, w::AnaState::inaccessible, {5}},
+    };
+    const std::vector<std::uint8_t> page = w::ana_log(42, groups, false);
+    ASSERT_EQ(page.size(), 16u + 32u + 12u + 32u + 4u);
+    EXPECT_EQ(page.size(), w::ana_log_size(groups, false));
+    // Byte positions as the spec lays them out (little-endian).
+    EXPECT_EQ(page[0], 42);    // change count
+    EXPECT_EQ(page[8], 2);     // number of descriptors
+    EXPECT_EQ(page[16], 1);    // first group id
+    EXPECT_EQ(page[20], 3);    // its NSID count
+    EXPECT_EQ(page[24], 7);    // its change count
+    EXPECT_EQ(page[32], 0x1);  // optimized
+    EXPECT_EQ(page[48], 1);    // NSIDs follow the descriptor
+    EXPECT_EQ(page[56], 3);
+    EXPECT_EQ(page[60], 2);    // second group id
+    EXPECT_EQ(page[76], 0x3);  // inaccessible
+
+    const w::AnaLog log = w::parse_ana_log(page);
+    EXPECT_EQ(log.change_count, 42u);
+    ASSERT_EQ(log.groups.size(), 2u);
+    EXPECT_EQ(log.groups[0].nsids, (std::vector<std::uint32_t>{1, 2, 3}));
+    EXPECT_EQ(log.groups[1].state, w::AnaState::inaccessible);
+    ASSERT_NE(log.group_of(5), nullptr);
+    EXPECT_EQ(log.group_of(5)->id, 2u);
+    EXPECT_EQ(log.group_of(4), nullptr);
+
+    // Return Groups Only: no NSID lists, and the command carries the bit.
+    const std::vector<std::uint8_t> groups_only = w::ana_log(42, groups, true);
+    EXPECT_EQ(groups_only.size(), 16u + 2 * 32u);
+    const w::AnaLog parsed = w::parse_ana_log(groups_only);
+    EXPECT_TRUE(parsed.groups[0].nsids.empty());
+    const w::Sqe sqe = w::ana_log_page_command(16, w::keyed_data_block(0x1000, 64, 1), true);
+    EXPECT_TRUE(w::ana_log_groups_only(sqe));
+    const w::LogPageRequest request = w::parse_get_log_page(sqe);
+    EXPECT_EQ(request.lid, w::LogPageId::ana);
+    EXPECT_EQ(request.offset, 16u);
+    EXPECT_EQ(request.length, 64u);
+    EXPECT_FALSE(
+        w::ana_log_groups_only(w::ana_log_page_command(0, w::keyed_data_block(0, 64, 1), false)));
+}
+
+TEST(RoundTrip, AnaLogPageTruncatedOrBadIsRefused) {
+    const std::vector<w::AnaGroup> groups = {{1, 1, w::AnaState::optimized, {1, 2}}};
+    std::vector<std::uint8_t> page = w::ana_log(1, groups, false);
+    EXPECT_THROW(w::parse_ana_log(std::span(page.data(), 8)), std::runtime_error);
+    EXPECT_THROW(w::parse_ana_log(std::span(page.data(), 40)), std::runtime_error);
+    EXPECT_THROW(w::parse_ana_log(std::span(page.data(), page.size() - 4)), std::runtime_error);
+    page[32] = 0x5;  // no such state
+    EXPECT_THROW(w::parse_ana_log(page), std::runtime_error);
+}
+
+TEST(RoundTrip, AnaStateNames) {
+    for (const auto state :
+         {w::AnaState::optimized, w::AnaState::non_optimized, w::AnaState::inaccessible,
+          w::AnaState::persistent_loss, w::AnaState::change}) {
+        w::AnaState parsed{};
+        ASSERT_TRUE(w::parse_ana_state(w::ana_state_name(state), parsed));
+        EXPECT_EQ(parsed, state);
+    }
+    w::AnaState parsed{};
+    EXPECT_FALSE(w::parse_ana_state("optimised", parsed));
+    EXPECT_TRUE(w::ana_state_usable(w::AnaState::non_optimized));
+    EXPECT_FALSE(w::ana_state_usable(w::AnaState::change));
+}
+
+TEST(RoundTrip, AsyncEventAnaChange) {
+    const std::uint32_t dw0 = w::async_event_result(w::ana_change_event());
+    EXPECT_EQ(dw0, 0x000C0302u);  // type notice, info 0x03, log page 0x0C
+    EXPECT_TRUE(w::parse_async_event(dw0).is_ana_change());
+    EXPECT_FALSE(w::parse_async_event(0x00040302u).is_ana_change());
+    EXPECT_EQ(w::async_event_request_command().opcode,
+              static_cast<std::uint8_t>(w::AdminOpcode::async_event_request));
 }

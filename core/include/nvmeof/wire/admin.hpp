@@ -49,6 +49,7 @@ enum class LogPageId : std::uint8_t {
     smart_health = 0x02,
     firmware_slot = 0x03,
     commands_supported = 0x05,
+    ana = 0x0C,  // asymmetric namespace access (wire/ana.hpp)
     discovery = 0x70,
 };
 

@@ -68,7 +68,12 @@ struct IdentifyController {
     std::uint8_t npss;
     std::uint8_t reserved264[56];
     std::uint16_t kas;  // keep-alive granularity, 100 ms units; 0 = unsupported
-    std::uint8_t reserved322[190];
+    std::uint8_t reserved322[20];
+    std::uint8_t anatt;   // ANA transition time, seconds
+    std::uint8_t anacap;  // ANA states reported (wire/ana.hpp kAnacap*)
+    std::uint32_t anagrpmax;
+    std::uint32_t nanagrpid;
+    std::uint8_t reserved352[160];
     std::uint8_t sqes;
     std::uint8_t cqes;
     std::uint16_t maxcmd;
@@ -120,6 +125,10 @@ static_assert(offsetof(IdentifyController, crdt) == 128);
 static_assert(offsetof(IdentifyController, oacs) == 256);
 static_assert(offsetof(IdentifyController, lpa) == 261);
 static_assert(offsetof(IdentifyController, kas) == 320);
+static_assert(offsetof(IdentifyController, anatt) == 342);
+static_assert(offsetof(IdentifyController, anacap) == 343);
+static_assert(offsetof(IdentifyController, anagrpmax) == 344);
+static_assert(offsetof(IdentifyController, nanagrpid) == 348);
 static_assert(offsetof(IdentifyController, sqes) == 512);
 static_assert(offsetof(IdentifyController, cqes) == 513);
 static_assert(offsetof(IdentifyController, maxcmd) == 514);
@@ -168,7 +177,9 @@ struct IdentifyNamespace {
     std::uint8_t reserved32[14];
     std::uint16_t noiob;
     std::uint8_t nvmcap[16];
-    std::uint8_t reserved64[40];
+    std::uint8_t reserved64[28];
+    std::uint32_t anagrpid;  // ANA group of the namespace; 0: none
+    std::uint8_t reserved96[8];
     std::uint8_t nguid[16];
     std::uint8_t eui64[8];
     LbaFormat lbaf[kMaxLbaFormats];
@@ -191,6 +202,7 @@ static_assert(offsetof(IdentifyNamespace, dps) == 29);
 static_assert(offsetof(IdentifyNamespace, nmic) == 30);
 static_assert(offsetof(IdentifyNamespace, noiob) == 46);
 static_assert(offsetof(IdentifyNamespace, nvmcap) == 48);
+static_assert(offsetof(IdentifyNamespace, anagrpid) == 92);
 static_assert(offsetof(IdentifyNamespace, nguid) == 104);
 static_assert(offsetof(IdentifyNamespace, eui64) == 120);
 static_assert(offsetof(IdentifyNamespace, lbaf) == 128);

@@ -153,6 +153,9 @@ public:
     static constexpr Status fabrics(FabricsStatus code, bool dnr = false) {
         return make(StatusCodeType::command_specific, static_cast<std::uint8_t>(code), dnr);
     }
+    static constexpr Status path(PathStatus code, bool dnr = false) {
+        return make(StatusCodeType::path, static_cast<std::uint8_t>(code), dnr);
+    }
     static constexpr Status success() { return Status(); }
 
     constexpr std::uint16_t cqe_field() const { return field_; }
