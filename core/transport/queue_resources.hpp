@@ -10,7 +10,7 @@ namespace nvmeof::detail {
 // SENDs are signalled once per kSendsPerSignal (the response completes a
 // request): an SQ entry stays taken until a later signalled SEND completes, so
 // the SQ holds every slot's SEND plus one signalling interval, plus one for the
-// drain's marker. One RECV per entry plus one for the drain. One CQ (shared by
+// drain's marker. One RECV per entry (plus one spare). One CQ (shared by
 // sends and receives) holding all of them, since a QP in error flushes every
 // outstanding WR, signalled or not, with a completion.
 inline constexpr std::uint32_t kSendsPerSignal = 16;  // a power of two

@@ -205,7 +205,8 @@ public:
     QueueState state() const noexcept { return state_; }
 
     static constexpr std::uint32_t kNoTransfer = 0xFFFFFFFF;
-    static constexpr std::uint64_t kRecvTag = std::uint64_t{1} << 63;  // wr_id of RECVs
+    static constexpr int kRecvTagShift = 63;
+    static constexpr std::uint64_t kRecvTag = std::uint64_t{1} << kRecvTagShift;  // wr_id of RECVs
     // wr_id of drain()'s markers (the RECV's with kRecvTag)
     static constexpr std::uint64_t kDrainMarker = std::uint64_t{1} << 62;
     // A busy queue at depth 32 produces about 32 CQEs per round: one poll takes them all.
@@ -347,6 +348,7 @@ private:
     std::uint32_t send_position_ = 0;        // SENDs built since connect
     std::uint32_t sends_retired_ = 0;        // of those, retired by a signalled completion
     std::uint32_t send_queue_capacity_ = 0;  // the QP's SQ less the drain marker's entry
+    std::uint32_t receives_outstanding_ = 0;  // posted, not yet taken off the CQ (drain())
     std::uint64_t max_transfer_bytes_ = 0;
     // Requests built since the last poll, waiting for their deadline (by slot).
     std::unique_ptr<std::uint16_t[]> unstamped_;

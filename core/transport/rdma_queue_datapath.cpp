@@ -388,6 +388,11 @@ int RdmaQueue::progress() noexcept {
     ibv_wc wc[kPollBatch];
     const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
     if (n > 0) {
+        // Taken off the CQ: no longer outstanding, even if the batch fails midway
+        // (drain() waits for the others).
+        for (int i = 0; i < n; ++i) {
+            receives_outstanding_ -= static_cast<std::uint32_t>(wc[i].wr_id >> kRecvTagShift);
+        }
         handle_completion(wc, n);
     } else if (n < 0) {
         fail(TransportErrc::queue_error, EIO, "ibv_poll_cq failed");
@@ -454,8 +459,14 @@ void RdmaQueue::handle_completion(const ibv_wc* wc, int n) noexcept {
     *receives_tail = nullptr;
     ibv_recv_wr* bad = nullptr;
     if (ibv_post_recv(qp_, receives, &bad) != 0) [[unlikely]] {
-        fail(TransportErrc::queue_error, errno != 0 ? errno : EIO, "ibv_post_recv failed");
+        const int error = errno;
+        for (ibv_recv_wr* wr = receives; wr != nullptr && wr != bad; wr = wr->next) {
+            ++receives_outstanding_;
+        }
+        fail(TransportErrc::queue_error, error != 0 ? error : EIO, "ibv_post_recv failed");
+        return;
     }
+    receives_outstanding_ += static_cast<std::uint32_t>(reposts);
 }
 
 // A SEND completion: a signalled one retires its signalling interval from the
@@ -642,13 +653,15 @@ void RdmaQueue::check_deadlines(Clock::time_point now) noexcept {
 }
 
 // After the QP went to error: every WR still in it completes with a flush
-// (a QP in error flushes all outstanding WRs, signalled or not), but SENDs
-// that completed unsignalled cannot be told from those that will still flush,
-// and a failed batch may not have re-posted its receives. So, as the kernel's
-// ib_drain_qp does, a marker SEND (signalled) and a marker RECV are posted on
-// the errored QP: each queue completes in order, so once both markers' flushes
-// are in, nothing posted before them can still complete or touch memory.
-// Their queue entries are reserved (send_wr_count, recv_wr_count).
+// (a QP in error flushes all outstanding WRs, signalled or not). SENDs that
+// completed unsignalled cannot be told from those that will still flush, so,
+// as the kernel's ib_drain_qp does, a marker SEND (signalled) is posted on the
+// errored QP: the send queue completes in order, so once its flush is in,
+// nothing posted before it can still complete or touch memory. Its entry is
+// reserved (send_wr_count). Receives are counted instead (every RECV
+// completes, successfully or flushed): a marker RECV would not do on Linux's
+// rxe, whose userspace provider posts receives without waking the kernel, so
+// one posted after the error is never flushed.
 void RdmaQueue::drain() noexcept {
     if (!cq_ || qp_ == nullptr) {
         return;
@@ -658,26 +671,23 @@ void RdmaQueue::drain() noexcept {
     send_marker.wr_id = kDrainMarker;
     send_marker.opcode = IBV_WR_SEND;
     send_marker.send_flags = IBV_SEND_SIGNALED;
-    ibv_recv_wr recv_marker{};
-    recv_marker.wr_id = kRecvTag | kDrainMarker;
     ibv_send_wr* bad_send = nullptr;
-    ibv_recv_wr* bad_recv = nullptr;
     bool send_pending = ibv_post_send(qp_, &send_marker, &bad_send) == 0;
-    bool recv_pending = ibv_post_recv(qp_, &recv_marker, &bad_recv) == 0;
-    if (!send_pending || !recv_pending) {
-        log_error("qid %u: cannot post the drain markers (%s)", unsigned{config_.qid},
+    if (!send_pending) {
+        log_error("qid %u: cannot post the drain marker (%s)", unsigned{config_.qid},
                   std::strerror(errno));
     }
     ibv_wc wc[kPollBatch];
-    while (send_pending || recv_pending) {
+    while (send_pending || receives_outstanding_ > 0) {
         const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
         for (int i = 0; i < n; ++i) {
             send_pending = send_pending && wc[i].wr_id != send_marker.wr_id;
-            recv_pending = recv_pending && wc[i].wr_id != recv_marker.wr_id;
+            receives_outstanding_ -= static_cast<std::uint32_t>(wc[i].wr_id >> kRecvTagShift);
         }
         if (n < 0 || (n == 0 && Clock::now() >= deadline)) {
             log_error("qid %u: drain incomplete (%s outstanding)", unsigned{config_.qid},
                       send_pending ? "sends" : "receives");
+            receives_outstanding_ = 0;
             return;
         }
         if (n == 0) {

@@ -169,6 +169,7 @@ void RdmaQueue::reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
     failure_errno_ = 0;
     last_error_ = CompletionStatus{};
     busy_polls_since_deadline_check_ = 0;
+    receives_outstanding_ = 0;  // the new QP's are posted at connect
     earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     resolve(peer);
 }
@@ -330,6 +331,7 @@ void RdmaQueue::post_all_receives() {
         throw ConnectError(ConnectFailure::device_error, "posting receive buffers",
                            "ibv_post_recv: " + errno_text(error), with_errno(error));
     }
+    receives_outstanding_ = static_cast<std::uint32_t>(recv_wrs_.size());
 }
 
 void RdmaQueue::connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes,

@@ -225,6 +225,11 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             id.cqes = kCqEntrySizes;
             id.maxcmd = config_.limits.effective_maxcmd();
             id.nn = static_cast<std::uint32_t>(subsystem.namespaces.size());
+            if (!subsystem.discovery) {
+                // With ANA reported, Linux's host refuses a controller whose MNAN
+                // is 0 ("Invalid MNAN value"): every namespace may be attached.
+                id.mnan = id.nn;
+            }
             id.oncs = wire::kOncsDatasetManagement | wire::kOncsWriteZeroes;
             id.sgls = kSglSupport;
             wire::copy_to_field(id.subnqn, sizeof id.subnqn, subsystem.nqn);

@@ -470,6 +470,9 @@ TEST(Ana, IdentifyReportsOneGroup) {
     EXPECT_GT(id.anatt, 0);
     EXPECT_EQ(id.anagrpmax, 1u);
     EXPECT_EQ(id.nanagrpid, 1u);
+    // Linux's host refuses ANA without MNAN ("Invalid MNAN value 0").
+    EXPECT_GT(id.mnan, 0u);
+    EXPECT_LE(id.mnan, id.nn);
     r = h.run(q, wire::identify_command(wire::IdentifyCns::namespace_data, 1,
                                         CoreHarness::keyed(wire::kIdentifyDataSize)));
     wire::IdentifyNamespace ns{};

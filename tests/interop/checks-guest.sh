@@ -244,12 +244,17 @@ check_linux_host_to_ours() {
     local dev=""
     if [ $rc -ne 0 ]; then problem "nvme connect exit $rc: $(echo "$out" | tail -1)"
     else
-        # The controller whose subsysnqn is ours; its namespace block device appears shortly.
-        local c
+        # The controller (or, with native multipath: our target reports ANA and
+        # several controllers, so the namespace is the subsystem's nvmeXnY and the
+        # controller holds only the hidden path nvmeXcYnZ) whose subsysnqn is ours;
+        # its namespace block device appears shortly.
+        local c d
         for _ in $(seq 100); do
-            for c in /sys/class/nvme/nvme*; do
+            for c in /sys/class/nvme/nvme* /sys/class/nvme-subsystem/nvme-subsys*; do
                 [ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$our_nqn" ] || continue
-                dev="$(ls -d "$c"/nvme*n1 2>/dev/null | head -1)"; dev="${dev##*/}"
+                for d in "$c"/nvme*n1; do
+                    [ -b "/dev/${d##*/}" ] && { dev="${d##*/}"; break; }
+                done
             done
             [ -n "$dev" ] && [ -b "/dev/$dev" ] && break; dev=""; sleep 0.1
         done
