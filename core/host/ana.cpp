@@ -143,14 +143,7 @@ void ControllerImpl::connect_preferred_path() {
 void ControllerImpl::move_admin_queue_to(std::size_t index) {
     path_ = index;
     peer_ = paths_[index];
-    deadline_ = ConnectDeadline(options_.timeout);  // each path gets a whole connect
-    admin_->reopen(peer_, deadline_, 0);
-    if (admin_->device() != pd_->context) {
-        throw ConnectError(ConnectFailure::device_error, "address resolution",
-                           peer_.target_text +
-                               " is served by another RDMA device than the one the controller's "
-                               "memory is registered with");
-    }
+    reopen_admin_queue(ConnectDeadline(options_.timeout));  // each path gets a whole connect
 }
 
 void ControllerImpl::check_path_usable() {

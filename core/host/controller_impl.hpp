@@ -115,6 +115,9 @@ public:
     void tear_down_queues() noexcept;
     void attempt_reconnect(Clock::time_point now) noexcept;
     void reassociate(Clock::time_point now);
+    // The admin queue reopened to peer_ within `deadline` (a reconnect, a path
+    // move); throws ConnectError, also when the path is on another RDMA device.
+    void reopen_admin_queue(const ConnectDeadline& deadline);
     void check_still_fits(const Limits& before, const std::vector<NamespaceInfo>& namespaces);
     void give_up(const std::string& why) noexcept;
 

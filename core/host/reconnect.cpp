@@ -203,13 +203,8 @@ void ControllerImpl::attempt_reconnect(Clock::time_point now) noexcept {
     }
 }
 
-void ControllerImpl::reassociate(Clock::time_point now) {
-    const Limits before = limits_;
-    const std::vector<NamespaceInfo> namespaces = namespaces_;
-    // The attempt may not outlive ctrl_loss_tmo, nor take longer than a connect.
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(lost_at_ - now);
-    deadline_ =
-        ConnectDeadline(std::max(std::chrono::milliseconds{1}, std::min(options_.timeout, left)));
+void ControllerImpl::reopen_admin_queue(const ConnectDeadline& deadline) {
+    deadline_ = deadline;
     admin_->reopen(peer_, deadline_, 0);
     if (admin_->device() != pd_->context) {
         throw ConnectError(ConnectFailure::device_error, "address resolution",
@@ -217,6 +212,15 @@ void ControllerImpl::reassociate(Clock::time_point now) {
                                " is served by another RDMA device than the one the controller's "
                                "memory is registered with");
     }
+}
+
+void ControllerImpl::reassociate(Clock::time_point now) {
+    const Limits before = limits_;
+    const std::vector<NamespaceInfo> namespaces = namespaces_;
+    // The attempt may not outlive ctrl_loss_tmo, nor take longer than a connect.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(lost_at_ - now);
+    reopen_admin_queue(
+        ConnectDeadline(std::max(std::chrono::milliseconds{1}, std::min(options_.timeout, left))));
     associate();
     check_still_fits(before, namespaces);
     check_path_usable();

@@ -31,6 +31,18 @@ void fill(MemoryRegion& block, std::uint32_t seed) {
     }
 }
 
+// Writes block 0 until a write fails; its errno (0: 1,000 writes went through).
+int errno_of_first_failed_write(Namespace& ns, MemoryRegion& block) {
+    for (int i = 0; i < 1000; ++i) {
+        try {
+            ns.write(block, 0, 1);
+        } catch (const TransportError& e) {
+            return e.sys_errno();
+        }
+    }
+    return 0;
+}
+
 }  // namespace
 
 TEST(Reconnect, BlockingTransfersRideOutAnOutageWithDataIntact) {
@@ -65,7 +77,10 @@ TEST(Reconnect, InFlightTransfersAreResentAndNewOnesAreBusyMeanwhile) {
     if (!TargetProcess::can_configure()) {
         GTEST_SKIP() << "needs nvmeof-target's outage fault";
     }
-    TargetProcess target({"--fault", "outage-after=40:500"});
+    // Each answer held 5 ms: when the outage drops the connection, writes are in
+    // flight whatever the timing (without it, a busy machine could have every
+    // posted write answered by then, and nothing would be re-sent).
+    TargetProcess target({"--fault", "outage-after=40:500", "--fault", "delay-ms=5"});
     Controller c = Controller::connect(reconnecting(target, 10s));
     Namespace ns = c.namespace_at(1);
     IoQueue q = c.io(0);
@@ -177,15 +192,7 @@ TEST(Reconnect, GivesUpWhenTheNamespaceNoLongerFits) {
     first->stop();
     TargetProcess second({}, "ram:32M", port);
     const auto start = std::chrono::steady_clock::now();
-    int error = 0;
-    for (int i = 0; i < 1000 && error == 0; ++i) {
-        try {
-            ns.write(block, 0, 1);
-        } catch (const TransportError& e) {
-            error = e.sys_errno();
-        }
-    }
-    ASSERT_EQ(error, ENODEV);
+    ASSERT_EQ(errno_of_first_failed_write(ns, block), ENODEV);
     const ReconnectStats& stats = c.reconnect_stats();
     EXPECT_TRUE(stats.lost);
     EXPECT_EQ(stats.reconnects, 0u);
@@ -212,15 +219,7 @@ TEST(Reconnect, GivesUpWhenTheLargestTransferShrinks) {
     ns.write(block, 0, 1);
     first->stop();
     TargetProcess second({"--mdts", "1"}, "ram:64M", port);
-    int error = 0;
-    for (int i = 0; i < 1000 && error == 0; ++i) {
-        try {
-            ns.write(block, 0, 1);
-        } catch (const TransportError& e) {
-            error = e.sys_errno();
-        }
-    }
-    ASSERT_EQ(error, ENODEV);
+    ASSERT_EQ(errno_of_first_failed_write(ns, block), ENODEV);
     EXPECT_NE(c.reconnect_stats().lost_reason.find("(MDTS), below the"), std::string::npos)
         << c.reconnect_stats().lost_reason;
 }
