@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "config.h"
@@ -65,6 +66,9 @@ struct Core {
   std::vector<std::unique_ptr<Device>> devices;
   std::unordered_map<uint32_t, Mr*> mrs;  // by rkey (== lkey)
   std::unordered_map<uint64_t, Id*> ids;   // live CM ids by serial (timers look them up)
+  // Live CQs: a completion event of a CQ destroyed before it was read is
+  // dropped, as the kernel drops it (the channel carries CQ pointers).
+  std::unordered_set<const ibv_cq*> live_cqs;
   uint32_t next_key = 0;
   uint32_t next_qpn = kFirstQpNum;
   uint64_t next_id_serial = 1;

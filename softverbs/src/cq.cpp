@@ -136,6 +136,7 @@ ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_chan
   cq->cq.handle = c.next_key++;
   cq->ring.resize(static_cast<std::size_t>(cqe));
   cq->stats = c.stats.add_cq(cq->cq.handle, cqe);
+  c.live_cqs.insert(&cq->cq);
   return &cq->cq;
 }
 
@@ -145,16 +146,21 @@ int ibv_destroy_cq(ibv_cq* ibcq) {
   if (cq->qp_refs > 0) return EBUSY;
   // A forked child's stats no longer hold its parent's CQs.
   if (cq->stats && !inherited(to_ctx(ibcq->context))) cq->stats->destroyed = true;
+  core().live_cqs.erase(ibcq);
   delete cq;
   return 0;
 }
 
 int ibv_get_cq_event(ibv_comp_channel* ch, ibv_cq** cq, void** cq_context) {
-  ibv_cq* p = nullptr;
-  if (::read(ch->fd, &p, sizeof p) != static_cast<ssize_t>(sizeof p)) return -1;
-  *cq = p;
-  *cq_context = p->cq_context;
-  return 0;
+  for (;;) {
+    ibv_cq* p = nullptr;
+    if (::read(ch->fd, &p, sizeof p) != static_cast<ssize_t>(sizeof p)) return -1;
+    std::lock_guard lk(core().mu);
+    if (core().live_cqs.count(p) == 0) continue;  // its CQ was destroyed unread: dropped
+    *cq = p;
+    *cq_context = p->cq_context;
+    return 0;
+  }
 }
 
 void ibv_ack_cq_events(ibv_cq*, unsigned int) {}

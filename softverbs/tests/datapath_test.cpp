@@ -202,6 +202,27 @@ TEST_F(Data, CompletionChannelNonBlockingAndOneShot) {
   EXPECT_EQ(ibv_get_cq_event(p.client.comp, &cq, &ctx), -1);
 }
 
+// A CQ destroyed with its event still unread in the channel: the event is
+// dropped, as the kernel drops it (a host tearing queues down for a reconnect
+// reads its channel afterwards; it must not get the dead CQ back).
+TEST_F(Data, EventOfADestroyedCqIsDropped) {
+  const int fd = p.client.comp->fd;
+  ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+  ASSERT_EQ(ibv_req_notify_cq(p.client.cq, 0), 0);
+  ASSERT_EQ(p.server.post_recv(1, 0, 64), 0);
+  ASSERT_EQ(p.client.post(IBV_WR_SEND, 2, 0, 64), 0);
+  pollfd pf{fd, POLLIN, 0};
+  ASSERT_EQ(poll(&pf, 1, kWaitMs), 1) << "no event to leave unread";
+  rdma_destroy_qp(p.client.id);
+  ASSERT_EQ(ibv_destroy_cq(p.client.cq), 0);
+  p.client.cq = nullptr;
+  ibv_cq* cq = nullptr;
+  void* ctx = nullptr;
+  errno = 0;
+  EXPECT_EQ(ibv_get_cq_event(p.client.comp, &cq, &ctx), -1);
+  EXPECT_EQ(errno, EAGAIN);
+}
+
 TEST_F(Data, CompletionChannelWakesPoller) {
   ASSERT_EQ(ibv_req_notify_cq(p.server.cq, 0), 0);
   ASSERT_EQ(p.server.post_recv(1, 0, 64), 0);
