@@ -229,6 +229,30 @@ void run_until_closed(Application& app, int fd, std::vector<Connection>& connect
     }
 }
 
+// A blocking connect() that a signal interrupts (libFuzzer's timers) goes on in
+// the background: wait for it to finish instead of taking EINTR as a failure.
+// Returns 0 or the errno of the failure.
+int connect_despite_signals(int fd, const sockaddr_in& address) {
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+        return 0;
+    }
+    if (errno != EINTR) {
+        return errno;
+    }
+    pollfd writable{fd, POLLOUT, 0};
+    while (::poll(&writable, 1, -1) < 0) {
+        if (errno != EINTR) {
+            return errno;
+        }
+    }
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+        return errno;
+    }
+    return error;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -243,9 +267,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(app.port);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (const int error = connect_despite_signals(fd, address); error != 0) {
         const std::string why =
-            std::string("cannot reach the softverbs listener: ") + std::strerror(errno);
+            std::string("cannot reach the softverbs listener: ") + std::strerror(error);
         finding(why.c_str());
     }
     std::vector<Connection> connections;
