@@ -435,7 +435,6 @@ void Job::complete_with_error(io_u* unit, int error, const std::string& why) {
 
 bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& controller,
                          Transfer& transfer) {
-    const std::uint32_t lba = file.ns.lba_size();
     switch (unit->ddir) {
         case DDIR_READ: transfer.op = Op::read; break;
         case DDIR_WRITE: transfer.op = Op::write; break;
@@ -451,9 +450,9 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
         return true;
     }
     // Block sizes are powers of two: a mask and a shift, no division.
-    const std::uint32_t lba_shift = static_cast<std::uint32_t>(std::countr_zero(lba));
-    if (((unit->offset | unit->xfer_buflen) & (lba - 1)) != 0) {
-        reject_unaligned(unit, lba);
+    const std::uint32_t lba_shift = file.ns.lba_shift();
+    if (((unit->offset | unit->xfer_buflen) & ((std::uint64_t{1} << lba_shift) - 1)) != 0) {
+        reject_unaligned(unit, file.ns.lba_size());
         return false;
     }
     transfer.slba = unit->offset >> lba_shift;
@@ -482,6 +481,10 @@ fio_q_status Job::queue(io_u* unit) {
             return FIO_Q_COMPLETED;
         }
     }
+    if (controller.queue_count == 1) [[likely]] {
+        return submitted(unit, controller, queues_[controller.first_queue],
+                         queues_[controller.first_queue].submit(file.ns, transfer, Post::deferred));
+    }
     // Round robin over the controller's queues, starting after the last one used.
     std::size_t index = controller.next_queue;
     for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
@@ -490,25 +493,30 @@ fio_q_status Job::queue(io_u* unit) {
             index = 0;
         }
         // Deferred: commit() posts the batch, one doorbell for iodepth_batch I/Os.
-        switch (q.submit(file.ns, transfer, Post::deferred)) {
-            case SubmitResult::queued:
-                controller.next_queue = index;
-                ++queued_since_commit_;
-                return FIO_Q_QUEUED;
-            case SubmitResult::busy: continue;
-            case SubmitResult::invalid:
-            case SubmitResult::failed:
-                fail_unit(unit, q.last_error());
-                if (controller.controller.is_reconnecting()) [[unlikely]] {
-                    ride_out_outage(controller);  // past fast_io_fail_tmo: fail at a bounded rate
-                }
-                return FIO_Q_COMPLETED;
+        const SubmitResult result = q.submit(file.ns, transfer, Post::deferred);
+        if (result != SubmitResult::busy) {
+            controller.next_queue = index;
+            return submitted(unit, controller, q, result);
         }
     }
+    return submitted(unit, controller, queues_[controller.first_queue], SubmitResult::busy);
+}
+
+fio_q_status Job::submitted(io_u* unit, ControllerSlot& controller, IoQueue& q,
+                            SubmitResult result) {
+    if (result == SubmitResult::queued) [[likely]] {
+        ++queued_since_commit_;
+        return FIO_Q_QUEUED;
+    }
+    if (result != SubmitResult::busy) {
+        fail_unit(unit, q.last_error());
+    }
     if (controller.controller.is_reconnecting()) [[unlikely]] {
+        // busy: fio calls queue() again at once; failed past fast_io_fail_tmo:
+        // fail at a bounded rate.
         ride_out_outage(controller);
     }
-    return FIO_Q_BUSY;
+    return result == SubmitResult::busy ? FIO_Q_BUSY : FIO_Q_COMPLETED;
 }
 
 void Job::ride_out_outage(ControllerSlot& controller) noexcept {
@@ -534,14 +542,24 @@ int Job::commit() {
 
 void Job::reap(const Completion& completion, unsigned int max) {
     auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
-    if (completion.status.ok()) {
+    if (!completion.status.ok() || gpu_verify_ || nr_events_ >= max) [[unlikely]] {
+        reap_unusual(unit, completion.status, max);
+        return;
+    }
+    unit->error = 0;
+    unit->resid = 0;
+    events_[nr_events_++] = unit;
+}
+
+void Job::reap_unusual(io_u* unit, const CompletionStatus& status, unsigned int max) {
+    if (status.ok()) {
         unit->error = 0;
         unit->resid = 0;
-        if (gpu_verify_ && unit->ddir == DDIR_READ) [[unlikely]] {
+        if (gpu_verify_ && unit->ddir == DDIR_READ) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
         }
     } else {
-        fail_unit(unit, completion.status);
+        fail_unit(unit, status);
     }
     if (nr_events_ < max) {
         events_[nr_events_++] = unit;

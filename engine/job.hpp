@@ -104,13 +104,20 @@ private:
     [[gnu::always_inline]] inline bool build_transfer(io_u* unit, const FileSlot& file,
                                                       ControllerSlot& controller,
                                                       Transfer& transfer);
+    // What queue() tells fio about a submission's result.
+    [[gnu::always_inline]] inline fio_q_status submitted(io_u* unit, ControllerSlot& controller,
+                                                         IoQueue& q, SubmitResult result);
     void complete_with_error(io_u* unit, int error, const std::string& why);
     // Error paths, out of line and cold: the strings they build would cost the
     // per-I/O functions stack frames and cleanups on every call.
     [[gnu::cold, gnu::noinline]] void fail_unit(io_u* unit, const CompletionStatus& status);
     [[gnu::cold, gnu::noinline]] void reject(io_u* unit, int error, const char* why);
     [[gnu::cold, gnu::noinline]] void reject_unaligned(io_u* unit, std::uint32_t lba);
-    void reap(const Completion& completion, unsigned int max);
+    // Out of line: the budget's "reap" path (perf/nvmeof_perf/budget.py) is this function.
+    [[gnu::noinline]] void reap(const Completion& completion, unsigned int max);
+    // A failed I/O, a GPU mirror to copy, or more completions than getevents' max.
+    [[gnu::cold, gnu::noinline]] void reap_unusual(io_u* unit, const CompletionStatus& status,
+                                                   unsigned int max);
     std::size_t in_flight() const;
 
     void gpu_copy(io_u* unit, bool to_gpu);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -221,7 +222,8 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
         }
     }
     RdmaQueue& queue = *io_.front();
-    const NamespaceRef ref{ns.nsid, ns.lba_size, ns.size_lbas};
+    const NamespaceRef ref{ns.nsid, static_cast<std::uint32_t>(std::countr_zero(ns.lba_size)),
+                           ns.size_lbas};
     // Batches of at most one queue's worth of pieces, each posted together.
     const std::uint64_t per_piece = (t.op == Op::read || t.op == Op::write)
                                         ? max_blocks_per_command(limits_.max_transfer_bytes, ns.lba_size)

@@ -4,9 +4,6 @@
 #include "transport/rdma_queue.hpp"
 
 namespace nvmeof {
-namespace {
-detail::NamespaceRef ref_of(const Namespace& ns) { return {ns.nsid(), ns.lba_size(), ns.size_lbas()}; }
-}  // namespace
 
 void Response::raise_for_status() const {
     if (status.transport != TransportErrc::none) {
@@ -46,7 +43,7 @@ const Response& Request::response() const {
 }
 
 SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
-    return queue_->submit_transfer(ref_of(ns), transfer, false, nullptr, post);
+    return queue_->submit_transfer(ns.ref(), transfer, false, nullptr, post);
 }
 
 void IoQueue::commit() noexcept { queue_->commit(); }
@@ -75,7 +72,7 @@ std::size_t IoQueue::held() const noexcept {
 bool IoQueue::failed() const noexcept { return queue_->failed(); }
 
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {
-    return queue_->pieces(ref_of(ns), transfer);
+    return queue_->pieces(ns.ref(), transfer);
 }
 
 }  // namespace nvmeof

@@ -7,15 +7,28 @@
 // RECV WRs prefilled.
 //
 // The per-I/O path, all in rdma_queue_datapath.cpp:
-//   submit_transfer  checks the transfer, takes a transfer record, and
-//   build_pieces     fills each piece's SQE in place in its slot's command
-//                    buffer and chains the slot's SEND onto the deferred list;
+//   submit_transfer  checks the transfer. A read or write of host memory in
+//                    one command with a slot free and nothing waiting (the
+//                    common case) takes one ID, the command's and the
+//                    transfer's at once: its SQE is filled in place in the
+//                    slot's command buffer and the slot's SEND chained onto
+//                    the deferred list. Anything else (split, waiting, other
+//                    opcodes, GPU memory) goes through submit_general, whose
+//                    transfer takes a record of its own and an ID per piece
+//                    (build_pieces), so it can wait for slots;
 //   commit           posts that list with one ibv_post_send;
 //   progress         polls up to kPollBatch completions and handles them in
-//   handle_completion  one pass: a response completes its slot (and, with its
-//                    last piece, the transfer), its receive is re-posted with
+//   handle_completion  one pass: a response completes its piece (and, with
+//                    the last, the transfer), its receive is re-posted with
 //                    the others of the batch in one ibv_post_recv;
-//   reap             hands finished transfers back.
+//   reap             hands finished transfers back and frees their IDs.
+//
+// Transfer records: IDs below capacity() are common-path transfers, whose
+// record lives at their command's ID, held from submission until the transfer
+// is handed back; IDs above capacity() are the general path's, from a pool
+// of their own (a further piece's command ID frees at its response). A held
+// common-path transfer (reconnecting) keeps its slot and SQE and is re-sent as
+// built, so the common path records nothing for a replay.
 //
 // One CQE per I/O: a request completes on its response alone. SENDs are
 // unsignalled except every kSendsPerSignal-th one, whose completion retires it
@@ -59,6 +72,7 @@
 #include <vector>
 
 #include "nvmeof/errors.hpp"
+#include "nvmeof/namespace.hpp"
 #include "nvmeof/queue.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/io.hpp"
@@ -107,12 +121,6 @@ enum class OutagePolicy : std::uint8_t {
     lost,       // the controller gave up: submissions fail (ENODEV)
 };
 
-// Everything about one transfer that the datapath needs from the namespace.
-struct NamespaceRef {
-    std::uint32_t nsid = 0;
-    std::uint32_t lba_size = 0;
-    std::uint64_t size_lbas = 0;
-};
 
 class RdmaQueue final {
 public:
@@ -198,9 +206,11 @@ public:
 
     const CompletionStatus& last_error() const noexcept { return last_error_; }
     std::uint16_t qid() const noexcept { return config_.qid; }
-    std::size_t capacity() const noexcept { return slots_.size(); }
+    std::size_t capacity() const noexcept { return cids_.size(); }
     std::size_t free_slots() const noexcept { return cids_.available(); }
-    std::size_t in_flight() const noexcept { return cids_.outstanding(); }
+    // Command IDs in use by commands sent or to be sent (not those kept by a
+    // finished or held transfer's record).
+    std::size_t in_flight() const noexcept { return cids_.outstanding() - record_slots_idle_; }
     bool failed() const noexcept { return state_ == QueueState::failed || state_ == QueueState::closed; }
     QueueState state() const noexcept { return state_; }
 
@@ -242,16 +252,20 @@ private:
         std::uint32_t lba_shift = 0;  // log2 of the block size (a power of two)
         std::uint32_t unbuilt = 0;  // pieces still waiting for a slot
         Op op = Op::flush;
+        bool as_built = false;  // a replay: the one command is still built in the record's slot
     };
     struct TransferRecord {
         std::uint64_t user_data = 0;
-        std::uint32_t pieces_left = 0;  // built or not, not yet completed
-        bool internal = false;
-        bool finished = false;
-        bool held = false;                // waiting for a reconnect to be replayed
         std::uint64_t sequence = 0;       // submission order, for the replay
         GpuOrdering* gpu_read = nullptr;  // a read into GPU memory: flush before handing back
         CompletionStatus status;
+        std::uint32_t pieces_left = 0;  // built or not, not yet completed; 0: finished
+        Op op = Op::flush;
+        bool internal = false;
+        bool held = false;  // waiting for a reconnect to be replayed
+        // origin_ holds its start (for a replay); else it is one command, re-sent as built.
+        bool has_origin = false;
+        bool finished() const noexcept { return pieces_left == 0 && !held; }
     };
 
     // setup helpers
@@ -269,6 +283,33 @@ private:
     // register saves cost as much as their bodies).
     [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t lba_shift,
                                                                  Op op) const noexcept;
+    // 0, or the errno refusing the transfer (range, memory handle, buffer bounds).
+    [[gnu::always_inline]] inline int check_transfer(const NamespaceRef& ns, const Transfer& t,
+                                                     const MemoryRecord* memory,
+                                                     std::uint32_t lba_shift) const noexcept;
+    // Everything but the common case (see the header comment).
+    [[gnu::noinline]] SubmitResult submit_general(const NamespaceRef& ns, const Transfer& t,
+                                                  const MemoryRecord* memory, bool internal,
+                                                  std::uint32_t* transfer_index, Post post) noexcept;
+    [[gnu::always_inline]] inline void start_record(std::uint32_t tid, const Transfer& t,
+                                                    std::uint32_t pieces, bool internal) noexcept;
+    // A read or write command's SQE and data SGEs (in place, every field written).
+    [[gnu::always_inline]] inline void fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
+                                                         Op op, std::uint32_t nsid,
+                                                         std::uint64_t slba, std::uint64_t blocks,
+                                                         std::uint64_t address, std::uint32_t bytes,
+                                                         std::uint32_t rkey,
+                                                         std::uint32_t lkey) const noexcept;
+    // Flush, write zeroes or deallocate (a range in the slot's DSM buffer).
+    void fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
+                               std::uint32_t nsid, std::uint64_t slba, std::uint64_t blocks) noexcept;
+    // Chains SENDs first..last (linked already) behind those deferred.
+    [[gnu::always_inline]] inline void defer(ibv_send_wr& first, ibv_send_wr& last,
+                                             std::uint32_t count) noexcept;
+    bool in_record_slot(std::uint32_t tid) const noexcept { return tid < slot_count_; }
+    [[gnu::always_inline]] inline void release_record(std::uint32_t tid) noexcept;
+    // Copies finished transfers out and frees their IDs.
+    [[gnu::noinline]] std::size_t hand_back(std::span<Completion> out) noexcept;
     // One pass over a polled batch; the receives of its responses go back up in one post.
     void handle_completion(const ibv_wc* wc, int n) noexcept;
     // False when the queue failed (the caller stops handling the batch).
@@ -277,6 +318,8 @@ private:
     bool handle_send_completion(const ibv_wc& wc) noexcept;
     [[gnu::always_inline]] inline void complete_slot(std::uint16_t cid,
                                                      const CompletionStatus& status) noexcept;
+    // A transfer's piece answered with success.
+    [[gnu::always_inline]] inline void complete_piece(std::uint16_t cid, Slot& slot) noexcept;
     // Send queue entries taken by SENDs built since connect and not yet
     // retired by a signalled completion (posted or still deferred).
     std::uint32_t sends_in_queue() const noexcept { return send_position_ - sends_retired_; }
@@ -290,9 +333,7 @@ private:
     [[gnu::always_inline]] inline void finish_transfer(std::uint32_t index) noexcept;
     // Builds the next `count` pieces of transfer `tid` from `next` into free
     // slots, appended to the deferred chain.
-    // Inlined: the single-piece submit path stays as short as before.
-    [[gnu::always_inline]] inline void build_pieces(std::uint32_t tid, PieceCursor& next,
-                                                    std::size_t count) noexcept;
+    void build_pieces(std::uint32_t tid, PieceCursor& next, std::size_t count) noexcept;
     // Builds waiting pieces, oldest transfer first, into the free slots.
     void build_waiting() noexcept;
     void fail_waiting(const CompletionStatus& status) noexcept;
@@ -303,7 +344,7 @@ private:
     void drain() noexcept;
     [[gnu::cold, gnu::noinline]] SubmitResult refuse(SubmitResult result, TransportErrc code,
                                                      int sys_errno, Op op) noexcept;
-    void post_chain(ibv_send_wr* head) noexcept;
+    [[gnu::always_inline]] inline void post_chain(ibv_send_wr* head) noexcept;
 
     QueueConfig config_;
     const void* owner_ = nullptr;
@@ -319,20 +360,29 @@ private:
     std::unique_ptr<wire::DsmRange[]> dsm_ranges_;  // one per slot, for deallocate
     verbs::MemoryRegion dsm_mr_;
 
-    std::vector<Slot> slots_;
+    std::vector<Slot> slots_;  // the pool's, then the set-up slot (see create_resources)
+    std::uint32_t slot_count_ = 0;  // slots_.size(), without a division by sizeof(Slot)
+    std::uint16_t setup_slot() const noexcept { return static_cast<std::uint16_t>(slot_count_ - 1); }
+    // A low-level request's slot back to where it came from.
+    void free_command_slot(std::uint16_t cid) noexcept;
     std::vector<ibv_recv_wr> recv_wrs_;
+    std::uint32_t receive_count_ = 0;  // recv_wrs_.size()
     std::vector<ibv_sge> recv_sges_;
-    CidPool cids_;
-    std::vector<TransferRecord> transfers_;
-    CidPool transfer_ids_;
+    CidPool cids_;  // command IDs = slots
+    CidPool general_records_;  // transfer IDs slot_count_ + i of the general path
+    std::vector<TransferRecord> transfers_;  // by transfer ID: slot_count_ + capacity()
+    // Common-path records whose slot is not in flight (answered, or held).
+    std::uint32_t record_slots_idle_ = 0;
+    // Transfers submitted and not yet handed back; at most capacity() (else busy).
+    std::uint32_t open_transfers_ = 0;
     std::vector<std::uint32_t> finished_;  // ring of finished external transfers
-    std::size_t ring_mask_ = 0;            // finished_ and waiting_ hold a power of two entries
+    std::size_t ring_mask_ = 0;  // finished_ and waiting_ hold a power of two entries (≥ records)
     std::size_t finished_head_ = 0;
     std::size_t finished_count_ = 0;
     std::size_t gpu_reads_finished_ = 0;  // in the finished ring, not yet flushed
     std::vector<std::uint32_t> waiting_;  // FIFO of transfers with pieces not yet built
     std::vector<PieceCursor> waiting_next_;  // by transfer index: where its rest starts
-    std::vector<PieceCursor> origin_;        // by transfer index: its start, for a replay
+    std::vector<PieceCursor> origin_;  // by transfer index: its start, for a replay (has_origin)
     std::vector<std::uint32_t> replay_order_;  // scratch of replay_held(), sized once
     std::uint64_t next_sequence_ = 0;
     std::size_t held_count_ = 0;

@@ -39,9 +39,7 @@ wire::IoOpcode opcode_of(Op op) {
 bool has_data(Op op) { return op == Op::read || op == Op::write; }
 
 // Block sizes are powers of two (LBADS is a log2): sizes shift instead of divide.
-std::uint32_t lba_shift_of(const NamespaceRef& ns) noexcept {
-    return static_cast<std::uint32_t>(std::countr_zero(ns.lba_size));
-}
+std::uint32_t lba_shift_of(const NamespaceRef& ns) noexcept { return ns.lba_shift; }
 
 }  // namespace
 
@@ -67,11 +65,13 @@ void RdmaQueue::prepare_send(Slot& slot, std::uint16_t cid, bool with_deadline) 
     // position is the SEND's place in the send queue.
     const bool ends_interval = (++send_position_ & (kSendsPerSignal - 1)) == 0;
     slot.wr.send_flags = ends_interval ? IBV_SEND_SIGNALED : 0;
-    // Each slot at most once: it cannot complete (and be built again) before
-    // the next poll stamps it.
-    slot.deadline = Clock::time_point::max();
-    if (with_deadline) {  // else answered only when an event occurs (an AER)
+    if (with_deadline) {
+        // Each slot at most once: it cannot complete (and be built again)
+        // before the next poll stamps it, and deadlines are checked only after
+        // stamping, so its previous deadline is never looked at.
         unstamped_[unstamped_count_++] = cid;
+    } else {
+        slot.deadline = Clock::time_point::max();  // answered when an event occurs (an AER)
     }
 }
 
@@ -93,43 +93,180 @@ SubmitResult RdmaQueue::refuse(SubmitResult result, TransportErrc code, int sys_
     return result;
 }
 
+int RdmaQueue::check_transfer(const NamespaceRef& ns, const Transfer& t, const MemoryRecord* memory,
+                              std::uint32_t lba_shift) const noexcept {
+    if (t.op != Op::flush &&
+        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
+        return ERANGE;
+    }
+    if (!has_data(t.op)) {
+        return 0;
+    }
+    if (memory == nullptr || !memory->alive() || memory->owner != owner_) {
+        return EBADF;
+    }
+    // The first test keeps the shift of the second from overflowing.
+    if (t.blocks > (memory->length >> lba_shift) || t.offset > memory->length ||
+        (t.blocks << lba_shift) > memory->length - t.offset) {
+        return EFAULT;
+    }
+    return 0;
+}
+
+void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t pieces,
+                             bool internal) noexcept {
+    ++open_transfers_;
+    TransferRecord& record = transfers_[tid];  // every field set: no zeroing first
+    record.user_data = t.user_data;
+    record.sequence = next_sequence_++;
+    record.gpu_read = nullptr;
+    record.status = CompletionStatus{};
+    record.pieces_left = pieces;
+    record.op = t.op;
+    record.internal = internal;
+    record.held = false;
+    record.has_origin = false;
+}
+
+void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
+                                  std::uint32_t nsid, std::uint64_t slba, std::uint64_t blocks,
+                                  std::uint64_t address, std::uint32_t bytes, std::uint32_t rkey,
+                                  std::uint32_t lkey) const noexcept {
+    sqe.opcode = static_cast<std::uint8_t>(op == Op::read ? wire::IoOpcode::read : wire::IoOpcode::write);
+    sqe.flags = wire::kCommandFlagsSgl;
+    sqe.command_id = cid;
+    sqe.nsid = nsid;
+    sqe.cdw2 = 0;
+    sqe.cdw3 = 0;
+    sqe.metadata_pointer = 0;
+    if (op == Op::write && bytes <= in_capsule_limit_) {
+        // The data rides in the SEND, straight from the caller's buffer.
+        sqe.dptr = wire::in_capsule_data(0, bytes);
+        slot.sge[1] = ibv_sge{address, bytes, lkey};
+        slot.wr.num_sge = Slot::kMaxSges;
+    } else {
+        sqe.dptr = wire::keyed_data_block(address, bytes, rkey);
+        slot.wr.num_sge = 1;
+    }
+    set_slba(sqe, slba);
+    sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
+    sqe.cdw13 = 0;
+    sqe.cdw14 = 0;
+    sqe.cdw15 = 0;
+}
+
+void RdmaQueue::fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
+                                      std::uint32_t nsid, std::uint64_t slba,
+                                      std::uint64_t blocks) noexcept {
+    sqe.opcode = static_cast<std::uint8_t>(opcode_of(op));
+    sqe.flags = wire::kCommandFlagsSgl;
+    sqe.command_id = cid;
+    sqe.nsid = nsid;
+    sqe.cdw2 = 0;
+    sqe.cdw3 = 0;
+    sqe.metadata_pointer = 0;
+    sqe.cdw13 = 0;
+    sqe.cdw14 = 0;
+    sqe.cdw15 = 0;
+    slot.wr.num_sge = 1;
+    switch (op) {
+        case Op::deallocate: {
+            wire::DsmRange& range = dsm_ranges_[cid];
+            range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), slba};
+            sqe.dptr = wire::keyed_data_block(reinterpret_cast<std::uint64_t>(&range), sizeof range,
+                                              dsm_mr_->rkey);
+            sqe.cdw10 = 0;  // one range, 0's based
+            sqe.cdw11 = wire::kDsmAttributeDeallocate;
+            sqe.cdw12 = 0;
+            break;
+        }
+        case Op::write_zeroes:
+            sqe.dptr = wire::zero_length_keyed();
+            set_slba(sqe, slba);
+            sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
+            break;
+        case Op::flush:
+        case Op::read:  // not here: fill_data_command
+        case Op::write:
+            sqe.dptr = wire::zero_length_keyed();
+            sqe.cdw10 = 0;
+            sqe.cdw11 = 0;
+            sqe.cdw12 = 0;
+            break;
+    }
+}
+
+void RdmaQueue::defer(ibv_send_wr& first, ibv_send_wr& last, std::uint32_t count) noexcept {
+    // Anything deferred before goes out first, in order.
+    last.next = nullptr;
+    if (deferred_tail_ != nullptr) {
+        deferred_tail_->next = &first;
+    } else {
+        deferred_head_ = &first;
+    }
+    deferred_tail_ = &last;
+    deferred_count_ += count;
+}
+
 SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& t, bool internal,
                                         std::uint32_t* transfer_index, Post post) noexcept {
-    if (state_ != QueueState::live) {
-        if (outage_ == OutagePolicy::hold) [[unlikely]] {
+    if (state_ != QueueState::live) [[unlikely]] {
+        if (outage_ == OutagePolicy::hold) {
             return SubmitResult::busy;  // reconnecting: the transfer waits in the caller
         }
         const TransportErrc code = failure_ != TransportErrc::none ? failure_ : TransportErrc::closed;
         return refuse(SubmitResult::failed, code, failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN, t.op);
     }
-    auto invalid = [&](int error) {
-        return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, error, t.op);
-    };
     const std::uint32_t lba_shift = lba_shift_of(ns);
-    const MemoryRecord* memory = nullptr;
-    if (t.op != Op::flush) {
-        if (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba) {
-            return invalid(ERANGE);
-        }
+    const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
+    // The common case: a read or write of host memory in one command, with an
+    // ID and a send queue entry free and nothing waiting before it. Its checks
+    // are check_transfer()'s, cheaper for one command (at most
+    // kMaxBlocksPerCommand blocks: no shift overflows); anything else, a
+    // refusal included, takes the general path, which checks in full.
+    const std::uint64_t bytes = t.blocks << lba_shift;
+    if (!has_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
+        bytes > max_transfer_bytes_ || t.slba >= ns.size_lbas ||
+        t.blocks > ns.size_lbas - t.slba || memory == nullptr || !memory->alive() ||
+        memory->owner != owner_ || t.offset > memory->length || bytes > memory->length - t.offset ||
+        memory->kind != MemoryKind::host || waiting_count_ != 0 || cids_.available() == 0 ||
+        send_room() == 0) [[unlikely]] {
+        return submit_general(ns, t, memory, internal, transfer_index, post);
     }
-    if (has_data(t.op)) {
-        memory = t.memory != nullptr ? t.memory->record() : nullptr;
-        if (memory == nullptr || !memory->alive() || memory->owner != owner_) {
-            return invalid(EBADF);
-        }
-        if (t.blocks > (memory->length >> lba_shift) || t.offset > memory->length ||
-            (t.blocks << lba_shift) > memory->length - t.offset) {
-            return invalid(EFAULT);
-        }
+    const std::uint16_t tid = cids_.take();
+    start_record(tid, t, 1, internal);
+    if (transfer_index != nullptr) {
+        *transfer_index = tid;
     }
-    if (transfer_ids_.available() == 0) {
-        return SubmitResult::busy;
+    Slot& slot = slots_[tid];
+    fill_data_command(slot, commands_[tid], tid, t.op, ns.nsid, t.slba, t.blocks,
+                      reinterpret_cast<std::uint64_t>(memory->address) + t.offset,
+                      static_cast<std::uint32_t>(bytes), memory->rkey, memory->lkey);
+    slot.flags = kInFlight;
+    slot.transfer = tid;
+    prepare_send(slot, tid);
+    defer(slot.wr, slot.wr, 1);
+    if (post == Post::now) {
+        commit();
     }
+    return SubmitResult::queued;
+}
+
+SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t,
+                                       const MemoryRecord* memory, bool internal,
+                                       std::uint32_t* transfer_index, Post post) noexcept {
+    if (const int error = check_transfer(ns, t, memory, lba_shift_of(ns)); error != 0) {
+        return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, error, t.op);
+    }
+    if (open_transfers_ >= capacity()) {
+        return SubmitResult::busy;  // capacity() transfers in progress
+    }
+    const std::uint32_t lba_shift = lba_shift_of(ns);
     const std::uint64_t per_piece = blocks_per_piece(lba_shift, t.op);
     const std::size_t count =
         t.op == Op::flush || t.blocks <= per_piece ? 1 : plan_split(t.blocks, per_piece).pieces;
     GpuOrdering* gpu_read = nullptr;
-    if (memory != nullptr && memory->kind == MemoryKind::gpu) [[unlikely]] {
+    if (memory != nullptr && memory->kind == MemoryKind::gpu) {
         // The target may read the MR as soon as the command leaves: the GPU's
         // writes to it must be complete first.
         if (t.op == Op::write && memory->ordering && memory->ordering->before_write() != 0) {
@@ -140,17 +277,11 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
         }
     }
 
-    std::uint16_t tid = 0;
-    transfer_ids_.acquire(tid);
-    TransferRecord& record = transfers_[tid];  // every field set: no zeroing first
-    record.user_data = t.user_data;
-    record.pieces_left = static_cast<std::uint32_t>(count);
-    record.internal = internal;
-    record.finished = false;
-    record.held = false;
-    record.sequence = next_sequence_++;
+    const auto tid = static_cast<std::uint32_t>(slot_count_ + general_records_.take());
+    start_record(tid, t, static_cast<std::uint32_t>(count), internal);
+    TransferRecord& record = transfers_[tid];
     record.gpu_read = gpu_read;
-    record.status = CompletionStatus{};
+    record.has_origin = true;
     PieceCursor& next = origin_[tid];  // kept as is for a replay; pieces advance a copy
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
@@ -163,11 +294,12 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     next.lba_shift = lba_shift;
     next.unbuilt = static_cast<std::uint32_t>(count);
     next.op = t.op;
+    next.as_built = false;
     if (transfer_index != nullptr) {
         *transfer_index = tid;
     }
 
-    if (waiting_count_ == 0 && count <= cids_.available() && count <= send_room()) [[likely]] {
+    if (waiting_count_ == 0 && count <= cids_.available() && count <= send_room()) {
         PieceCursor cursor = next;
         build_pieces(tid, cursor, count);
     } else {
@@ -183,68 +315,33 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     return SubmitResult::queued;
 }
 
-// The one place a piece's SQE and SEND are filled.
+// Every piece that does not take the common path is filled here.
 void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t count) noexcept {
-    const std::uint8_t opcode = static_cast<std::uint8_t>(opcode_of(c.op));
     Slot* previous = nullptr;
     Slot* first = nullptr;
     for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t cid = 0;
-        cids_.acquire(cid);
+        if (c.as_built) {
+            cid = static_cast<std::uint16_t>(tid);
+            --record_slots_idle_;  // its slot in flight again
+        } else {
+            cid = cids_.take();
+        }
+        Slot& slot = slots_[cid];
         const std::uint64_t blocks = std::min(c.per_piece, c.blocks_left);
         // Built in place in the registered command buffer (every field written:
-        // the buffer held the slot's previous command).
-        wire::Sqe& sqe = commands_[cid];
-        sqe.opcode = opcode;
-        sqe.flags = wire::kCommandFlagsSgl;
-        sqe.command_id = cid;
-        sqe.nsid = c.nsid;
-        sqe.cdw2 = 0;
-        sqe.cdw3 = 0;
-        sqe.metadata_pointer = 0;
-        sqe.cdw13 = 0;
-        sqe.cdw14 = 0;
-        sqe.cdw15 = 0;
-        Slot& slot = slots_[cid];
-        slot.wr.num_sge = 1;
-        switch (c.op) {
-            case Op::read:
-            case Op::write: {
+        // the buffer held the slot's previous command), unless a replay of a
+        // one-command transfer re-sends the command still there.
+        if (!c.as_built) {
+            wire::Sqe& sqe = commands_[cid];
+            if (has_data(c.op)) {
                 const auto bytes = static_cast<std::uint32_t>(blocks << c.lba_shift);
-                if (c.op == Op::write && bytes <= in_capsule_limit_) {
-                    // The data rides in the SEND, straight from the caller's buffer.
-                    sqe.dptr = wire::in_capsule_data(0, bytes);
-                    slot.sge[1] = ibv_sge{c.address, bytes, c.lkey};
-                    slot.wr.num_sge = Slot::kMaxSges;
-                } else {
-                    sqe.dptr = wire::keyed_data_block(c.address, bytes, c.rkey);
-                }
-                set_slba(sqe, c.slba);
-                sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
+                fill_data_command(slot, sqe, cid, c.op, c.nsid, c.slba, blocks, c.address, bytes,
+                                  c.rkey, c.lkey);
                 c.address += bytes;
-                break;
+            } else {
+                fill_dataless_command(slot, sqe, cid, c.op, c.nsid, c.slba, blocks);
             }
-            case Op::write_zeroes:
-                sqe.dptr = wire::zero_length_keyed();
-                set_slba(sqe, c.slba);
-                sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
-                break;
-            case Op::deallocate: {
-                wire::DsmRange& range = dsm_ranges_[cid];
-                range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), c.slba};
-                sqe.dptr = wire::keyed_data_block(reinterpret_cast<std::uint64_t>(&range),
-                                                  sizeof range, dsm_mr_->rkey);
-                sqe.cdw10 = 0;  // one range, 0's based
-                sqe.cdw11 = wire::kDsmAttributeDeallocate;
-                sqe.cdw12 = 0;
-                break;
-            }
-            case Op::flush:
-                sqe.dptr = wire::zero_length_keyed();
-                sqe.cdw10 = 0;
-                sqe.cdw11 = 0;
-                sqe.cdw12 = 0;
-                break;
         }
         c.slba += blocks;
         c.blocks_left -= blocks;
@@ -252,7 +349,6 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         slot.flags = kInFlight;
         slot.transfer = tid;
         prepare_send(slot, cid);
-        slot.wr.next = nullptr;
         if (previous != nullptr) {
             previous->wr.next = &slot.wr;
         } else {
@@ -260,26 +356,21 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         }
         previous = &slot;
     }
-    if (first == nullptr) {
-        return;
+    if (first != nullptr) {
+        // A transfer's pieces go out in one post: they reach the target together.
+        defer(first->wr, previous->wr, static_cast<std::uint32_t>(count));
     }
-
-    // A transfer's pieces go out in one post: they reach the target together.
-    // Deferred ones wait for commit(); anything deferred before goes out first, in order.
-    if (deferred_tail_ != nullptr) {
-        deferred_tail_->next = &first->wr;
-    } else {
-        deferred_head_ = &first->wr;
-    }
-    deferred_tail_ = &previous->wr;
-    deferred_count_ += static_cast<std::uint32_t>(count);
 }
 
 void RdmaQueue::build_waiting() noexcept {
-    while (waiting_count_ > 0 && cids_.available() > 0 && send_room() > 0) {
+    while (waiting_count_ > 0 && send_room() > 0) {
         const std::uint32_t tid = waiting_[waiting_head_];
         PieceCursor& c = waiting_next_[tid];
-        build_pieces(tid, c, std::min<std::size_t>({c.unbuilt, cids_.available(), send_room()}));
+        const std::size_t ids = c.as_built ? 1 : cids_.available();  // as built: its own slot
+        if (ids == 0) {
+            return;
+        }
+        build_pieces(tid, c, std::min<std::size_t>({c.unbuilt, ids, send_room()}));
         if (c.unbuilt == 0) {
             waiting_head_ = (waiting_head_ + 1) & ring_mask_;
             --waiting_count_;
@@ -334,7 +425,11 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
         progress();  // the send queue is full of SENDs answered but not yet retired
     }
     std::uint16_t cid = 0;
-    if (send_room() == 0 || !cids_.acquire(cid)) {
+    const bool setting_up = state_ != QueueState::live && slots_[setup_slot()].flags == 0;
+    if (setting_up) {
+        cid = setup_slot();  // Fabrics Connect, authentication: see create_resources
+    }
+    if (send_room() == 0 || (!setting_up && !cids_.acquire(cid))) {
         throw TransportError(TransportErrc::busy, EBUSY,
                              "qid " + std::to_string(config_.qid) + ": no free command slot");
     }
@@ -368,7 +463,7 @@ void RdmaQueue::release_request(std::uint16_t slot) noexcept {
     Slot& s = slots_[slot];
     if ((s.flags & kHeld) != 0) {
         s.flags = 0;
-        cids_.release(slot);
+        free_command_slot(slot);
     } else if ((s.flags & kInFlight) != 0) {
         s.flags |= kAbandoned;
     }
@@ -388,11 +483,6 @@ int RdmaQueue::progress() noexcept {
     ibv_wc wc[kPollBatch];
     const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
     if (n > 0) {
-        // Taken off the CQ: no longer outstanding, even if the batch fails midway
-        // (drain() waits for the others).
-        for (int i = 0; i < n; ++i) {
-            receives_outstanding_ -= static_cast<std::uint32_t>(wc[i].wr_id >> kRecvTagShift);
-        }
         handle_completion(wc, n);
     } else if (n < 0) {
         fail(TransportErrc::queue_error, EIO, "ibv_poll_cq failed");
@@ -438,6 +528,11 @@ void RdmaQueue::handle_completion(const ibv_wc* wc, int n) noexcept {
     ibv_recv_wr* receives = nullptr;
     ibv_recv_wr** receives_tail = &receives;
     int reposts = 0;
+    // Taken off the CQ: no longer outstanding, even if the batch fails midway
+    // (drain() waits for the others).
+    for (int i = 0; i < n; ++i) {
+        receives_outstanding_ -= static_cast<std::uint32_t>(wc[i].wr_id >> kRecvTagShift);
+    }
     for (int i = 0; i < n; ++i) {
         const bool ok = (wc[i].wr_id & kRecvTag) != 0 && wc[i].status == IBV_WC_SUCCESS
                             ? handle_response(static_cast<std::uint32_t>(wc[i].wr_id & ~kRecvTag),
@@ -492,27 +587,33 @@ bool RdmaQueue::handle_send_completion(const ibv_wc& wc) noexcept {
 }
 
 bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noexcept {
-    if (index >= recv_wrs_.size() || byte_len < sizeof(wire::Cqe)) [[unlikely]] {
+    if (index >= receive_count_ || byte_len < sizeof(wire::Cqe)) [[unlikely]] {
         fail(TransportErrc::protocol_error, EPROTO, "short response capsule");
         return false;
     }
     // Read in place: the buffer goes back up only after the whole batch.
     const wire::Cqe& cqe = responses_[index];
     const std::uint16_t cid = cqe.command_id;
-    if (!cids_.is_outstanding(cid) || (slots_[cid].flags & kInFlight) == 0) [[unlikely]] {
+    // In flight implies the ID is handed out (flags clear before an ID frees).
+    if (cid >= slot_count_ || (slots_[cid].flags & kInFlight) == 0) [[unlikely]] {
         log_error("qid %u: response for unknown or duplicate command ID %u", unsigned{config_.qid},
                   unsigned{cid});
         fail(TransportErrc::protocol_error, EPROTO, "unknown or duplicate command ID");
         return false;
     }
     Slot& slot = slots_[cid];
+    const wire::Status nvme = wire::Status::from_cqe_field(cqe.status);
+    if (slot.transfer != kNoTransfer && nvme.ok()) [[likely]] {
+        complete_piece(cid, slot);
+        return true;
+    }
     CompletionStatus status;
-    status.nvme = wire::Status::from_cqe_field(cqe.status);
+    status.nvme = nvme;
     status.opcode = commands_[cid].opcode;
     status.queue = config_.kind;
     if (slot.transfer == kNoTransfer) {
         slot.response.cqe = cqe;  // low-level requests hand the whole CQE back
-    } else if (!status.ok() && status.nvme.type() == wire::StatusCodeType::path &&
+    } else if (status.nvme.type() == wire::StatusCodeType::path &&
                outage_ == OutagePolicy::hold) [[unlikely]] {
         // This path cannot serve the namespace now (ANA inaccessible, a path
         // error): the controller moves to another path and the transfer is
@@ -524,6 +625,20 @@ bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noe
     return true;
 }
 
+void RdmaQueue::complete_piece(std::uint16_t cid, Slot& slot) noexcept {
+    const std::uint32_t tid = slot.transfer;
+    slot.transfer = kNoTransfer;
+    slot.flags = 0;
+    if (cid != tid) {
+        cids_.put(cid);  // a general path's piece
+    } else {
+        ++record_slots_idle_;  // the record keeps its ID until handed back
+    }
+    if (--transfers_[tid].pieces_left == 0) {
+        finish_transfer(tid);
+    }
+}
+
 void RdmaQueue::complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept {
     Slot& slot = slots_[cid];
     if (slot.transfer != kNoTransfer) {
@@ -531,29 +646,22 @@ void RdmaQueue::complete_slot(std::uint16_t cid, const CompletionStatus& status)
         if (!status.ok() && record.status.ok()) [[unlikely]] {
             record.status = status;  // the first error wins
         }
-        const std::uint32_t tid = slot.transfer;
-        slot.transfer = kNoTransfer;
-        slot.flags = 0;
-        cids_.release(cid);
-        if (--record.pieces_left == 0) {
-            finish_transfer(tid);
-        }
+        complete_piece(cid, slot);
         return;
     }
     slot.response.status = status;
     if ((slot.flags & kAbandoned) != 0) {
         slot.flags = 0;
-        cids_.release(cid);
+        free_command_slot(cid);
         return;
     }
     slot.flags = kHeld | kLowLevel;
 }
 
 void RdmaQueue::finish_transfer(std::uint32_t index) noexcept {
-    TransferRecord& record = transfers_[index];
-    record.finished = true;
+    const TransferRecord& record = transfers_[index];
     if (record.internal) {
-        return;
+        return;  // the blocking caller takes it (take_transfer)
     }
     // At most capacity() transfers exist, so the ring cannot overflow.
     finished_[(finished_head_ + finished_count_) & ring_mask_] = index;
@@ -597,24 +705,27 @@ void RdmaQueue::flush_gpu_reads(std::size_t count) noexcept {
 
 std::size_t RdmaQueue::reap(std::span<Completion> out) noexcept {
     progress();
+    return finished_count_ != 0 ? hand_back(out) : 0;
+}
+
+std::size_t RdmaQueue::hand_back(std::span<Completion> out) noexcept {
     if (gpu_reads_finished_ != 0) [[unlikely]] {
         flush_gpu_reads(std::min(out.size(), finished_count_));
     }
-    std::size_t n = 0;
-    while (n < out.size() && finished_count_ > 0) {
+    const std::size_t n = std::min(out.size(), finished_count_);
+    for (std::size_t i = 0; i < n; ++i) {
         const std::uint32_t index = finished_[finished_head_];
         finished_head_ = (finished_head_ + 1) & ring_mask_;
-        --finished_count_;
-        out[n].user_data = transfers_[index].user_data;
-        out[n].status = transfers_[index].status;
-        transfer_ids_.release(static_cast<std::uint16_t>(index));
-        ++n;
+        out[i].user_data = transfers_[index].user_data;
+        out[i].status = transfers_[index].status;
+        release_record(index);
     }
+    finished_count_ -= n;
     return n;
 }
 
 bool RdmaQueue::transfer_finished(std::uint32_t index) const noexcept {
-    return index < transfers_.size() && transfers_[index].finished;
+    return index < transfers_.size() && transfers_[index].finished();
 }
 
 CompletionStatus RdmaQueue::take_transfer(std::uint32_t index) noexcept {
@@ -626,8 +737,24 @@ CompletionStatus RdmaQueue::take_transfer(std::uint32_t index) noexcept {
         }
     }
     transfers_[index] = TransferRecord{};
-    transfer_ids_.release(static_cast<std::uint16_t>(index));
+    release_record(index);
     return status;
+}
+
+void RdmaQueue::free_command_slot(std::uint16_t cid) noexcept {
+    if (cid != setup_slot()) {
+        cids_.release(cid);
+    }
+}
+
+void RdmaQueue::release_record(std::uint32_t tid) noexcept {
+    --open_transfers_;
+    if (in_record_slot(tid)) {
+        cids_.put(static_cast<std::uint16_t>(tid));
+        --record_slots_idle_;
+    } else {
+        general_records_.put(static_cast<std::uint16_t>(tid - slot_count_));
+    }
 }
 
 void RdmaQueue::check_deadlines(Clock::time_point now) noexcept {
@@ -755,9 +882,17 @@ void RdmaQueue::hold_unfinished() noexcept {
     for (; waiting_count_ > 0; --waiting_count_) {
         const std::uint32_t tid = waiting_[waiting_head_];
         waiting_head_ = (waiting_head_ + 1) & ring_mask_;
-        waiting_next_[tid].unbuilt = 0;
-        if (transfers_[tid].status.ok() && !transfers_[tid].held) {
-            transfers_[tid].held = true;
+        TransferRecord& record = transfers_[tid];
+        const std::uint32_t unbuilt = std::exchange(waiting_next_[tid].unbuilt, 0);
+        if (!record.status.ok()) {
+            // Already failed by the target: it finishes with that error once its
+            // built pieces are failed back (fail() does that next).
+            record.pieces_left -= unbuilt;
+            if (record.pieces_left == 0) {
+                finish_transfer(tid);
+            }
+        } else if (!record.held) {
+            record.held = true;
             ++held_count_;
         }
     }
@@ -775,9 +910,14 @@ void RdmaQueue::hold_unfinished() noexcept {
             record.held = true;
             ++held_count_;
         }
+        const bool record_slot = slot.transfer == i;
         slot.flags = 0;
         slot.transfer = kNoTransfer;
-        cids_.release(static_cast<std::uint16_t>(i));
+        if (record_slot) {
+            ++record_slots_idle_;  // kept, with its SQE, for the replay
+        } else {
+            cids_.release(static_cast<std::uint16_t>(i));
+        }
     }
 }
 
@@ -799,8 +939,15 @@ std::size_t RdmaQueue::replay_held() noexcept {
         const std::uint32_t tid = replay_order_[i];
         TransferRecord& record = transfers_[tid];
         record.held = false;
-        record.pieces_left = origin_[tid].unbuilt;
-        waiting_next_[tid] = origin_[tid];
+        if (record.has_origin) {
+            waiting_next_[tid] = origin_[tid];
+        } else {
+            waiting_next_[tid] = PieceCursor{};
+            waiting_next_[tid].unbuilt = 1;
+            waiting_next_[tid].op = record.op;
+            waiting_next_[tid].as_built = true;
+        }
+        record.pieces_left = waiting_next_[tid].unbuilt;
         waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
         ++waiting_count_;
     }
@@ -822,7 +969,7 @@ std::size_t RdmaQueue::fail_held(TransportErrc code, int sys_errno) noexcept {
         record.status = CompletionStatus{};
         record.status.transport = code;
         record.status.sys_errno = sys_errno;
-        record.status.opcode = static_cast<std::uint8_t>(opcode_of(origin_[tid].op));
+        record.status.opcode = static_cast<std::uint8_t>(opcode_of(record.op));
         record.status.queue = config_.kind;
         record.pieces_left = 0;
         finish_transfer(tid);

@@ -241,7 +241,12 @@ verbs::CmEvent RdmaQueue::expect_event(const char* step) {
 
 void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channel) {
     const std::uint32_t size = config_.size;
-    const std::uint32_t slots = size - 1;
+    const std::uint32_t slots = size - 1;  // the ID pool
+    // One more: the queue's set-up commands (Fabrics Connect, authentication)
+    // run in a slot of their own, free even while held transfers keep theirs
+    // through a reconnect. Nothing else is in flight then, so the target's
+    // queue still holds at most size − 1 commands.
+    const std::uint32_t command_slots = slots + 1;
     try {
         cq_ = verbs::create_cq(id_->verbs, static_cast<int>(cq_entry_count(size)),
                                completion_channel);
@@ -257,15 +262,16 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         qp_ = id_.qp();
 
         if (!commands_) {  // a reopened queue keeps its rings (same size)
-            commands_ = std::make_unique<wire::Sqe[]>(slots);
+            commands_ = std::make_unique<wire::Sqe[]>(command_slots);
             responses_ = std::make_unique<wire::Cqe[]>(size);
-            dsm_ranges_ = std::make_unique<wire::DsmRange[]>(slots);
+            dsm_ranges_ = std::make_unique<wire::DsmRange[]>(command_slots);
         }
-        commands_mr_ = verbs::register_memory(pd, commands_.get(), slots * sizeof(wire::Sqe),
+        commands_mr_ = verbs::register_memory(pd, commands_.get(),
+                                              command_slots * sizeof(wire::Sqe),
                                               IBV_ACCESS_LOCAL_WRITE);
         responses_mr_ = verbs::register_memory(pd, responses_.get(), size * sizeof(wire::Cqe),
                                                IBV_ACCESS_LOCAL_WRITE);
-        dsm_mr_ = verbs::register_memory(pd, dsm_ranges_.get(), slots * sizeof(wire::DsmRange),
+        dsm_mr_ = verbs::register_memory(pd, dsm_ranges_.get(), command_slots * sizeof(wire::DsmRange),
                                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
     } catch (const std::system_error& e) {
         throw ConnectError(ConnectFailure::device_error, "creating queue resources",
@@ -275,16 +281,19 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
 
     const bool first = slots_.empty();
     if (first) {
-        slots_ = std::vector<Slot>(slots);
+        slots_ = std::vector<Slot>(command_slots);
+        slot_count_ = command_slots;
     }
-    for (std::uint32_t i = 0; i < slots; ++i) {
+    for (std::uint32_t i = 0; i < command_slots; ++i) {
         Slot& s = slots_[i];
         s.sge[0].addr = reinterpret_cast<std::uint64_t>(&commands_[i]);
         s.sge[0].length = sizeof(wire::Sqe);
         s.sge[0].lkey = commands_mr_->lkey;
         s.wr.wr_id = i;
         s.wr.sg_list = s.sge;
-        s.wr.num_sge = 1;
+        if (first) {
+            s.wr.num_sge = 1;  // a reopened queue keeps held commands as built
+        }
         s.wr.opcode = IBV_WR_SEND;
         s.wr.send_flags = 0;  // stamp_send() signals one SEND per kSendsPerSignal
     }
@@ -294,6 +303,7 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
     sends_retired_ = 0;
     unstamped_count_ = 0;
     recv_wrs_ = std::vector<ibv_recv_wr>(size);
+    receive_count_ = size;
     recv_sges_ = std::vector<ibv_sge>(size);
     for (std::uint32_t i = 0; i < size; ++i) {
         recv_sges_[i].addr = reinterpret_cast<std::uint64_t>(&responses_[i]);
@@ -307,17 +317,19 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         return;  // reopened: held transfers, held requests and finished ones stay
     }
     cids_ = CidPool(static_cast<std::uint16_t>(slots));
-    unstamped_ = std::make_unique<std::uint16_t[]>(slots);
-    transfer_ids_ = CidPool(static_cast<std::uint16_t>(slots));
-    transfers_ = std::vector<TransferRecord>(slots);
+    general_records_ = CidPool(static_cast<std::uint16_t>(slots));
+    unstamped_ = std::make_unique<std::uint16_t[]>(command_slots);
+    // The common path's (at their command's ID), then the general path's.
+    const std::size_t records = std::size_t{command_slots} + slots;
+    transfers_ = std::vector<TransferRecord>(records);
     // Rings of a power of two entries: their indices wrap with a mask.
-    const std::size_t ring = std::bit_ceil(std::size_t{slots});
+    const std::size_t ring = std::bit_ceil(records);
     ring_mask_ = ring - 1;
     finished_ = std::vector<std::uint32_t>(ring);
     waiting_ = std::vector<std::uint32_t>(ring);
-    waiting_next_ = std::vector<PieceCursor>(slots);
-    origin_ = std::vector<PieceCursor>(slots);
-    replay_order_ = std::vector<std::uint32_t>(slots);
+    waiting_next_ = std::vector<PieceCursor>(records);
+    origin_ = std::vector<PieceCursor>(records);
+    replay_order_ = std::vector<std::uint32_t>(records);
 }
 
 void RdmaQueue::post_all_receives() {

@@ -2,6 +2,7 @@
 // splits, several I/O queues, the non-blocking API, validation errors.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <numeric>
 
@@ -154,6 +155,50 @@ TEST(Io, BusyWhenTheQueueIsFullAndNothingIsSubmitted) {
     Completion done[4];
     while (finished < 3) finished += io.poll(done);
     EXPECT_EQ(io.free_slots(), 3u);
+}
+
+// One pool of IDs: a one-command transfer's record lives at its command's ID,
+// so the ID stays taken after the response until the transfer is handed back;
+// a split transfer's further pieces free theirs at their responses.
+TEST(Io, AOneCommandTransferKeepsItsIdUntilHandedBack) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--mqes", "3", "--mdts", "1"});  // 3 usable slots, 8 KiB per command
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(64 * 1024);
+    auto io = ctrl.io();
+    ASSERT_EQ(io.capacity(), 3u);
+    const std::uint64_t small = 8192 / ns.lba_size();  // one command
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        ASSERT_EQ(io.submit(ns, {Op::write, i * small, small, &buf, i * 8192, 10 + i}),
+                  SubmitResult::queued);
+    }
+    EXPECT_EQ(io.free_slots(), 0u);
+    EXPECT_EQ(io.in_flight(), 3u);
+    // Answered but not handed back: nothing in flight, yet no ID is free.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (io.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+        io.poll();
+    }
+    ASSERT_EQ(io.in_flight(), 0u);
+    EXPECT_EQ(io.free_slots(), 0u);
+    Completion done[3];
+    ASSERT_EQ(io.poll(done), 3u);
+    for (const Completion& c : done) {
+        EXPECT_TRUE(c.status.ok()) << describe(c.status);
+    }
+    EXPECT_EQ(io.free_slots(), 3u);
+
+    // A 4-command write: its IDs all free at their responses (its record is
+    // its own), so once answered every slot is free before it is handed back.
+    ASSERT_EQ(io.submit(ns, {Op::write, 0, 4 * small, &buf, 0, 20}), SubmitResult::queued);
+    while (io.free_slots() < 3 && std::chrono::steady_clock::now() < deadline) {
+        io.poll();
+    }
+    EXPECT_EQ(io.free_slots(), 3u);
+    ASSERT_EQ(io.poll(done), 1u);
+    EXPECT_EQ(done[0].user_data, 20u);
+    EXPECT_TRUE(done[0].status.ok()) << describe(done[0].status);
 }
 
 TEST(Io, RangeAndBufferValidation) {

@@ -2,6 +2,7 @@
 // fault: every connection dropped and no listener for a while, mid-run.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -153,6 +154,52 @@ TEST(Reconnect, GivesUpAfterCtrlLossTmoWithENODEV) {
     EXPECT_GT(stats.failed_attempts, 0u);
     EXPECT_FALSE(c.keep_alive());
     EXPECT_LT(failed_at - start, 1500ms + 1s) << "not given up within ctrl_loss_tmo + 1 s";
+}
+
+// Transfers in flight at the drop are held (each keeps its slot), then failed
+// with ENODEV when ctrl_loss_tmo passes: once handed back, every slot is free
+// again and nothing counts as in flight or held.
+TEST(Reconnect, HeldTransfersGivenUpFreeEverySlot) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    TargetProcess target({"--fault", "outage-after=40:60000", "--fault", "delay-ms=5"});
+    Controller c = Controller::connect(reconnecting(target, 1500ms));
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    const std::size_t depth = std::min<std::size_t>(q.capacity(), 16);
+    MemoryRegion arena = c.allocate(kBlock * depth);
+    std::vector<Completion> out(depth);
+    std::size_t given_up = 0;
+    std::uint64_t next = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    auto reap = [&] {
+        const std::size_t n = q.poll(out);
+        for (std::size_t i = 0; i < n; ++i) {
+            given_up += out[i].status.sys_errno == ENODEV ? 1 : 0;
+        }
+        c.keep_alive();
+    };
+    while (!c.reconnect_stats().lost && std::chrono::steady_clock::now() < deadline) {
+        while (q.in_flight() + q.held() < depth) {
+            const Transfer t{Op::write, next % 1024, 1, &arena, (next % depth) * kBlock, next};
+            if (q.submit(ns, t) != SubmitResult::queued) {
+                break;  // busy while reconnecting
+            }
+            ++next;
+        }
+        reap();
+    }
+    ASSERT_TRUE(c.reconnect_stats().lost);
+    while (q.in_flight() + q.held() > 0 && std::chrono::steady_clock::now() < deadline) {
+        reap();
+    }
+    reap();
+    EXPECT_GT(c.reconnect_stats().transfers_failed, 0u);
+    EXPECT_EQ(given_up, c.reconnect_stats().transfers_failed);
+    EXPECT_EQ(q.in_flight(), 0u);
+    EXPECT_EQ(q.held(), 0u);
+    EXPECT_EQ(q.free_slots(), q.capacity());
 }
 
 TEST(Reconnect, ZeroCtrlLossTmoKeepsFailingBack) {

@@ -1,6 +1,7 @@
 // A namespace of a connected controller: geometry and blocking I/O.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 
@@ -20,6 +21,15 @@ struct NamespaceInfo {
     std::uint64_t size_bytes() const { return size_lbas * lba_size; }
 };
 
+namespace detail {
+// Everything about a namespace that the data path needs for a transfer.
+struct NamespaceRef {
+    std::uint32_t nsid = 0;
+    std::uint32_t lba_shift = 0;  // log2 of the block size (a power of two)
+    std::uint64_t size_lbas = 0;
+};
+}  // namespace detail
+
 // A cheap value; valid while its Controller is open. The blocking calls
 // validate the LBA range against the namespace and the buffer against the
 // memory region (InvalidArgument), split transfers above MDTS and 65,536 blocks
@@ -29,11 +39,18 @@ struct NamespaceInfo {
 class Namespace {
 public:
     Namespace(detail::ControllerImpl* controller, NamespaceInfo info)
-        : controller_(controller), info_(info) {}
+        : controller_(controller),
+          info_(info),
+          ref_{info.nsid, static_cast<std::uint32_t>(std::countr_zero(info.lba_size)),
+               info.size_lbas} {}
 
     std::uint32_t nsid() const { return info_.nsid; }
     std::uint32_t lba_size() const { return info_.lba_size; }
     std::uint64_t size_lbas() const { return info_.size_lbas; }
+    // log2 of lba_size() (LBADS: block sizes are powers of two).
+    std::uint32_t lba_shift() const { return ref_.lba_shift; }
+    // What the data path reads on every submission, kept ready (internal).
+    const detail::NamespaceRef& ref() const noexcept { return ref_; }
     const NamespaceInfo& info() const { return info_; }
 
     void read(const MemoryRegion& buffer, std::uint64_t slba,
@@ -47,6 +64,7 @@ public:
 private:
     detail::ControllerImpl* controller_;
     NamespaceInfo info_;
+    detail::NamespaceRef ref_;
 };
 
 }  // namespace nvmeof

@@ -44,7 +44,7 @@ struct Transfer {
 
 enum class SubmitResult : std::uint8_t {
     queued,   // accepted: posted, or partly waiting for slots that poll() frees
-    busy,     // every transfer record is in use (capacity() transfers); nothing was posted
+    busy,     // no free slot for the transfer (or the queue is reconnecting); nothing was posted
     invalid,  // refused (range, buffer, memory handle); see last_error()
     failed,   // the queue has failed or is closed; see last_error()
 };

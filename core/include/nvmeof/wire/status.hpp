@@ -125,6 +125,9 @@ inline constexpr unsigned kStatusCodeShift = 1;
 inline constexpr std::uint16_t kStatusCodeMask = 0xFF;
 inline constexpr unsigned kStatusCodeTypeShift = 9;
 inline constexpr std::uint16_t kStatusCodeTypeMask = 0x7;
+// SC and SCT in place: both zero is success.
+inline constexpr std::uint16_t kStatusCodeAndTypeInPlace =
+    (kStatusCodeMask << kStatusCodeShift) | (kStatusCodeTypeMask << kStatusCodeTypeShift);
 inline constexpr unsigned kStatusRetryDelayShift = 12;
 inline constexpr std::uint16_t kStatusRetryDelayMask = 0x3;
 inline constexpr unsigned kStatusMoreBit = 14;
@@ -171,7 +174,7 @@ public:
     constexpr bool more() const { return (field_ >> kStatusMoreBit) & 1u; }
     constexpr bool do_not_retry() const { return (field_ >> kStatusDoNotRetryBit) & 1u; }
     // Success means SCT 0 / SC 0; CRD, More and DNR do not change that.
-    constexpr bool ok() const { return type() == StatusCodeType::generic && code() == 0; }
+    constexpr bool ok() const { return (field_ & kStatusCodeAndTypeInPlace) == 0; }
 
     constexpr bool is(GenericStatus s) const {
         return type() == StatusCodeType::generic && code() == static_cast<std::uint8_t>(s);
