@@ -237,6 +237,9 @@ private:
         ibv_sge sge[kMaxSges]{};
         std::chrono::steady_clock::time_point deadline{};  // max() until stamped
         std::uint32_t transfer = kNoTransfer;
+        // An in-capsule write's rkey: a replay after a reconnect whose
+        // controller takes less in the capsule sends it keyed instead.
+        std::uint32_t in_capsule_rkey = 0;
         std::uint8_t flags = 0;
         Response response;  // cqe and status; command only for low-level requests
     };

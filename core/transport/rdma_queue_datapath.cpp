@@ -144,6 +144,7 @@ void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
         sqe.dptr = wire::in_capsule_data(0, bytes);
         slot.sge[1] = ibv_sge{address, bytes, lkey};
         slot.wr.num_sge = Slot::kMaxSges;
+        slot.in_capsule_rkey = rkey;
     } else {
         sqe.dptr = wire::keyed_data_block(address, bytes, rkey);
         slot.wr.num_sge = 1;
@@ -332,7 +333,15 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         // Built in place in the registered command buffer (every field written:
         // the buffer held the slot's previous command), unless a replay of a
         // one-command transfer re-sends the command still there.
-        if (!c.as_built) {
+        if (c.as_built) {
+            // A replay of a one-command transfer: its command is still in the
+            // slot, unless the reconnected controller takes less in the capsule.
+            if (slot.wr.num_sge == Slot::kMaxSges && slot.sge[1].length > in_capsule_limit_) {
+                commands_[cid].dptr = wire::keyed_data_block(slot.sge[1].addr, slot.sge[1].length,
+                                                             slot.in_capsule_rkey);
+                slot.wr.num_sge = 1;
+            }
+        } else {
             wire::Sqe& sqe = commands_[cid];
             if (has_data(c.op)) {
                 const auto bytes = static_cast<std::uint32_t>(blocks << c.lba_shift);

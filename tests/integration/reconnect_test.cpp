@@ -270,3 +270,55 @@ TEST(Reconnect, GivesUpWhenTheLargestTransferShrinks) {
     EXPECT_NE(c.reconnect_stats().lost_reason.find("(MDTS), below the"), std::string::npos)
         << c.reconnect_stats().lost_reason;
 }
+
+// In-capsule writes in flight at the drop are re-sent as built after the
+// reconnect, unless the new controller takes less in the capsule: then they go
+// keyed (the target fetches the data) and the data still lands.
+TEST(Reconnect, HeldInCapsuleWritesGoKeyedWhenTheCapsuleShrinks) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs its own target, restarted with a smaller capsule";
+    }
+    constexpr std::size_t kWrites = 4;
+    constexpr std::uint32_t kBytes = 4096;
+    // Every answer held 300 ms: the writes are surely in flight when the target goes.
+    auto first = std::make_unique<TargetProcess>(std::vector<std::string>{"--fault", "delay-ms=300"});
+    const std::uint16_t port = first->port();
+    Options options = reconnecting(*first, 20s);
+    options.timeout = 30s;  // the connect's commands are held too
+    Controller c = Controller::connect(options);
+    ASSERT_GE(c.limits().in_capsule_bytes, kBytes);
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    MemoryRegion data = c.allocate(kWrites * kBytes);
+    fill(data, 7);
+    const std::uint64_t blocks = kBytes / ns.lba_size();
+    for (std::size_t i = 0; i < kWrites; ++i) {
+        ASSERT_EQ(q.submit(ns, {Op::write, i * blocks, blocks, &data, i * kBytes, i}),
+                  SubmitResult::queued);
+    }
+    first->stop();
+    first.reset();
+    TargetProcess second({"--ioccsz", "4"}, "ram:64M", port);  // the 64-byte SQE alone
+    std::vector<Completion> out(kWrites);
+    std::size_t done = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (done < kWrites && std::chrono::steady_clock::now() < deadline) {
+        const std::size_t n = q.poll(out);
+        for (std::size_t i = 0; i < n; ++i) {
+            EXPECT_TRUE(out[i].status.ok()) << describe(out[i].status);
+        }
+        done += n;
+        c.keep_alive();
+    }
+    ASSERT_EQ(done, kWrites);
+    EXPECT_EQ(c.reconnect_stats().reconnects, 1u);
+    ASSERT_EQ(c.reconnect_stats().transfers_retried, kWrites) << "the writes were not in flight";
+    EXPECT_EQ(c.limits().in_capsule_bytes, 0u);
+    MemoryRegion back = c.allocate(kWrites * kBytes);
+    ns.read(back, 0, kWrites * blocks);
+    EXPECT_EQ(std::memcmp(back.data(), data.data(), kWrites * kBytes), 0);
+    c.close();
+    const std::string stats = second.stop();
+    EXPECT_EQ(TargetProcess::stat(stats, "in_capsule_writes").value_or(99), 0u) << stats;
+    EXPECT_EQ(TargetProcess::stat(stats, "commands.write").value_or(0), kWrites) << stats;
+}
