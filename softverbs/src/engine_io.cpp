@@ -155,7 +155,9 @@ void Engine::read_input(Conn* c) {
   auto fill = [&]() -> bool {
     if (in.pos == in.end) in.pos = in.end = 0;
     std::size_t room = in.staging.size() - in.end;
-    if (in.bulk) room = std::min(room, kBulkReadAhead);
+    // Between messages of a large-payload stream, look ahead only a little; a
+    // payload that cannot go direct (GPU memory, discarded) still fills staging.
+    if (in.bulk && !in.in_payload) room = std::min(room, kBulkReadAhead);
     ssize_t n = ::recv(c->fd.get(), in.staging.data() + in.end, room, MSG_DONTWAIT);
     if (n > 0) {
       in.end += static_cast<std::size_t>(n);
