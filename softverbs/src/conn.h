@@ -57,6 +57,7 @@ struct InParser {
   uint32_t remaining = 0;
   uint32_t status = 0;           // error decided at header time (ibv_wc_status)
   std::vector<uint8_t> staging;  // small-message receive batching
+  bool bulk = false;             // the last payload of at least kBulkReadAhead bytes went direct
   std::size_t pos = 0;
   std::size_t end = 0;
   CmPayload cm{};

@@ -58,6 +58,10 @@ inline constexpr int kDestroyIdWaitMs = 5000;
 // Engine I/O sizing.
 inline constexpr std::size_t kInStagingBytes = 64 * 1024;    // small-message receive batch
 inline constexpr std::size_t kDirectReadMin = 16 * 1024;     // payloads this big bypass staging
+// After a large payload, reads ahead stop at this many bytes: enough for the
+// small messages (responses, ACKs, commands) and the next header between two
+// large payloads, little of the next payload (what staging takes of it is copied twice).
+inline constexpr std::size_t kBulkReadAhead = 1024;
 inline constexpr int kMaxIovPerWrite = 64;
 inline constexpr std::size_t kOutBatchMessages = 32;         // queued messages that force a write
 inline constexpr std::size_t kOutKeepBytes = 64 * 1024;      // larger copy buffers are freed on reuse

@@ -79,6 +79,29 @@ void settle_device_targets(InParser& in) {
   }
 }
 
+// Payloads of large messages are read from the socket straight into their
+// (host memory) targets rather than through staging.
+bool reads_direct(const InParser& in) {
+  return in.hdr.len >= kDirectReadMin && in.remaining > 0 && in.sink != Sink::kDiscard && !in.device_targets &&
+         in.status == IBV_WC_SUCCESS;
+}
+
+// A message's payload size decides how far the next reads look ahead: a
+// stream of large payloads reads ahead only kBulkReadAhead bytes (so the next
+// payload is not pulled into staging, to be copied twice); small messages keep
+// the whole staging buffer for batching.  Payloads below kBulkReadAhead
+// (responses, ACKs, commands) leave the choice as it is.
+void note_payload_size(InParser& in) {
+  if (in.hdr.len >= kBulkReadAhead) in.bulk = in.hdr.len >= kDirectReadMin;
+}
+
+// Counts payload bytes of data messages that went through staging.
+void count_staged(Conn* c, std::size_t n) {
+  const Sink s = c->in.sink;
+  if (c->qp && c->qp->stats && (s == Sink::kWrite || s == Sink::kRecv || s == Sink::kReadResp))
+    c->qp->stats->bytes_staged += n;
+}
+
 }  // namespace
 
 void Engine::flush(Conn* c) {
@@ -131,7 +154,11 @@ void Engine::read_input(Conn* c) {
   std::size_t budget = kReadBudgetBytes;
   auto fill = [&]() -> bool {
     if (in.pos == in.end) in.pos = in.end = 0;
-    ssize_t n = ::recv(c->fd.get(), in.staging.data() + in.end, in.staging.size() - in.end, MSG_DONTWAIT);
+    std::size_t room = in.staging.size() - in.end;
+    // Between messages of a large-payload stream, look ahead only a little; a
+    // payload that cannot go direct (GPU memory, discarded) still fills staging.
+    if (in.bulk && !in.in_payload) room = std::min(room, kBulkReadAhead);
+    ssize_t n = ::recv(c->fd.get(), in.staging.data() + in.end, room, MSG_DONTWAIT);
     if (n > 0) {
       in.end += static_cast<std::size_t>(n);
       budget -= std::min(budget, static_cast<std::size_t>(n));
@@ -142,6 +169,7 @@ void Engine::read_input(Conn* c) {
     return false;
   };
   auto start_message = [&] {
+    note_payload_size(in);
     dp_on_header(c);
     if (c->dead || in.parked) return;
     if (in.remaining > 0) in.in_payload = true;
@@ -174,21 +202,24 @@ void Engine::read_input(Conn* c) {
     }
     if (in.pos < in.end) {
       std::size_t k = std::min<std::size_t>(in.remaining, in.end - in.pos);
+      count_staged(c, k);
       deliver(in, in.staging.data() + in.pos, k);
       in.pos += k;
-    } else if (in.remaining >= kDirectReadMin && in.sink != Sink::kDiscard && !in.device_targets &&
-               in.status == IBV_WC_SUCCESS) {
-      // Large payloads go from the socket straight into the target (host) memory.
-      std::vector<iovec> iov;
+    } else if (reads_direct(in)) {
+      // The rest of the payload goes from the socket straight into the target
+      // memory; when the iovecs hold all of it, the same readv takes the
+      // next header (and what follows it, up to kBulkReadAhead) into staging.
+      IovBatch iov;
       std::size_t want = in.remaining;
-      for (std::size_t i = in.tgt_idx, off = in.tgt_off; i < in.targets.size() && want > 0 &&
-                                                          iov.size() < static_cast<std::size_t>(kMaxIovPerWrite);
+      for (std::size_t i = in.tgt_idx, off = in.tgt_off; i < in.targets.size() && want > 0 && iov.n < kMaxIovPerWrite;
            ++i, off = 0) {
         std::size_t k = std::min(want, in.targets[i].len - off);
-        iov.push_back({reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(in.targets[i].addr)) + off, k});
+        iov.v[iov.n++] = {reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(in.targets[i].addr)) + off, k};
         want -= k;
       }
-      ssize_t n = ::readv(c->fd.get(), iov.data(), static_cast<int>(iov.size()));
+      in.pos = in.end = 0;
+      if (want == 0 && iov.n < kMaxIovPerWrite) iov.v[iov.n++] = {in.staging.data(), kBulkReadAhead};
+      ssize_t n = ::readv(c->fd.get(), iov.v, iov.n);
       if (n <= 0) {
         if (n == 0) on_conn_lost(c, 0);
         else if (errno != EAGAIN && errno != EINTR) on_conn_lost(c, errno);
@@ -196,10 +227,12 @@ void Engine::read_input(Conn* c) {
       }
       auto got = static_cast<std::size_t>(n);
       budget -= std::min(budget, got);
-      in.remaining -= static_cast<uint32_t>(got);
-      while (got > 0) {
-        std::size_t k = std::min(got, in.targets[in.tgt_idx].len - in.tgt_off);
-        got -= k;
+      std::size_t placed = std::min<std::size_t>(got, in.remaining);
+      in.end = got - placed;  // read ahead into staging
+      in.remaining -= static_cast<uint32_t>(placed);
+      while (placed > 0) {
+        std::size_t k = std::min(placed, in.targets[in.tgt_idx].len - in.tgt_off);
+        placed -= k;
         in.tgt_off += k;
         if (in.tgt_off == in.targets[in.tgt_idx].len) {
           ++in.tgt_idx;

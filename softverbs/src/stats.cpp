@@ -38,6 +38,7 @@ std::string Stats::to_json(uint64_t faults_fired) const {
       << ", \"writes\": " << s.writes << ", \"reads\": " << s.reads << ", \"recvs\": " << s.recvs
       << ", \"sends_in\": " << s.sends_in << ", \"writes_in\": " << s.writes_in << ", \"reads_in\": " << s.reads_in
       << ", \"bytes_out\": " << s.bytes_out << ", \"bytes_in\": " << s.bytes_in
+      << ", \"bytes_staged\": " << s.bytes_staged
       << ", \"completions\": " << s.completions << ", \"errors\": " << s.errors << ", \"flushed\": " << s.flushed
       << ", \"rnr_parks\": " << s.rnr_parks << ", \"destroyed\": " << (s.destroyed ? "true" : "false") << "}";
     first = false;

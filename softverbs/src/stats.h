@@ -15,6 +15,7 @@ struct QpStats {
   uint64_t sends = 0, writes = 0, reads = 0, recvs = 0;        // requests posted / receives completed
   uint64_t writes_in = 0, reads_in = 0, sends_in = 0;          // served as responder
   uint64_t bytes_out = 0, bytes_in = 0;
+  uint64_t bytes_staged = 0;  // of bytes_in placed from the staging buffer (copied twice), not read direct
   uint64_t completions = 0, errors = 0, flushed = 0, rnr_parks = 0;
   bool destroyed = false;
 };

@@ -1,10 +1,13 @@
 // Per-CQ counters in the stats dump: every completion a CQ produced (what a
-// test counts to check "one CQE per I/O"), and the entries an overrun dropped.
+// test counts to check "one CQE per I/O"), and the entries an overrun dropped;
+// per QP, the payload bytes that went through the receive staging buffer.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,15 +18,30 @@
 namespace svt {
 namespace {
 
-// The "cqs" entry of the stats dump for cq, as "completions=N overruns=M", or "" if absent.
-std::string cq_counters(ibv_cq* cq) {
-  std::string path = ::testing::TempDir() + "sv_cqstats_" + std::to_string(getpid()) + ".json";
+std::string stats_json() {
+  std::string path = ::testing::TempDir() + "sv_stats_" + std::to_string(getpid()) + ".json";
   if (softverbs_stats_dump(path.c_str()) != 0) return "";
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
   std::remove(path.c_str());
-  const std::string js = ss.str();
+  return ss.str();
+}
+
+// A numeric field of the "qps" entry for qp in the stats dump, or -1 if absent.
+long long qp_counter(ibv_qp* qp, const std::string& field) {
+  const std::string js = stats_json();
+  const std::size_t at = js.find("{\"qp_num\": " + std::to_string(qp->qp_num) + ",");
+  if (at == std::string::npos) return -1;
+  const std::size_t end = js.find('}', at);
+  const std::size_t key = js.find("\"" + field + "\": ", at);
+  if (key == std::string::npos || key > end) return -1;
+  return std::atoll(js.c_str() + key + field.size() + 4);
+}
+
+// The "cqs" entry of the stats dump for cq, as "completions=N overruns=M", or "" if absent.
+std::string cq_counters(ibv_cq* cq) {
+  const std::string js = stats_json();
   const std::size_t at = js.find("{\"handle\": " + std::to_string(cq->handle) + ",");
   if (at == std::string::npos) return "";
   unsigned long long completions = 0, overruns = 0;
@@ -84,6 +102,55 @@ TEST(CqStats, OverrunDropsAreCountedApart) {
   ASSERT_EQ(ibv_get_async_event(p.client.id->verbs, &ev), 0);
   EXPECT_EQ(ev.element.cq, p.client.cq);
   ibv_ack_async_event(&ev);
+}
+
+// What an NVMe-oF target sends for large reads, many in one post list: RDMA
+// WRITEs of 128 KiB, each followed by a 16-byte response SEND.  The receiver
+// reads large payloads from the socket straight into memory; only the first
+// read's batch and a small read-ahead after each payload may pass through the
+// staging buffer (copied twice).  Before the read-ahead was bounded, half of
+// each payload did.
+TEST(QpStats, LargeWritePayloadsBypassStaging) {
+  Pair p;
+  ASSERT_TRUE(p.connect());
+  constexpr uint32_t kLen = 128 * 1024;
+  constexpr int kPerList = 6;  // 768 KiB of data per post list
+  constexpr int kLists = 4;
+  constexpr uint32_t kResp = 16;
+  constexpr std::size_t kRespOff = kPerList * kLen;  // responses after the data, in both buffers
+  for (std::size_t i = 0; i < kPerList * kLen; ++i) p.client.buf[i] = static_cast<uint8_t>(i * 13 + i / 4096);
+  for (int list = 0; list < kLists; ++list) {
+    for (int i = 0; i < kPerList; ++i)
+      ASSERT_EQ(p.server.post_recv(static_cast<uint64_t>(i), kRespOff + static_cast<std::size_t>(i) * kResp, kResp), 0);
+    ibv_sge sge[2 * kPerList];
+    ibv_send_wr wr[2 * kPerList]{};
+    for (int i = 0; i < kPerList; ++i) {
+      const std::size_t off = static_cast<std::size_t>(i) * kLen;
+      sge[2 * i] = {p.client.addr(off), kLen, p.client.mr->lkey};
+      sge[2 * i + 1] = {p.client.addr(kRespOff), kResp, p.client.mr->lkey};
+      wr[2 * i].opcode = IBV_WR_RDMA_WRITE;
+      wr[2 * i].wr.rdma.remote_addr = p.server.addr(off);
+      wr[2 * i].wr.rdma.rkey = p.server.mr->rkey;
+      wr[2 * i + 1].opcode = IBV_WR_SEND;
+      wr[2 * i + 1].send_flags = IBV_SEND_SIGNALED;
+      for (int k : {2 * i, 2 * i + 1}) {
+        wr[k].sg_list = &sge[k];
+        wr[k].num_sge = 1;
+        wr[k].next = k + 1 < 2 * kPerList ? &wr[k + 1] : nullptr;
+      }
+    }
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(p.client.qp(), wr, &bad), 0);
+    ASSERT_EQ(poll_n(p.server.cq, kPerList).size(), static_cast<std::size_t>(kPerList));
+    ASSERT_EQ(poll_n(p.client.cq, kPerList).size(), static_cast<std::size_t>(kPerList));
+  }
+  EXPECT_EQ(std::memcmp(p.server.buf.data(), p.client.buf.data(), kPerList * kLen), 0);
+  const long long total = static_cast<long long>(kLists) * kPerList * (kLen + kResp);
+  EXPECT_EQ(qp_counter(p.server.qp(), "bytes_in"), total);
+  const long long staged = qp_counter(p.server.qp(), "bytes_staged");
+  ASSERT_GE(staged, 0);
+  // The first read's batch (the staging buffer, 64 KiB) plus 1/32 of the data.
+  EXPECT_LE(staged, 64 * 1024 + total / 32) << "of " << total << " bytes";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 namespace nvmeof::target {
 namespace {
@@ -53,6 +54,11 @@ struct RdmaQueue::Request {
     std::vector<std::uint8_t> buffer;
     verbs::MemoryRegion mr;
     Clock::time_point due{};
+    // The response's work requests, kept here until the pass posts them.
+    ibv_sge data_sge{};
+    ibv_send_wr data_wr{};
+    ibv_sge response_sge{};
+    ibv_send_wr response_wr{};
 };
 
 RdmaQueue::RdmaQueue(rdma_cm_id* id, Device& device, std::uint16_t qid, std::uint16_t hsqsize,
@@ -161,6 +167,7 @@ void RdmaQueue::established() {
     for (const auto& [index, bytes] : early) {
         handle_receive(index, bytes);
     }
+    post_responses();
 }
 
 void RdmaQueue::begin_disconnect(const char* why) {
@@ -212,6 +219,7 @@ int RdmaQueue::poll() {
                 break;
         }
     }
+    post_responses();
     return n;
 }
 
@@ -416,6 +424,7 @@ int RdmaQueue::deliver_async_events() {
         finish(*req, done);
         ++delivered;
     }
+    post_responses();
     return delivered;
 }
 
@@ -425,6 +434,7 @@ Clock::time_point RdmaQueue::flush_delayed(Clock::time_point now) {
         delayed_.pop_front();
         post_response(*req);
     }
+    post_responses();
     return delayed_.empty() ? Clock::time_point::max() : delayed_.front()->due;
 }
 
@@ -433,30 +443,30 @@ void RdmaQueue::post_response(Request& req) {
     if (state_ != State::live) {
         return;  // the slot is gone with the queue
     }
-    ibv_sge send_sge{};
-    send_sge.addr = reinterpret_cast<std::uintptr_t>(&responses_[req.index]);
-    send_sge.length = sizeof(wire::Cqe);
-    send_sge.lkey = response_mr_->lkey;
-    ibv_send_wr send{};
+    req.response_sge.addr = reinterpret_cast<std::uintptr_t>(&responses_[req.index]);
+    req.response_sge.length = sizeof(wire::Cqe);
+    req.response_sge.lkey = response_mr_->lkey;
+    ibv_send_wr& send = req.response_wr;
+    send = ibv_send_wr{};
     send.wr_id = work_id(WorkKind::send, req.index);
-    send.sg_list = &send_sge;
+    send.sg_list = &req.response_sge;
     send.num_sge = 1;
     send.opcode = IBV_WR_SEND;
     send.send_flags = IBV_SEND_SIGNALED;
 
-    // Controller→host data: RDMA WRITE chained before the SEND in one post; RC
-    // ordering places the data before the response (nvmet does the same).
-    ibv_sge write_sge{};
-    ibv_send_wr write{};
+    // Controller→host data: RDMA WRITE chained before the SEND; RC ordering
+    // places the data before the response (nvmet does the same).
     ibv_send_wr* first = &send;
     const DataPlan& plan = req.plan;
     if (req.done.status.ok() && req.done.data_length > 0 && plan.source == DataSource::keyed &&
         plan.direction == wire::DataDirection::controller_to_host) {
-        write_sge.addr = reinterpret_cast<std::uintptr_t>(req.buffer.data());
-        write_sge.length = std::min(req.done.data_length, plan.length);
-        write_sge.lkey = req.mr->lkey;
+        req.data_sge.addr = reinterpret_cast<std::uintptr_t>(req.buffer.data());
+        req.data_sge.length = std::min(req.done.data_length, plan.length);
+        req.data_sge.lkey = req.mr->lkey;
+        ibv_send_wr& write = req.data_wr;
+        write = ibv_send_wr{};
         write.wr_id = work_id(WorkKind::send, req.index);
-        write.sg_list = &write_sge;
+        write.sg_list = &req.data_sge;
         write.num_sge = 1;
         write.opcode = IBV_WR_RDMA_WRITE;
         write.wr.rdma.remote_addr = plan.remote_address;
@@ -465,8 +475,22 @@ void RdmaQueue::post_response(Request& req) {
         first = &write;
         ++ctx_.stats.rdma_write_ops;
     }
+    if (responses_tail_ != nullptr) {
+        responses_tail_->next = first;
+    } else {
+        responses_head_ = first;
+    }
+    responses_tail_ = &send;
+}
+
+void RdmaQueue::post_responses() {
+    ibv_send_wr* list = std::exchange(responses_head_, nullptr);
+    responses_tail_ = nullptr;
+    if (list == nullptr || state_ != State::live) {
+        return;
+    }
     ibv_send_wr* bad = nullptr;
-    if (ibv_post_send(qp_, first, &bad) != 0) {
+    if (ibv_post_send(qp_, list, &bad) != 0) {
         fail("posting the response failed");
     }
 }

@@ -92,7 +92,12 @@ class RdmaQueue {
     void start_queued_reads();
     void on_read_done(Request& req);
     void finish(Request& req, const Completion& done);
+    // Appends req's response (RDMA WRITE of its data, if any, and the SEND)
+    // to the list post_responses() hands to the QP.
     void post_response(Request& req);
+    // Posts the responses of this pass in one ibv_post_send list: one system
+    // call for a batch of commands, as for one command.
+    void post_responses();
     void on_send_done(Request& req);
     bool ensure_buffer(Request& req, std::size_t bytes);
     Request* take_request();
@@ -120,8 +125,10 @@ class RdmaQueue {
     std::deque<Request*> queued_reads_;
     std::uint32_t reads_in_flight_ = 0;
     std::deque<Request*> delayed_;
-    std::uint32_t in_flight_ = 0;  // received and not yet answered
+    std::uint32_t in_flight_ = 0;              // received and not yet answered
     std::vector<Request*> held_async_events_;  // Asynchronous Event Requests not yet answered
+    ibv_send_wr* responses_head_ = nullptr;    // responses of this pass, not yet posted
+    ibv_send_wr* responses_tail_ = nullptr;
 };
 
 }  // namespace nvmeof::target
