@@ -197,8 +197,8 @@ public:
     // The earliest deadline of a request in flight (may be early, never late;
     // requests not yet stamped get theirs on the next poll).
     std::chrono::steady_clock::time_point earliest_deadline() const noexcept {
-        return cids_.outstanding() > 0 ? earliest_deadline_
-                                       : std::chrono::steady_clock::time_point::max();
+        return commands_outstanding() ? earliest_deadline_
+                                      : std::chrono::steady_clock::time_point::max();
     }
 
     // Fails every outstanding request with `code` after QP → error and drain.
@@ -210,7 +210,9 @@ public:
     std::size_t free_slots() const noexcept { return cids_.available(); }
     // Command IDs in use by commands sent or to be sent (not those kept by a
     // finished or held transfer's record).
-    std::size_t in_flight() const noexcept { return cids_.outstanding() - record_slots_idle_; }
+    std::size_t in_flight() const noexcept {
+        return cids_.outstanding() - record_slots_idle_ + (setup_in_flight() ? 1 : 0);
+    }
     bool failed() const noexcept { return state_ == QueueState::failed || state_ == QueueState::closed; }
     QueueState state() const noexcept { return state_; }
 
@@ -366,6 +368,11 @@ private:
     std::vector<Slot> slots_;  // the pool's, then the set-up slot (see create_resources)
     std::uint32_t slot_count_ = 0;  // slots_.size(), without a division by sizeof(Slot)
     std::uint16_t setup_slot() const noexcept { return static_cast<std::uint16_t>(slot_count_ - 1); }
+    bool setup_in_flight() const noexcept {
+        return slot_count_ != 0 && (slots_[setup_slot()].flags & kInFlight) != 0;
+    }
+    // Any command ID in use, or the set-up slot's command in flight.
+    bool commands_outstanding() const noexcept { return cids_.outstanding() > 0 || setup_in_flight(); }
     // A low-level request's slot back to where it came from.
     void free_command_slot(std::uint16_t cid) noexcept;
     std::vector<ibv_recv_wr> recv_wrs_;

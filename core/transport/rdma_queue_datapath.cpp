@@ -509,7 +509,7 @@ int RdmaQueue::progress() noexcept {
     // Reading the clock on every poll costs more than the poll itself on a busy
     // queue; deadlines only need checking when the CQ is quiet, or now and then
     // while completions keep coming (a lost command among many answered ones).
-    if (cids_.outstanding() > 0 && state_ != QueueState::failed &&
+    if (commands_outstanding() && state_ != QueueState::failed &&
         (n == 0 || ++busy_polls_since_deadline_check_ >= kDeadlineCheckInterval)) {
         busy_polls_since_deadline_check_ = 0;
         check_deadlines(now != Clock::time_point{} ? now : Clock::now());
