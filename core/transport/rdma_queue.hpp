@@ -121,7 +121,6 @@ enum class OutagePolicy : std::uint8_t {
     lost,       // the controller gave up: submissions fail (ENODEV)
 };
 
-
 class RdmaQueue final {
 public:
     // --- setup (rdma_queue_setup.cpp) ---
@@ -237,7 +236,8 @@ private:
         ibv_send_wr wr{};
         static constexpr std::uint32_t kMaxSges = 2;  // the SQE; then in-capsule write data
         ibv_sge sge[kMaxSges]{};
-        std::chrono::steady_clock::time_point deadline{};  // max() until stamped
+        // Set by the first poll after the command was built (max(): none, an AER).
+        std::chrono::steady_clock::time_point deadline{};
         std::uint32_t transfer = kNoTransfer;
         // An in-capsule write's rkey: a replay after a reconnect whose
         // controller takes less in the capsule sends it keyed instead.
