@@ -268,8 +268,6 @@ private:
         Op op = Op::flush;
         bool internal = false;
         bool held = false;  // waiting for a reconnect to be replayed
-        // origin_ holds its start (for a replay); else it is one command, re-sent as built.
-        bool has_origin = false;
         bool finished() const noexcept { return pieces_left == 0 && !held; }
     };
 
@@ -392,7 +390,9 @@ private:
     std::size_t gpu_reads_finished_ = 0;  // in the finished ring, not yet flushed
     std::vector<std::uint32_t> waiting_;  // FIFO of transfers with pieces not yet built
     std::vector<PieceCursor> waiting_next_;  // by transfer index: where its rest starts
-    std::vector<PieceCursor> origin_;  // by transfer index: its start, for a replay (has_origin)
+    // By transfer index: a general-path transfer's start, for a replay (a
+    // common-path one is re-sent as built).
+    std::vector<PieceCursor> origin_;
     std::vector<std::uint32_t> replay_order_;  // scratch of replay_held(), sized once
     std::uint64_t next_sequence_ = 0;
     std::size_t held_count_ = 0;

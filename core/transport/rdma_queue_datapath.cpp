@@ -125,7 +125,6 @@ void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t
     record.op = t.op;
     record.internal = internal;
     record.held = false;
-    record.has_origin = false;
 }
 
 void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
@@ -159,42 +158,28 @@ void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
 void RdmaQueue::fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
                                       std::uint32_t nsid, std::uint64_t slba,
                                       std::uint64_t blocks) noexcept {
-    sqe.opcode = static_cast<std::uint8_t>(opcode_of(op));
-    sqe.flags = wire::kCommandFlagsSgl;
-    sqe.command_id = cid;
-    sqe.nsid = nsid;
-    sqe.cdw2 = 0;
-    sqe.cdw3 = 0;
-    sqe.metadata_pointer = 0;
-    sqe.cdw13 = 0;
-    sqe.cdw14 = 0;
-    sqe.cdw15 = 0;
-    slot.wr.num_sge = 1;
+    // Off the common path: the wire builders (their checks hold: a piece is
+    // 1..kMaxBlocksPerCommand blocks, one range).
     switch (op) {
         case Op::deallocate: {
             wire::DsmRange& range = dsm_ranges_[cid];
             range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), slba};
-            sqe.dptr = wire::keyed_data_block(reinterpret_cast<std::uint64_t>(&range), sizeof range,
-                                              dsm_mr_->rkey);
-            sqe.cdw10 = 0;  // one range, 0's based
-            sqe.cdw11 = wire::kDsmAttributeDeallocate;
-            sqe.cdw12 = 0;
+            sqe = wire::dataset_management_command(
+                nsid, 1, wire::kDsmAttributeDeallocate,
+                wire::RemoteBuffer{reinterpret_cast<std::uint64_t>(&range), sizeof range, dsm_mr_->rkey});
             break;
         }
         case Op::write_zeroes:
-            sqe.dptr = wire::zero_length_keyed();
-            set_slba(sqe, slba);
-            sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
+            sqe = wire::write_zeroes_command(nsid, slba, static_cast<std::uint32_t>(blocks));
             break;
         case Op::flush:
         case Op::read:  // not here: fill_data_command
         case Op::write:
-            sqe.dptr = wire::zero_length_keyed();
-            sqe.cdw10 = 0;
-            sqe.cdw11 = 0;
-            sqe.cdw12 = 0;
+            sqe = wire::flush_command(nsid);
             break;
     }
+    sqe.command_id = cid;
+    slot.wr.num_sge = 1;
 }
 
 void RdmaQueue::defer(ibv_send_wr& first, ibv_send_wr& last, std::uint32_t count) noexcept {
@@ -282,7 +267,6 @@ SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t
     start_record(tid, t, static_cast<std::uint32_t>(count), internal);
     TransferRecord& record = transfers_[tid];
     record.gpu_read = gpu_read;
-    record.has_origin = true;
     PieceCursor& next = origin_[tid];  // kept as is for a replay; pieces advance a copy
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
@@ -948,7 +932,7 @@ std::size_t RdmaQueue::replay_held() noexcept {
         const std::uint32_t tid = replay_order_[i];
         TransferRecord& record = transfers_[tid];
         record.held = false;
-        if (record.has_origin) {
+        if (!in_record_slot(tid)) {  // the general path's: its start is in origin_
             waiting_next_[tid] = origin_[tid];
         } else {
             waiting_next_[tid] = PieceCursor{};
