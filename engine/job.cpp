@@ -121,10 +121,8 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
     for (ControllerSlot& slot : controllers_) {
         waitable_.push_back(&slot.controller);
     }
-    const std::size_t depth = std::max(1u, td->o.iodepth);
-    scratch_.resize(depth);
-    events_.resize(depth);
-    surplus_.reserve(depth);
+    completions_.resize(std::max(1u, td->o.iodepth));
+    post_ = td->o.iodepth_batch <= 1 ? Post::now : Post::deferred;
     announce();
     if (options.info_file[0] != '\0') {
         record_facts(options);
@@ -167,7 +165,9 @@ void Job::connect_all(const std::vector<TargetSpec>& specs, const EngineOptions&
             same = controllers_.end() - 1;
         }
         const auto index = static_cast<std::size_t>(same - controllers_.begin());
-        files_.push_back(FileSlot{controllers_[index].controller.namespace_at(spec.nsid), index});
+        Namespace ns = controllers_[index].controller.namespace_at(spec.nsid);
+        const std::uint64_t lba_mask = ns.lba_size() - 1;
+        files_.push_back(FileSlot{ns, index, lba_mask});
     }
 }
 
@@ -451,7 +451,7 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     }
     // Block sizes are powers of two: a mask and a shift, no division.
     const std::uint32_t lba_shift = file.ns.lba_shift();
-    if (((unit->offset | unit->xfer_buflen) & ((std::uint64_t{1} << lba_shift) - 1)) != 0) {
+    if (((unit->offset | unit->xfer_buflen) & file.lba_mask) != 0) {
         reject_unaligned(unit, file.ns.lba_size());
         return false;
     }
@@ -471,19 +471,43 @@ fio_q_status Job::queue(io_u* unit) {
     fio_ro_check(td_, unit);
     const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
     ControllerSlot& controller = controllers_[file.controller];
+    // The common case: a read or write, one queue, host buffers. Only `unit`
+    // and `this` live across the call, so the frame stays small.
+    if (unit->ddir <= DDIR_WRITE && controller.queue_count == 1 && !gpu_verify_) [[likely]] {
+        if (((unit->offset | unit->xfer_buflen) & file.lba_mask) != 0) [[unlikely]] {
+            reject_unaligned(unit, file.ns.lba_size());
+            return FIO_Q_COMPLETED;
+        }
+        // Every field set once (DDIR_READ and DDIR_WRITE are Op::read and Op::write).
+        const std::uint32_t lba_shift = file.ns.lba_shift();
+        const Transfer transfer{
+            .op = unit->ddir == DDIR_READ ? Op::read : Op::write,
+            .slba = unit->offset >> lba_shift,
+            .blocks = unit->xfer_buflen >> lba_shift,
+            .memory = &controller.arena,
+            .offset = static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - arena_base_),
+            .user_data = reinterpret_cast<std::uintptr_t>(unit),
+        };
+        const SubmitResult result =
+            queues_[controller.first_queue].submit(file.ns, transfer, post_);
+        if (result == SubmitResult::queued) [[likely]] {
+            return FIO_Q_QUEUED;
+        }
+        return not_queued(unit, result);
+    }
+    return queue_unusual(unit, file, controller);
+}
+
+fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file, ControllerSlot& controller) {
     Transfer transfer;
     if (!build_transfer(unit, file, controller, transfer)) {
         return FIO_Q_COMPLETED;
     }
-    if (gpu_verify_ && transfer.op == Op::write) [[unlikely]] {
+    if (gpu_verify_ && transfer.op == Op::write) {
         gpu_copy(unit, true);
         if (unit->error != 0) {
             return FIO_Q_COMPLETED;
         }
-    }
-    if (controller.queue_count == 1) [[likely]] {
-        return submitted(unit, controller, queues_[controller.first_queue],
-                         queues_[controller.first_queue].submit(file.ns, transfer, Post::deferred));
     }
     // Round robin over the controller's queues, starting after the last one used.
     std::size_t index = controller.next_queue;
@@ -493,22 +517,22 @@ fio_q_status Job::queue(io_u* unit) {
             index = 0;
         }
         // Deferred: commit() posts the batch, one doorbell for iodepth_batch I/Os.
-        const SubmitResult result = q.submit(file.ns, transfer, Post::deferred);
+        const SubmitResult result = q.submit(file.ns, transfer, post_);
         if (result != SubmitResult::busy) {
             controller.next_queue = index;
-            return submitted(unit, controller, q, result);
+            return result == SubmitResult::queued ? FIO_Q_QUEUED
+                                                  : not_queued(unit, result, &q);
         }
     }
-    return submitted(unit, controller, queues_[controller.first_queue], SubmitResult::busy);
+    return not_queued(unit, SubmitResult::busy);
 }
 
-fio_q_status Job::submitted(io_u* unit, ControllerSlot& controller, IoQueue& q,
-                            SubmitResult result) {
-    if (result == SubmitResult::queued) [[likely]] {
-        ++queued_since_commit_;
-        return FIO_Q_QUEUED;
-    }
+fio_q_status Job::not_queued(io_u* unit, SubmitResult result, const IoQueue* refused_by) {
+    const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+    ControllerSlot& controller = controllers_[file.controller];
     if (result != SubmitResult::busy) {
+        // Refused by the queue the controller's common case uses, unless told.
+        const IoQueue& q = refused_by != nullptr ? *refused_by : queues_[controller.first_queue];
         fail_unit(unit, q.last_error());
     }
     if (controller.controller.is_reconnecting()) [[unlikely]] {
@@ -530,41 +554,30 @@ void Job::ride_out_outage(ControllerSlot& controller) noexcept {
 }
 
 int Job::commit() {
-    for (IoQueue& q : queues_) {
-        q.commit();
+    if (post_ == Post::deferred) {
+        post_deferred();
     }
-    if (queued_since_commit_ != 0) {
-        io_u_mark_submit(td_, queued_since_commit_);
-        queued_since_commit_ = 0;
-    }
+    // fio calls this only with I/Os queued since its last commit (io_u_queued),
+    // each of them posted by now.
+    io_u_mark_submit(td_, td_->io_u_queued);
     return 0;
 }
 
-void Job::reap(const Completion& completion, unsigned int max) {
-    auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
-    if (!completion.status.ok() || gpu_verify_ || nr_events_ >= max) [[unlikely]] {
-        reap_unusual(unit, completion.status, max);
-        return;
+void Job::post_deferred() noexcept {
+    for (IoQueue& q : queues_) {
+        q.commit();
     }
-    unit->error = 0;
-    unit->resid = 0;
-    events_[nr_events_++] = unit;
 }
 
-void Job::reap_unusual(io_u* unit, const CompletionStatus& status, unsigned int max) {
-    if (status.ok()) {
-        unit->error = 0;
-        unit->resid = 0;
-        if (gpu_verify_ && unit->ddir == DDIR_READ) {
+void Job::reap(std::size_t first, std::size_t count) {
+    for (std::size_t i = first; i < first + count; ++i) {
+        const Completion& completion = completions_[i];
+        auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
+        if (!completion.status.ok()) {
+            fail_unit(unit, completion.status);
+        } else if (gpu_verify_ && unit->ddir == DDIR_READ) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
         }
-    } else {
-        fail_unit(unit, status);
-    }
-    if (nr_events_ < max) {
-        events_[nr_events_++] = unit;
-    } else {
-        surplus_.push_back(unit);  // capacity reserved for iodepth: never allocates
     }
 }
 
@@ -589,17 +602,13 @@ void Job::service_keep_alive() noexcept {
 
 int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     nr_events_ = 0;
-    max = std::min<unsigned int>(max, static_cast<unsigned int>(events_.size()));
-    while (surplus_head_ < surplus_.size() && nr_events_ < max) {
-        events_[nr_events_++] = surplus_[surplus_head_++];
-    }
-    // Drop the handed-out prefix (no allocation), so the reserved capacity of
-    // iodepth always holds every completion still waiting.
-    surplus_.erase(surplus_.begin(), surplus_.begin() + static_cast<std::ptrdiff_t>(surplus_head_));
-    surplus_head_ = 0;
+    max = std::min<unsigned int>(max, static_cast<unsigned int>(completions_.size()));
     // fio commits before a blocking wait but not before a non-blocking pass;
-    // anything still deferred would otherwise never leave.
-    commit();
+    // anything still deferred would otherwise never leave (fio's own commit
+    // counts them as submitted later).
+    if (post_ == Post::deferred) {
+        post_deferred();
+    }
     service_keep_alive();
     const bool one_pass = t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0;
     using Clock = std::chrono::steady_clock;
@@ -608,11 +617,19 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     while (nr_events_ < max) {
         std::size_t found = 0;
         for (IoQueue& q : queues_) {
-            const std::size_t n = q.poll(scratch_);
-            for (std::size_t i = 0; i < n; ++i) {
-                reap(scratch_[i], max);
+            std::size_t failed = 0;
+            const std::size_t n =
+                q.poll(std::span(completions_.data() + nr_events_, max - nr_events_), failed);
+            if (n != 0) {
+                if (failed != 0 || gpu_verify_) [[unlikely]] {
+                    reap(nr_events_, n);
+                }
+                nr_events_ += n;
+                found += n;
+                if (nr_events_ == max) {
+                    break;
+                }
             }
-            found += n;
         }
         if (nr_events_ >= min || one_pass) {
             break;

@@ -75,6 +75,7 @@ struct ControllerSlot {
 struct FileSlot {
     Namespace ns;
     std::size_t controller;
+    std::uint64_t lba_mask;  // lba_size − 1: an I/O's offset and length are aligned when clear of it
 };
 
 class Job {
@@ -92,8 +93,12 @@ public:
     fio_q_status queue(io_u* unit);
     // Posts everything queued since the last commit in one chain per queue.
     int commit();
+    void post_deferred() noexcept;
     int getevents(unsigned int min, unsigned int max, const timespec* t);
-    io_u* event(int index) { return events_[static_cast<std::size_t>(index)]; }
+    io_u* event(int index) {
+        return reinterpret_cast<io_u*>(
+            static_cast<std::uintptr_t>(completions_[static_cast<std::size_t>(index)].user_data));
+    }
 
 private:
     void connect_all(const std::vector<TargetSpec>& specs, const EngineOptions& options);
@@ -104,20 +109,24 @@ private:
     [[gnu::always_inline]] inline bool build_transfer(io_u* unit, const FileSlot& file,
                                                       ControllerSlot& controller,
                                                       Transfer& transfer);
-    // What queue() tells fio about a submission's result.
-    [[gnu::always_inline]] inline fio_q_status submitted(io_u* unit, ControllerSlot& controller,
-                                                         IoQueue& q, SubmitResult result);
+    // queue() for anything but a read or write on a one-queue controller's host buffers.
+    [[gnu::noinline]] fio_q_status queue_unusual(io_u* unit, const FileSlot& file,
+                                                 ControllerSlot& controller);
+    // What queue() tells fio about a submission not queued (busy, invalid or
+    // failed), refused by `refused_by` (nullptr: the controller's first queue).
+    [[gnu::cold, gnu::noinline]] fio_q_status not_queued(io_u* unit, SubmitResult result,
+                                                         const IoQueue* refused_by = nullptr);
     void complete_with_error(io_u* unit, int error, const std::string& why);
     // Error paths, out of line and cold: the strings they build would cost the
     // per-I/O functions stack frames and cleanups on every call.
     [[gnu::cold, gnu::noinline]] void fail_unit(io_u* unit, const CompletionStatus& status);
     [[gnu::cold, gnu::noinline]] void reject(io_u* unit, int error, const char* why);
     [[gnu::cold, gnu::noinline]] void reject_unaligned(io_u* unit, std::uint32_t lba);
-    // Out of line: the budget's "reap" path (perf/nvmeof_perf/budget.py) is this function.
-    [[gnu::noinline]] void reap(const Completion& completion, unsigned int max);
-    // A failed I/O, a GPU mirror to copy, or more completions than getevents' max.
-    [[gnu::cold, gnu::noinline]] void reap_unusual(io_u* unit, const CompletionStatus& status,
-                                                   unsigned int max);
+    // completions_[first, first + count) just polled, some failed or GPU
+    // mirrors to copy: called only then, since a successful I/O needs nothing
+    // (fio cleared error and resid before queue()). Part of the budget's
+    // "reap" path (perf/nvmeof_perf/budget.py).
+    [[gnu::cold, gnu::noinline]] void reap(std::size_t first, std::size_t count);
     std::size_t in_flight() const;
 
     void gpu_copy(io_u* unit, bool to_gpu);
@@ -140,12 +149,13 @@ private:
     bool gpu_verify_ = false;      // copy through the mirror around each I/O
     std::vector<IoQueue> queues_;  // every controller's, in controller order
     std::vector<Controller*> waitable_;  // every controller, for idle waiting
-    unsigned int queued_since_commit_ = 0;
-    std::vector<Completion> scratch_;  // poll() output, sized once
-    std::vector<io_u*> events_;        // handed to fio by event()
+    // Post::now when fio commits after every queue() (iodepth_batch_submit=1):
+    // a deferred post would only wait for that commit.
+    Post post_ = Post::deferred;
+    // Filled by poll() in getevents, never past its max (the core keeps the
+    // rest); fio takes them by event() (user_data is the io_u).
+    std::vector<Completion> completions_;
     std::size_t nr_events_ = 0;
-    std::vector<io_u*> surplus_;       // completions beyond getevents' max, kept in order
-    std::size_t surplus_head_ = 0;
     std::chrono::microseconds poll_spin_;  // idle polling before sleeping in getevents
     bool keep_alive_ = false;      // keep_alive_ms or ctrl_loss_tmo_ms > 0: serviced from getevents
     std::string end_record_file_;  // info_file, when the job reconnects; "" otherwise

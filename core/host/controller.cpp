@@ -117,6 +117,7 @@ MemoryRegion ControllerImpl::register_gpu(void* device_ptr, std::size_t bytes,
 
 MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {
     record->owner = this;
+    record->host_owner = record->kind == MemoryKind::host ? this : nullptr;
     std::erase_if(memory_, [](const std::weak_ptr<MemoryRecord>& w) { return w.expired(); });
     memory_.push_back(record);
     return MemoryRegion(std::move(record));

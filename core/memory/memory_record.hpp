@@ -18,6 +18,9 @@ struct MemoryRecord {
     std::uint32_t lkey = 0;
     std::uint32_t rkey = 0;
     const void* owner = nullptr;  // the ControllerImpl whose PD registered it
+    // `owner` while registered, for host memory only (else nullptr): the data
+    // path's common case checks this one field.
+    const void* host_owner = nullptr;
     verbs::MemoryRegion mr;
     void* owned = nullptr;        // memory from Controller::allocate, freed with the record
     // GPU memory: the datapath calls `ordering` (one predictable branch on `kind`
@@ -36,7 +39,8 @@ struct MemoryRecord {
     // Deregisters (the PD must still exist) and frees owned memory. Idempotent.
     void close() noexcept {
         mr.reset();
-        owner = nullptr;  // `ordering` stays with the record: transfers may still hold it
+        owner = nullptr;
+        host_owner = nullptr;  // `ordering` stays with the record: transfers may still hold it
         if (owned != nullptr) {
             std::free(owned);
             owned = nullptr;

@@ -33,17 +33,12 @@ public:
         outstanding_[cid] = 1;
         return true;
     }
-    // acquire() when available() is known to be non-zero.
-    std::uint16_t take() noexcept {
-        const std::uint16_t cid = free_[--free_count_];
-        outstanding_[cid] = 1;
-        return cid;
-    }
-    // release() of an ID known to be outstanding (the caller's own bookkeeping says so).
-    void put(std::uint16_t cid) noexcept {
-        outstanding_[cid] = 0;
-        free_[free_count_++] = cid;
-    }
+    // For IDs whose holder keeps track of them itself (the data path: a slot
+    // in flight has its ID): take() when available() is known to be non-zero,
+    // put() an ID that take() gave. Not marked outstanding, so release() and
+    // is_outstanding() know only acquire()d IDs.
+    std::uint16_t take() noexcept { return free_[--free_count_]; }
+    void put(std::uint16_t cid) noexcept { free_[free_count_++] = cid; }
     // False (and nothing changes) for an ID out of range or not outstanding.
     bool release(std::uint16_t cid) noexcept {
         if (!is_outstanding(cid)) {

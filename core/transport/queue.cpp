@@ -43,13 +43,19 @@ const Response& Request::response() const {
 }
 
 SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
-    return queue_->submit_transfer(ns.ref(), transfer, false, nullptr, post);
+    return queue_->submit(ns.ref(), transfer, post);
 }
 
 void IoQueue::commit() noexcept { queue_->commit(); }
 std::size_t IoQueue::deferred() const noexcept { return queue_->deferred(); }
 
-std::size_t IoQueue::poll(std::span<Completion> out) noexcept { return queue_->reap(out); }
+std::size_t IoQueue::poll(std::span<Completion> out) noexcept {
+    std::size_t failed = 0;
+    return queue_->reap(out, failed);
+}
+std::size_t IoQueue::poll(std::span<Completion> out, std::size_t& failed) noexcept {
+    return queue_->reap(out, failed);
+}
 
 const CompletionStatus& IoQueue::last_error() const noexcept { return queue_->last_error(); }
 

@@ -7,28 +7,34 @@
 // RECV WRs prefilled.
 //
 // The per-I/O path, all in rdma_queue_datapath.cpp:
-//   submit_transfer  checks the transfer. A read or write of host memory in
-//                    one command with a slot free and nothing waiting (the
-//                    common case) takes one ID, the command's and the
-//                    transfer's at once: its SQE is filled in place in the
-//                    slot's command buffer and the slot's SEND chained onto
-//                    the deferred list. Anything else (split, waiting, other
-//                    opcodes, GPU memory) goes through submit_general, whose
-//                    transfer takes a record of its own and an ID per piece
-//                    (build_pieces), so it can wait for slots;
-//   commit           posts that list with one ibv_post_send;
+//   submit           (and submit_transfer, a blocking caller's) checks the
+//                    transfer. A read or write of host memory in one command
+//                    with a slot free and nothing waiting (the common case)
+//                    takes one ID, the command's and the transfer's at once:
+//                    its SQE is filled in place in the slot's command buffer,
+//                    and its SEND posted at once (Post::now, nothing deferred)
+//                    or chained onto the deferred list. Anything else (split,
+//                    waiting, other opcodes, GPU memory) goes through
+//                    submit_general, whose transfer takes a record of its own
+//                    and an ID per piece (build_pieces), so it can wait for slots;
+//   commit           posts the deferred list with one ibv_post_send;
+//   reap             polls (progress) with the caller's array as the sink;
 //   progress         polls up to kPollBatch completions and handles them in
 //   handle_completion  one pass: a response completes its piece (and, with
 //                    the last, the transfer), its receive is re-posted with
-//                    the others of the batch in one ibv_post_recv;
-//   reap             hands finished transfers back and frees their IDs.
+//                    the others of the batch in one ibv_post_recv. A finished
+//                    transfer goes straight into reap()'s array, its ID free
+//                    at once; without room, polled by anyone else, or a read
+//                    into GPU memory (flushed first), it waits in the finished
+//                    ring for hand_back.
 //
 // Transfer records: IDs below capacity() are common-path transfers, whose
 // record lives at their command's ID, held from submission until the transfer
 // is handed back; IDs above capacity() are the general path's, from a pool
 // of their own (a further piece's command ID frees at its response). A held
 // common-path transfer (reconnecting) keeps its slot and SQE and is re-sent as
-// built, so the common path records nothing for a replay.
+// built, so the common path records nothing for a replay. A common-path
+// record's status is written when it finishes (its one answer, or a failure).
 //
 // One CQE per I/O: a request completes on its response alone. SENDs are
 // unsignalled except every kSendsPerSignal-th one, whose completion retires it
@@ -45,12 +51,16 @@
 // A SEND that fails still reports a completion (errors are always signalled)
 // and fails the queue.
 //
-// Deadlines read no clock per request: a request built since the last poll
-// waits in unstamped_, and the next poll reads the clock once and gives all of
-// them the deadline now + request_timeout. The clock is read after the
+// Deadlines read no clock and keep no list per request: a request records
+// the number of the next clock read (its stamp), and the next poll that finds
+// SENDs built since its last read reads the clock once and keeps now +
+// request_timeout in a ring of stamp deadlines. The clock is read after the
 // submission, so a deadline is never early; it is late by the time between
 // the submission and the caller's next poll (no request can complete without
-// one anyway). Until stamped, a request has no deadline.
+// one anyway). Until that read, a request has no deadline. check_deadlines()
+// copies a request's deadline from the ring into its slot the first time it
+// sees it, and sees every slot at least every kStampScanInterval reads, long
+// before the ring (kStampRing) wraps.
 //
 // Any failure (timeout, WC error, bad command ID, close) moves the QP to
 // error and drains it before any request is failed back: the drain posts a
@@ -161,17 +171,21 @@ public:
     void set_request_timeout(std::chrono::milliseconds timeout) { config_.request_timeout = timeout; }
     // Memory registered by this controller (MemoryRecord::owner) is the only memory
     // transfers may use.
-    void set_owner(const void* owner) { owner_ = owner; }
+    void set_owner(const void* owner) { owner_ = owner != nullptr ? owner : &kUnowned; }
     // Before connect(): writes of at most `bytes` per command carry their data
     // in the capsule (a second SGE on the caller's buffer); 0: all keyed.
     void set_in_capsule_limit(std::uint32_t bytes) { in_capsule_limit_ = bytes; }
 
     // --- datapath (rdma_queue_datapath.cpp) ---
+    // A caller's transfer (IoQueue::submit): handed back by reap().
+    SubmitResult submit(const NamespaceRef& ns, const Transfer& transfer, Post post) noexcept;
+    // `internal`: a blocking caller's, taken by take_transfer(*transfer_index) instead.
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
                                  std::uint32_t* transfer_index, Post post = Post::now) noexcept;
     void commit() noexcept;
     std::size_t deferred() const noexcept { return deferred_count_; }
-    std::size_t reap(std::span<Completion> out) noexcept;
+    // `failed`: how many of those handed back did not succeed.
+    std::size_t reap(std::span<Completion> out, std::size_t& failed) noexcept;
     // Takes up to kPollBatch completions off the CQ and handles them; returns how many.
     int progress() noexcept;
     std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
@@ -222,12 +236,16 @@ public:
     static constexpr std::uint64_t kDrainMarker = std::uint64_t{1} << 62;
     // A busy queue at depth 32 produces about 32 CQEs per round: one poll takes them all.
     static constexpr int kPollBatch = 64;
-    static constexpr std::uint32_t kDeadlineCheckInterval = 1024;  // busy polls between checks
+    // Busy polls between checks: at most kStampRing - kStampScanInterval reads
+    // can pass between two, so no stamp in use is overwritten.
+    static constexpr std::uint32_t kDeadlineCheckInterval = 256;
     static constexpr std::chrono::milliseconds kMaxDrainWait{5000};
 
 private:
     enum SlotFlag : std::uint8_t {
         kInFlight = 1 << 0,  // sent, no response yet
+        kDeadlineSet = 1 << 1,  // `deadline` holds the deadline of its stamp
+        kNoDeadline = 1 << 2,  // answered when an event occurs (an AER)
         kLowLevel = 1 << 3,
         kHeld = 1 << 4,       // low-level request done, handle still alive
         kAbandoned = 1 << 5,  // low-level handle gone before completion
@@ -236,8 +254,9 @@ private:
         ibv_send_wr wr{};
         static constexpr std::uint32_t kMaxSges = 2;  // the SQE; then in-capsule write data
         ibv_sge sge[kMaxSges]{};
-        // Set by the first poll after the command was built (max(): none, an AER).
+        // From stamp_deadlines_[stamp] once check_deadlines() saw it (kDeadlineSet).
         std::chrono::steady_clock::time_point deadline{};
+        std::uint32_t stamp = 0;  // the clock read its deadline comes from (see the header)
         std::uint32_t transfer = kNoTransfer;
         // An in-capsule write's rkey: a replay after a reconnect whose
         // controller takes less in the capsule sends it keyed instead.
@@ -290,10 +309,16 @@ private:
     [[gnu::always_inline]] inline int check_transfer(const NamespaceRef& ns, const Transfer& t,
                                                      const MemoryRecord* memory,
                                                      std::uint32_t lba_shift) const noexcept;
+    // Both submit()s: the common case in line (see the header comment).
+    [[gnu::always_inline]] inline SubmitResult submit_one(const NamespaceRef& ns, const Transfer& t,
+                                                          bool internal, std::uint32_t* transfer_index,
+                                                          Post post) noexcept;
     // Everything but the common case (see the header comment).
+    // (Five arguments, as submit_transfer's: its calls here are tail jumps.)
     [[gnu::noinline]] SubmitResult submit_general(const NamespaceRef& ns, const Transfer& t,
-                                                  const MemoryRecord* memory, bool internal,
-                                                  std::uint32_t* transfer_index, Post post) noexcept;
+                                                  bool internal, std::uint32_t* transfer_index,
+                                                  Post post) noexcept;
+    [[gnu::noinline]] SubmitResult commit_queued() noexcept;
     [[gnu::always_inline]] inline void start_record(std::uint32_t tid, const Transfer& t,
                                                     std::uint32_t pieces, bool internal) noexcept;
     // A read or write command's SQE and data SGEs (in place, every field written).
@@ -312,7 +337,7 @@ private:
     bool in_record_slot(std::uint32_t tid) const noexcept { return tid < slot_count_; }
     [[gnu::always_inline]] inline void release_record(std::uint32_t tid) noexcept;
     // Copies finished transfers out and frees their IDs.
-    [[gnu::noinline]] std::size_t hand_back(std::span<Completion> out) noexcept;
+    [[gnu::noinline]] std::size_t hand_back(std::span<Completion> out, std::size_t& failed) noexcept;
     // One pass over a polled batch; the receives of its responses go back up in one post.
     void handle_completion(const ibv_wc* wc, int n) noexcept;
     // False when the queue failed (the caller stops handling the batch).
@@ -323,16 +348,17 @@ private:
                                                      const CompletionStatus& status) noexcept;
     // A transfer's piece answered with success.
     [[gnu::always_inline]] inline void complete_piece(std::uint16_t cid, Slot& slot) noexcept;
+    // A one-command transfer answered with success.
+    [[gnu::always_inline]] inline void complete_one_command(std::uint16_t cid, Slot& slot) noexcept;
     // Send queue entries taken by SENDs built since connect and not yet
     // retired by a signalled completion (posted or still deferred).
     std::uint32_t sends_in_queue() const noexcept { return send_position_ - sends_retired_; }
     std::uint32_t send_room() const noexcept { return send_queue_capacity_ - sends_in_queue(); }
     // The slot's SEND is the next one built: signalled if it ends a signalling
     // interval; its deadline is set on the next poll.
-    [[gnu::always_inline]] inline void prepare_send(Slot& slot, std::uint16_t cid,
-                                                    bool with_deadline = true) noexcept;
-    // Gives every request built since the last poll its deadline.
-    void stamp_deadlines(std::chrono::steady_clock::time_point now) noexcept;
+    [[gnu::always_inline]] inline void prepare_send(Slot& slot, bool with_deadline = true) noexcept;
+    // The deadline of every request built since the last clock read.
+    void take_stamp(std::chrono::steady_clock::time_point now) noexcept;
     [[gnu::always_inline]] inline void finish_transfer(std::uint32_t index) noexcept;
     // Builds the next `count` pieces of transfer `tid` from `next` into free
     // slots, appended to the deferred chain.
@@ -347,10 +373,14 @@ private:
     void drain() noexcept;
     [[gnu::cold, gnu::noinline]] SubmitResult refuse(SubmitResult result, TransportErrc code,
                                                      int sys_errno, Op op) noexcept;
-    [[gnu::always_inline]] inline void post_chain(ibv_send_wr* head) noexcept;
+    // Always `queued`: a failed post fails the queue, and the transfers with it.
+    [[gnu::always_inline]] inline SubmitResult post_chain(ibv_send_wr* head) noexcept;
 
     QueueConfig config_;
-    const void* owner_ = nullptr;
+    // Never null: no memory record (whose host_owner is null when closed or
+    // GPU memory) matches a queue no controller has claimed.
+    static constexpr char kUnowned = 0;
+    const void* owner_ = &kUnowned;
     QueueState state_ = QueueState::resolving;
     verbs::EventChannel channel_;
     verbs::CompletionQueue cq_;  // declared before id_: the QP (owned by id_) goes first
@@ -383,6 +413,10 @@ private:
     std::uint32_t record_slots_idle_ = 0;
     // Transfers submitted and not yet handed back; at most capacity() (else busy).
     std::uint32_t open_transfers_ = 0;
+    // While reap() polls: where finished transfers go straight to its caller.
+    Completion* sink_ = nullptr;
+    Completion* sink_end_ = nullptr;
+    std::size_t sunk_failed_ = 0;  // of those, how many did not succeed
     std::vector<std::uint32_t> finished_;  // ring of finished external transfers
     std::size_t ring_mask_ = 0;  // finished_ and waiting_ hold a power of two entries (≥ records)
     std::size_t finished_head_ = 0;
@@ -409,10 +443,20 @@ private:
     std::uint32_t sends_retired_ = 0;        // of those, retired by a signalled completion
     std::uint32_t send_queue_capacity_ = 0;  // the QP's SQ less the drain marker's entry
     std::uint32_t receives_outstanding_ = 0;  // posted, not yet taken off the CQ (drain())
+    // The batch handle_completion() is handling: its receives, taken off the
+    // CQ, still count in receives_outstanding_ until it ends.
+    const ibv_wc* batch_ = nullptr;
+    int batch_size_ = 0;
+    // A batch not handled whole: its receives leave receives_outstanding_.
+    void batch_receives_taken_off() noexcept;
     std::uint64_t max_transfer_bytes_ = 0;
-    // Requests built since the last poll, waiting for their deadline (by slot).
-    std::unique_ptr<std::uint16_t[]> unstamped_;
-    std::uint32_t unstamped_count_ = 0;
+    // Deadlines by stamp (the header comment): a ring of the latest clock reads'.
+    static constexpr std::uint32_t kStampRing = 1024;  // a power of two
+    static constexpr std::uint32_t kStampScanInterval = 256;
+    std::unique_ptr<std::chrono::steady_clock::time_point[]> stamp_deadlines_;
+    std::uint32_t stamps_taken_ = 0;    // clock reads so far (wraps harmlessly)
+    std::uint32_t stamped_position_ = 0;  // send_position_ at the last one
+    std::uint32_t stamps_at_scan_ = 0;  // stamps_taken_ when check_deadlines() last saw every slot
     std::uint32_t in_capsule_limit_ = 0;
     std::chrono::steady_clock::time_point earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     std::uint16_t crqsize_ = 0;

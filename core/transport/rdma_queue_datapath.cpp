@@ -20,6 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Copied whole (two stores) rather than built field by field.
+constexpr CompletionStatus kSucceeded{};
+
 void set_slba(wire::Sqe& sqe, std::uint64_t slba) {
     sqe.cdw10 = static_cast<std::uint32_t>(slba);
     sqe.cdw11 = static_cast<std::uint32_t>(slba >> wire::kSlbaHighShift);
@@ -60,27 +63,23 @@ std::uint64_t RdmaQueue::blocks_per_piece(std::uint32_t lba_shift, Op op) const 
                         : std::uint64_t{wire::kMaxBlocksPerCommand};
 }
 
-void RdmaQueue::prepare_send(Slot& slot, std::uint16_t cid, bool with_deadline) noexcept {
+void RdmaQueue::prepare_send(Slot& slot, bool with_deadline) noexcept {
     // Built in post order (commit() posts the deferred chain first), so this
     // position is the SEND's place in the send queue.
     const bool ends_interval = (++send_position_ & (kSendsPerSignal - 1)) == 0;
     slot.wr.send_flags = ends_interval ? IBV_SEND_SIGNALED : 0;
     if (with_deadline) {
-        // Each slot at most once: it cannot complete (and be built again)
-        // before the next poll stamps it, and deadlines are checked only after
-        // stamping, so its previous deadline is never looked at.
-        unstamped_[unstamped_count_++] = cid;
+        slot.stamp = stamps_taken_;  // the next clock read gives it its deadline
     } else {
-        slot.deadline = Clock::time_point::max();  // answered when an event occurs (an AER)
+        slot.flags |= kNoDeadline;
     }
 }
 
-void RdmaQueue::stamp_deadlines(Clock::time_point now) noexcept {
+void RdmaQueue::take_stamp(Clock::time_point now) noexcept {
     const Clock::time_point deadline = now + config_.request_timeout;
-    for (std::uint32_t i = 0; i < unstamped_count_; ++i) {
-        slots_[unstamped_[i]].deadline = deadline;
-    }
-    unstamped_count_ = 0;
+    stamp_deadlines_[stamps_taken_ & (kStampRing - 1)] = deadline;
+    ++stamps_taken_;
+    stamped_position_ = send_position_;
     earliest_deadline_ = std::min(earliest_deadline_, deadline);
 }
 
@@ -194,8 +193,17 @@ void RdmaQueue::defer(ibv_send_wr& first, ibv_send_wr& last, std::uint32_t count
     deferred_count_ += count;
 }
 
+SubmitResult RdmaQueue::submit(const NamespaceRef& ns, const Transfer& t, Post post) noexcept {
+    return submit_one(ns, t, false, nullptr, post);
+}
+
 SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& t, bool internal,
                                         std::uint32_t* transfer_index, Post post) noexcept {
+    return submit_one(ns, t, internal, transfer_index, post);
+}
+
+SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bool internal,
+                                   std::uint32_t* transfer_index, Post post) noexcept {
     if (state_ != QueueState::live) [[unlikely]] {
         if (outage_ == OutagePolicy::hold) {
             return SubmitResult::busy;  // reconnecting: the transfer waits in the caller
@@ -208,19 +216,28 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
     // The common case: a read or write of host memory in one command, with an
     // ID and a send queue entry free and nothing waiting before it. Its checks
     // are check_transfer()'s, cheaper for one command (at most
-    // kMaxBlocksPerCommand blocks: no shift overflows); anything else, a
-    // refusal included, takes the general path, which checks in full.
+    // kMaxBlocksPerCommand blocks: no shift overflows; host_owner is set only
+    // while host memory is registered, and owner_ is never null); anything
+    // else, a refusal included, takes the general path, which checks in full.
     const std::uint64_t bytes = t.blocks << lba_shift;
     if (!has_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
         bytes > max_transfer_bytes_ || t.slba >= ns.size_lbas ||
-        t.blocks > ns.size_lbas - t.slba || memory == nullptr || !memory->alive() ||
-        memory->owner != owner_ || t.offset > memory->length || bytes > memory->length - t.offset ||
-        memory->kind != MemoryKind::host || waiting_count_ != 0 || cids_.available() == 0 ||
-        send_room() == 0) [[unlikely]] {
-        return submit_general(ns, t, memory, internal, transfer_index, post);
+        t.blocks > ns.size_lbas - t.slba || memory == nullptr || memory->host_owner != owner_ ||
+        t.offset > memory->length || bytes > memory->length - t.offset || waiting_count_ != 0 ||
+        cids_.available() == 0 || send_room() == 0) [[unlikely]] {
+        return submit_general(ns, t, internal, transfer_index, post);
     }
     const std::uint16_t tid = cids_.take();
-    start_record(tid, t, 1, internal);
+    ++open_transfers_;
+    // The record of a one-command transfer: its status is written when it
+    // finishes, its GPU ordering is never set (host memory only).
+    TransferRecord& record = transfers_[tid];
+    record.user_data = t.user_data;
+    record.sequence = next_sequence_++;
+    record.pieces_left = 1;
+    record.op = t.op;
+    record.internal = internal;
+    record.held = false;
     if (transfer_index != nullptr) {
         *transfer_index = tid;
     }
@@ -230,17 +247,23 @@ SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& 
                       static_cast<std::uint32_t>(bytes), memory->rkey, memory->lkey);
     slot.flags = kInFlight;
     slot.transfer = tid;
-    prepare_send(slot, tid);
-    defer(slot.wr, slot.wr, 1);
-    if (post == Post::now) {
-        commit();
+    prepare_send(slot);
+    if (post == Post::now && deferred_head_ == nullptr) {
+        slot.wr.next = nullptr;
+        return post_chain(&slot.wr);  // nothing deferred to go first
     }
+    defer(slot.wr, slot.wr, 1);
+    return post == Post::now ? commit_queued() : SubmitResult::queued;
+}
+
+SubmitResult RdmaQueue::commit_queued() noexcept {
+    commit();
     return SubmitResult::queued;
 }
 
-SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t,
-                                       const MemoryRecord* memory, bool internal,
+SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t, bool internal,
                                        std::uint32_t* transfer_index, Post post) noexcept {
+    const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
     if (const int error = check_transfer(ns, t, memory, lba_shift_of(ns)); error != 0) {
         return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, error, t.op);
     }
@@ -341,7 +364,7 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         --c.unbuilt;
         slot.flags = kInFlight;
         slot.transfer = tid;
-        prepare_send(slot, cid);
+        prepare_send(slot);
         if (previous != nullptr) {
             previous->wr.next = &slot.wr;
         } else {
@@ -398,7 +421,7 @@ void RdmaQueue::commit() noexcept {
     post_chain(head);
 }
 
-void RdmaQueue::post_chain(ibv_send_wr* head) noexcept {
+SubmitResult RdmaQueue::post_chain(ibv_send_wr* head) noexcept {
     ibv_send_wr* bad = nullptr;
     if (ibv_post_send(qp_, head, &bad) != 0) [[unlikely]] {
         // Its pieces complete with the transport error (after the drain, which
@@ -406,6 +429,7 @@ void RdmaQueue::post_chain(ibv_send_wr* head) noexcept {
         const int error = errno;
         fail(TransportErrc::queue_error, error != 0 ? error : EIO, "ibv_post_send failed");
     }
+    return SubmitResult::queued;
 }
 
 std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadline) {
@@ -433,7 +457,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
     slot.response.command = commands_[cid];
     slot.flags = kInFlight | kLowLevel;
     slot.transfer = kNoTransfer;
-    prepare_send(slot, cid, deadline == Deadline::request_timeout);
+    prepare_send(slot, deadline == Deadline::request_timeout);
     slot.wr.num_sge = 1;
     slot.wr.next = nullptr;
     commit();
@@ -469,9 +493,9 @@ int RdmaQueue::progress() noexcept {
     // One clock read per poll at most: for the deadlines of what was built
     // since the last one, and for checking deadlines.
     Clock::time_point now{};
-    if (unstamped_count_ != 0) {
+    if (send_position_ != stamped_position_) {
         now = Clock::now();
-        stamp_deadlines(now);
+        take_stamp(now);
     }
     ibv_wc wc[kPollBatch];
     const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
@@ -521,17 +545,19 @@ void RdmaQueue::handle_completion(const ibv_wc* wc, int n) noexcept {
     ibv_recv_wr* receives = nullptr;
     ibv_recv_wr** receives_tail = &receives;
     int reposts = 0;
-    // Taken off the CQ: no longer outstanding, even if the batch fails midway
-    // (drain() waits for the others).
-    for (int i = 0; i < n; ++i) {
-        receives_outstanding_ -= static_cast<std::uint32_t>(wc[i].wr_id >> kRecvTagShift);
-    }
+    // receives_outstanding_ (what drain() waits for): a batch handled whole
+    // posts again every receive it took off the CQ, so it stays as it is; one
+    // that fails midway posts none, so every receive taken leaves it (by
+    // drain(), which a failure runs, or below).
+    batch_ = wc;
+    batch_size_ = n;
     for (int i = 0; i < n; ++i) {
         const bool ok = (wc[i].wr_id & kRecvTag) != 0 && wc[i].status == IBV_WC_SUCCESS
                             ? handle_response(static_cast<std::uint32_t>(wc[i].wr_id & ~kRecvTag),
                                               wc[i].byte_len)
                             : handle_send_completion(wc[i]);
-        if (!ok) {
+        if (!ok) [[unlikely]] {
+            batch_receives_taken_off();
             return;  // the queue failed: nothing goes back up
         }
         if ((wc[i].wr_id & kRecvTag) != 0) {
@@ -542,19 +568,32 @@ void RdmaQueue::handle_completion(const ibv_wc* wc, int n) noexcept {
         }
     }
     if (reposts == 0) {
+        batch_ = nullptr;
         return;
     }
     *receives_tail = nullptr;
     ibv_recv_wr* bad = nullptr;
-    if (ibv_post_recv(qp_, receives, &bad) != 0) [[unlikely]] {
+    const int posted = ibv_post_recv(qp_, receives, &bad);
+    if (posted == 0) [[likely]] {
+        batch_ = nullptr;  // as many posted as taken off
+    } else {
         const int error = errno;
+        batch_receives_taken_off();
         for (ibv_recv_wr* wr = receives; wr != nullptr && wr != bad; wr = wr->next) {
             ++receives_outstanding_;
         }
         fail(TransportErrc::queue_error, error != 0 ? error : EIO, "ibv_post_recv failed");
+    }
+}
+
+void RdmaQueue::batch_receives_taken_off() noexcept {
+    if (batch_ == nullptr) {
         return;
     }
-    receives_outstanding_ += static_cast<std::uint32_t>(reposts);
+    for (int i = 0; i < batch_size_; ++i) {
+        receives_outstanding_ -= static_cast<std::uint32_t>(batch_[i].wr_id >> kRecvTagShift);
+    }
+    batch_ = nullptr;
 }
 
 // A SEND completion: a signalled one retires its signalling interval from the
@@ -596,7 +635,11 @@ bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noe
     }
     Slot& slot = slots_[cid];
     const wire::Status nvme = wire::Status::from_cqe_field(cqe.status);
-    if (slot.transfer != kNoTransfer && nvme.ok()) [[likely]] {
+    if (slot.transfer == cid && nvme.ok()) [[likely]] {
+        complete_one_command(cid, slot);
+        return true;
+    }
+    if (slot.transfer != kNoTransfer && nvme.ok()) {
         complete_piece(cid, slot);
         return true;
     }
@@ -618,6 +661,24 @@ bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noe
     return true;
 }
 
+void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
+    slot.flags = 0;
+    TransferRecord& record = transfers_[cid];
+    if (sink_ != sink_end_ && !record.internal) [[likely]] {
+        // Straight to the caller polling: the ID is free again at once.
+        sink_->user_data = record.user_data;
+        sink_->status = kSucceeded;
+        ++sink_;
+        cids_.put(cid);
+        --open_transfers_;
+        return;
+    }
+    record.status = CompletionStatus{};
+    record.pieces_left = 0;
+    ++record_slots_idle_;  // the record keeps its ID until handed back
+    finish_transfer(cid);
+}
+
 void RdmaQueue::complete_piece(std::uint16_t cid, Slot& slot) noexcept {
     const std::uint32_t tid = slot.transfer;
     slot.transfer = kNoTransfer;
@@ -636,7 +697,9 @@ void RdmaQueue::complete_slot(std::uint16_t cid, const CompletionStatus& status)
     Slot& slot = slots_[cid];
     if (slot.transfer != kNoTransfer) {
         TransferRecord& record = transfers_[slot.transfer];
-        if (!status.ok() && record.status.ok()) [[unlikely]] {
+        if (slot.transfer == cid) {
+            record.status = status;  // a one-command transfer's only answer
+        } else if (!status.ok() && record.status.ok()) [[unlikely]] {
             record.status = status;  // the first error wins
         }
         complete_piece(cid, slot);
@@ -655,6 +718,14 @@ void RdmaQueue::finish_transfer(std::uint32_t index) noexcept {
     const TransferRecord& record = transfers_[index];
     if (record.internal) {
         return;  // the blocking caller takes it (take_transfer)
+    }
+    if (sink_ != sink_end_ && record.gpu_read == nullptr) {
+        sink_->user_data = record.user_data;
+        sink_->status = record.status;
+        ++sink_;
+        sunk_failed_ += record.status.ok() ? 0 : 1;
+        release_record(index);
+        return;
     }
     // At most capacity() transfers exist, so the ring cannot overflow.
     finished_[(finished_head_ + finished_count_) & ring_mask_] = index;
@@ -696,12 +767,28 @@ void RdmaQueue::flush_gpu_reads(std::size_t count) noexcept {
     }
 }
 
-std::size_t RdmaQueue::reap(std::span<Completion> out) noexcept {
+std::size_t RdmaQueue::reap(std::span<Completion> out, std::size_t& failed) noexcept {
+    // Those finished earlier first; what finishes while polling goes straight
+    // into the rest of `out` (the ring takes any beyond it).
+    failed = 0;
+    const std::size_t earlier = finished_count_ != 0 ? hand_back(out, failed) : 0;
+    if (earlier != 0 && earlier == out.size()) {
+        return earlier;
+    }
+    sink_ = out.data() + earlier;
+    sink_end_ = out.data() + out.size();
+    sunk_failed_ = 0;
     progress();
-    return finished_count_ != 0 ? hand_back(out) : 0;
+    const auto n = static_cast<std::size_t>(sink_ - out.data());
+    sink_ = sink_end_ = nullptr;
+    failed += sunk_failed_;
+    if (finished_count_ != 0 && n < out.size()) [[unlikely]] {
+        return n + hand_back(out.subspan(n), failed);  // finished into the ring (reads into GPU memory)
+    }
+    return n;
 }
 
-std::size_t RdmaQueue::hand_back(std::span<Completion> out) noexcept {
+std::size_t RdmaQueue::hand_back(std::span<Completion> out, std::size_t& failed) noexcept {
     if (gpu_reads_finished_ != 0) [[unlikely]] {
         flush_gpu_reads(std::min(out.size(), finished_count_));
     }
@@ -711,6 +798,7 @@ std::size_t RdmaQueue::hand_back(std::span<Completion> out) noexcept {
         finished_head_ = (finished_head_ + 1) & ring_mask_;
         out[i].user_data = transfers_[index].user_data;
         out[i].status = transfers_[index].status;
+        failed += out[i].status.ok() ? 0 : 1;
         release_record(index);
     }
     finished_count_ -= n;
@@ -751,14 +839,24 @@ void RdmaQueue::release_record(std::uint32_t tid) noexcept {
 }
 
 void RdmaQueue::check_deadlines(Clock::time_point now) noexcept {
-    if (now < earliest_deadline_) {
+    // Nothing can be due yet; but every slot is seen at least every
+    // kStampScanInterval clock reads, so its stamp is read before the ring wraps.
+    if (now < earliest_deadline_ && stamps_taken_ - stamps_at_scan_ < kStampScanInterval) {
         return;
     }
+    stamps_at_scan_ = stamps_taken_;
     auto earliest = Clock::time_point::max();
     for (std::size_t i = 0; i < slots_.size(); ++i) {
-        const Slot& slot = slots_[i];
-        if ((slot.flags & kInFlight) == 0) {
+        Slot& slot = slots_[i];
+        if ((slot.flags & (kInFlight | kNoDeadline)) != kInFlight) {
             continue;
+        }
+        if ((slot.flags & kDeadlineSet) == 0) {
+            if (slot.stamp == stamps_taken_) {
+                continue;  // built since the last clock read: no deadline yet
+            }
+            slot.deadline = stamp_deadlines_[slot.stamp & (kStampRing - 1)];
+            slot.flags |= kDeadlineSet;
         }
         if (slot.deadline <= now) {
             log_error("qid %u: command ID %zu (%s) got no answer within %lld ms", unsigned{config_.qid}, i,
@@ -786,6 +884,7 @@ void RdmaQueue::drain() noexcept {
     if (!cq_ || qp_ == nullptr) {
         return;
     }
+    batch_receives_taken_off();  // a failure while a polled batch is handled
     const auto deadline = Clock::now() + std::min(config_.timeout, kMaxDrainWait);
     ibv_send_wr send_marker{};
     send_marker.wr_id = kDrainMarker;
@@ -831,7 +930,6 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
     }
     deferred_head_ = deferred_tail_ = nullptr;  // never posted; failed below with the rest
     deferred_count_ = 0;
-    unstamped_count_ = 0;  // every request fails below
     // The target must not touch memory after we report anything: error, then drain.
     if (previous != QueueState::resolving && previous != QueueState::resolved) {
         id_.move_qp_to_error();
@@ -896,20 +994,22 @@ void RdmaQueue::hold_unfinished() noexcept {
             continue;
         }
         TransferRecord& record = transfers_[slot.transfer];
-        if (!record.status.ok()) {
+        const bool record_slot = slot.transfer == i;
+        // (A one-command transfer in flight has no answer yet: its record's
+        // status is written when it finishes.)
+        if (!record_slot && !record.status.ok()) {
             continue;  // already failed by the target: it completes with that error
         }
         if (!record.held) {
             record.held = true;
             ++held_count_;
         }
-        const bool record_slot = slot.transfer == i;
         slot.flags = 0;
         slot.transfer = kNoTransfer;
         if (record_slot) {
             ++record_slots_idle_;  // kept, with its SQE, for the replay
         } else {
-            cids_.release(static_cast<std::uint16_t>(i));
+            cids_.put(static_cast<std::uint16_t>(i));  // a general path's piece
         }
     }
 }
@@ -932,6 +1032,7 @@ std::size_t RdmaQueue::replay_held() noexcept {
         const std::uint32_t tid = replay_order_[i];
         TransferRecord& record = transfers_[tid];
         record.held = false;
+        record.status = CompletionStatus{};  // held: no piece had failed
         if (!in_record_slot(tid)) {  // the general path's: its start is in origin_
             waiting_next_[tid] = origin_[tid];
         } else {

@@ -301,7 +301,7 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
     send_queue_capacity_ = send_wr_count(size) - 1;
     send_position_ = 0;
     sends_retired_ = 0;
-    unstamped_count_ = 0;
+    stamped_position_ = 0;
     recv_wrs_ = std::vector<ibv_recv_wr>(size);
     receive_count_ = size;
     recv_sges_ = std::vector<ibv_sge>(size);
@@ -318,7 +318,7 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
     }
     cids_ = CidPool(static_cast<std::uint16_t>(slots));
     general_records_ = CidPool(static_cast<std::uint16_t>(slots));
-    unstamped_ = std::make_unique<std::uint16_t[]>(command_slots);
+    stamp_deadlines_ = std::make_unique<std::chrono::steady_clock::time_point[]>(kStampRing);
     // The common path's (at their command's ID), then the general path's.
     const std::size_t records = std::size_t{command_slots} + slots;
     transfers_ = std::vector<TransferRecord>(records);

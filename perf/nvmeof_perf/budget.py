@@ -34,7 +34,7 @@ PATHS = {
     "submit": ("nvmeof::engine::Job::queue(",),
     "commit": ("nvmeof::engine::Job::commit(",),
     "completion": ("RdmaQueue::handle_completion(",),
-    "reap": ("RdmaQueue::hand_back(", "nvmeof::engine::Job::reap("),
+    "reap": ("RdmaQueue::hand_back(", "nvmeof::engine::Job::reap(", "nvmeof_event("),
 }
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000

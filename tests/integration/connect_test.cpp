@@ -279,6 +279,37 @@ TEST(Faults, NvmeErrorStatusOfOneIo) {
     ns.read(buf, 0, 1);  // the queue is still fine
 }
 
+// poll(out, failed) says how many of the completions it hands back failed, so
+// a caller (the fio engine) need look at statuses only then.
+TEST(Faults, PollCountsTheCompletionsThatFailed) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "fail-io=2:2/0x81"});  // the second I/O command fails
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(4 * ns.lba_size());
+    auto io = ctrl.io();
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        ASSERT_EQ(io.submit(ns, {Op::read, i, 1, &buf, i * ns.lba_size(), 100 + i}), SubmitResult::queued);
+    }
+    std::size_t finished = 0;
+    std::size_t failed_counted = 0;
+    std::size_t failed_seen = 0;
+    Completion done[4];
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (finished < 3 && std::chrono::steady_clock::now() < give_up) {
+        std::size_t failed = 0;
+        const std::size_t n = io.poll(done, failed);
+        for (std::size_t i = 0; i < n; ++i) {
+            failed_seen += done[i].status.ok() ? 0 : 1;
+        }
+        failed_counted += failed;
+        finished += n;
+    }
+    ASSERT_EQ(finished, 3u);
+    EXPECT_EQ(failed_seen, 1u);
+    EXPECT_EQ(failed_counted, 1u);
+}
+
 TEST(Faults, DroppedConnectionMidIoFailsWithTransportError) {
     REQUIRE_CONFIGURABLE();
     TargetProcess target({"--fault", "drop-after=12", "--mdts", "1"});

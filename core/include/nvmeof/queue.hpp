@@ -102,6 +102,9 @@ public:
     // request deadlines: a request the target never answers fails (with the
     // whole queue, after its QP was moved to error and drained).
     std::size_t poll(std::span<Completion> out) noexcept;
+    // The same, and `failed`: how many of those did not succeed (0: a caller
+    // that only acts on errors need not look at their statuses).
+    std::size_t poll(std::span<Completion> out, std::size_t& failed) noexcept;
     // Why the last submit() returned invalid or failed.
     const CompletionStatus& last_error() const noexcept;
 
