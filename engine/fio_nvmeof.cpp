@@ -572,24 +572,10 @@ void nvmeof_cleanup(thread_data* td) {
     td->io_ops_data = nullptr;
 }
 
-fio_q_status nvmeof_queue(thread_data* td, io_u* unit) {
-    try {
-        return job_of(td)->queue(unit);
-    } catch (const std::exception& error) {
-        report(td, "queue", error);
-        unit->error = EIO;
-        return FIO_Q_COMPLETED;
-    }
-}
+// Per I/O: tail jumps (queue() and commit() handle their own errors).
+fio_q_status nvmeof_queue(thread_data* td, io_u* unit) { return job_of(td)->queue(unit); }
 
-int nvmeof_commit(thread_data* td) {
-    try {
-        return job_of(td)->commit();
-    } catch (const std::exception& error) {
-        report(td, "commit", error);
-        return -EIO;
-    }
-}
+int nvmeof_commit(thread_data* td) { return job_of(td)->commit(); }
 
 int nvmeof_getevents(thread_data* td, unsigned int min, unsigned int max, const timespec* t) {
     try {

@@ -284,6 +284,7 @@ void* Job::allocate_buffers(std::size_t bytes) {
         for (std::size_t c = 1; c < controllers_.size(); ++c) {
             controllers_[c].arena = controllers_[c].controller.register_memory(arena_base_, bytes);
         }
+        prepare_common_case();
         return arena_base_;
     }
     // GPU arena, registered here; fio's buffers are a host mirror of it, used
@@ -316,7 +317,17 @@ void* Job::allocate_buffers(std::size_t bytes) {
              first.controller.limits().source_address.c_str(),
              gpu_source_note_.empty() ? "default route" : gpu_source_note_.c_str(),
              gpu_verify_ ? "; verify data copied through a host mirror" : "");
+    prepare_common_case();
     return mirror_;
+}
+
+void Job::prepare_common_case() {
+    for (FileSlot& file : files_) {
+        ControllerSlot& controller = controllers_[file.controller];
+        const bool common = controller.queue_count == 1 && !gpu_verify_;
+        file.only_queue = common ? &queues_[controller.first_queue] : nullptr;
+        file.arena = &controller.arena;
+    }
 }
 
 void Job::report_reconnects() const {
@@ -467,38 +478,45 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     return true;
 }
 
-fio_q_status Job::queue(io_u* unit) {
+fio_q_status Job::queue(io_u* unit) noexcept {
     fio_ro_check(td_, unit);
     const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
-    ControllerSlot& controller = controllers_[file.controller];
-    // The common case: a read or write, one queue, host buffers. Only `unit`
-    // and `this` live across the call, so the frame stays small.
-    if (unit->ddir <= DDIR_WRITE && controller.queue_count == 1 && !gpu_verify_) [[likely]] {
-        if (((unit->offset | unit->xfer_buflen) & file.lba_mask) != 0) [[unlikely]] {
-            reject_unaligned(unit, file.ns.lba_size());
-            return FIO_Q_COMPLETED;
-        }
+    // The common case: an aligned read or write, the controller's only queue,
+    // no GPU mirror. Only `unit` and `this` live across the call, so the frame
+    // stays small.
+    if (unit->ddir <= DDIR_WRITE && file.only_queue != nullptr &&
+        ((unit->offset | unit->xfer_buflen) & file.lba_mask) == 0) [[likely]] {
         // Every field set once (DDIR_READ and DDIR_WRITE are Op::read and Op::write).
         const std::uint32_t lba_shift = file.ns.lba_shift();
         const Transfer transfer{
             .op = unit->ddir == DDIR_READ ? Op::read : Op::write,
             .slba = unit->offset >> lba_shift,
             .blocks = unit->xfer_buflen >> lba_shift,
-            .memory = &controller.arena,
+            .memory = file.arena,
             .offset = static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - arena_base_),
             .user_data = reinterpret_cast<std::uintptr_t>(unit),
         };
-        const SubmitResult result =
-            queues_[controller.first_queue].submit(file.ns, transfer, post_);
+        const SubmitResult result = file.only_queue->submit(file.ns, transfer, post_);
         if (result == SubmitResult::queued) [[likely]] {
             return FIO_Q_QUEUED;
         }
         return not_queued(unit, result);
     }
-    return queue_unusual(unit, file, controller);
+    return queue_unusual(unit, file, controllers_[file.controller]);  // rejects what is unaligned
 }
 
-fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file, ControllerSlot& controller) {
+fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file,
+                                 ControllerSlot& controller) noexcept {
+    try {
+        return queue_general(unit, file, controller);
+    } catch (const std::exception& error) {
+        log_err("nvmeof: %s: queue: %s\n", td_->o.name, error.what());
+        unit->error = EIO;
+        return FIO_Q_COMPLETED;
+    }
+}
+
+fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot& controller) {
     Transfer transfer;
     if (!build_transfer(unit, file, controller, transfer)) {
         return FIO_Q_COMPLETED;
@@ -527,13 +545,17 @@ fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file, ControllerSlot
     return not_queued(unit, SubmitResult::busy);
 }
 
-fio_q_status Job::not_queued(io_u* unit, SubmitResult result, const IoQueue* refused_by) {
+fio_q_status Job::not_queued(io_u* unit, SubmitResult result, const IoQueue* refused_by) noexcept {
     const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
     ControllerSlot& controller = controllers_[file.controller];
     if (result != SubmitResult::busy) {
         // Refused by the queue the controller's common case uses, unless told.
         const IoQueue& q = refused_by != nullptr ? *refused_by : queues_[controller.first_queue];
-        fail_unit(unit, q.last_error());
+        try {
+            fail_unit(unit, q.last_error());
+        } catch (const std::exception&) {
+            unit->error = q.last_error().error_number();  // no memory to describe it
+        }
     }
     if (controller.controller.is_reconnecting()) [[unlikely]] {
         // busy: fio calls queue() again at once; failed past fast_io_fail_tmo:
@@ -553,7 +575,7 @@ void Job::ride_out_outage(ControllerSlot& controller) noexcept {
     }
 }
 
-int Job::commit() {
+int Job::commit() noexcept {
     if (post_ == Post::deferred) {
         post_deferred();
     }

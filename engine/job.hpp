@@ -76,6 +76,11 @@ struct FileSlot {
     Namespace ns;
     std::size_t controller;
     std::uint64_t lba_mask;  // lba_size − 1: an I/O's offset and length are aligned when clear of it
+    // queue()'s common case, set once the buffers are registered: the
+    // controller's only queue (nullptr: several, or GPU mirrors to copy) and
+    // its registration of the arena.
+    IoQueue* only_queue = nullptr;
+    const MemoryRegion* arena = nullptr;
 };
 
 class Job {
@@ -90,10 +95,12 @@ public:
     // Closes every controller: every queue drained, memory deregistered.
     void close() noexcept;
 
-    fio_q_status queue(io_u* unit);
+    // Never throws (an error fails the io_u), so fio's hook is a tail jump here.
+    fio_q_status queue(io_u* unit) noexcept;
     // Posts everything queued since the last commit in one chain per queue.
-    int commit();
-    void post_deferred() noexcept;
+    int commit() noexcept;
+    // Out of line: commit() with Post::now needs no frame of its own.
+    [[gnu::noinline]] void post_deferred() noexcept;
     int getevents(unsigned int min, unsigned int max, const timespec* t);
     io_u* event(int index) {
         return reinterpret_cast<io_u*>(
@@ -103,19 +110,23 @@ public:
 private:
     void connect_all(const std::vector<TargetSpec>& specs, const EngineOptions& options);
     void clamp_iodepth();
+    // Fills each FileSlot's only_queue and arena (after allocate_buffers).
+    void prepare_common_case();
     void announce() const;
     void record_facts(const EngineOptions& options) const;
     // Inlined into queue(), its one caller.
     [[gnu::always_inline]] inline bool build_transfer(io_u* unit, const FileSlot& file,
                                                       ControllerSlot& controller,
                                                       Transfer& transfer);
-    // queue() for anything but a read or write on a one-queue controller's host buffers.
+    // queue() for anything but an aligned read or write on a one-queue
+    // controller's host buffers: queue_general, an exception failing the io_u.
     [[gnu::noinline]] fio_q_status queue_unusual(io_u* unit, const FileSlot& file,
-                                                 ControllerSlot& controller);
+                                                 ControllerSlot& controller) noexcept;
+    fio_q_status queue_general(io_u* unit, const FileSlot& file, ControllerSlot& controller);
     // What queue() tells fio about a submission not queued (busy, invalid or
     // failed), refused by `refused_by` (nullptr: the controller's first queue).
     [[gnu::cold, gnu::noinline]] fio_q_status not_queued(io_u* unit, SubmitResult result,
-                                                         const IoQueue* refused_by = nullptr);
+                                                         const IoQueue* refused_by = nullptr) noexcept;
     void complete_with_error(io_u* unit, int error, const std::string& why);
     // Error paths, out of line and cold: the strings they build would cost the
     // per-I/O functions stack frames and cleanups on every call.

@@ -245,7 +245,7 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     fill_data_command(slot, commands_[tid], tid, t.op, ns.nsid, t.slba, t.blocks,
                       reinterpret_cast<std::uint64_t>(memory->address) + t.offset,
                       static_cast<std::uint32_t>(bytes), memory->rkey, memory->lkey);
-    slot.flags = kInFlight;
+    slot.flags = internal ? kInFlight | kInternal : kInFlight;
     slot.transfer = tid;
     prepare_send(slot);
     if (post == Post::now && deferred_head_ == nullptr) {
@@ -552,19 +552,20 @@ void RdmaQueue::handle_completion(const ibv_wc* wc, int n) noexcept {
     batch_ = wc;
     batch_size_ = n;
     for (int i = 0; i < n; ++i) {
-        const bool ok = (wc[i].wr_id & kRecvTag) != 0 && wc[i].status == IBV_WC_SUCCESS
-                            ? handle_response(static_cast<std::uint32_t>(wc[i].wr_id & ~kRecvTag),
-                                              wc[i].byte_len)
-                            : handle_send_completion(wc[i]);
-        if (!ok) [[unlikely]] {
-            batch_receives_taken_off();
-            return;  // the queue failed: nothing goes back up
-        }
-        if ((wc[i].wr_id & kRecvTag) != 0) {
-            ibv_recv_wr& receive = recv_wrs_[wc[i].wr_id & ~kRecvTag];
+        const std::uint64_t wr_id = wc[i].wr_id;
+        if ((wr_id & kRecvTag) != 0 && wc[i].status == IBV_WC_SUCCESS) [[likely]] {
+            const auto index = static_cast<std::uint32_t>(wr_id & ~kRecvTag);
+            if (!handle_response(index, wc[i].byte_len)) [[unlikely]] {
+                batch_receives_taken_off();
+                return;  // the queue failed: nothing goes back up
+            }
+            ibv_recv_wr& receive = recv_wrs_[index];
             *receives_tail = &receive;
             receives_tail = &receive.next;
             ++reposts;
+        } else if (!handle_send_completion(wc[i])) {  // (a failed receive fails the queue there)
+            batch_receives_taken_off();
+            return;
         }
     }
     if (reposts == 0) {
@@ -662,9 +663,10 @@ bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noe
 }
 
 void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
+    const bool internal = (slot.flags & kInternal) != 0;
     slot.flags = 0;
     TransferRecord& record = transfers_[cid];
-    if (sink_ != sink_end_ && !record.internal) [[likely]] {
+    if (!internal && sink_ != sink_end_) [[likely]] {
         // Straight to the caller polling: the ID is free again at once.
         sink_->user_data = record.user_data;
         sink_->status = kSucceeded;

@@ -10,11 +10,16 @@ in fio itself (io_u_mark_submit, fio's own accounting that every engine with a
 commit hook calls; fio's cost, like the ≈ 3,100 instructions per I/O of its
 null engine). libc and libstdc++ calls count: an allocation or a clock read
 added to the data path is the project's cost.
-  submit      Job::queue (io_u to transfer to request slot, SQE built)
-  commit      Job::commit (posting the SENDs)
-  completion  RdmaQueue::handle_completion (including the receive re-post)
-  reap        RdmaQueue::hand_back (finished transfers copied out, their IDs
-              freed) and Job::reap (hand-back to fio)
+  submit      fio's queue hook, nvmeof_queue → Job::queue (io_u to transfer to
+              request slot, SQE built; the SEND posted when fio commits every
+              I/O, its default)
+  commit      fio's commit hook, nvmeof_commit → Job::commit (posting the
+              SENDs of a batch)
+  completion  RdmaQueue::handle_completion (including the receive re-post and
+              the finished transfer written into the polling caller's array)
+  reap        nvmeof_event (fio's per-I/O take of a finished io_u), and
+              RdmaQueue::hand_back and Job::reap when used (transfers parked
+              in the queue's ring, failed I/Os, GPU mirrors)
 and their sum, "engine+core", for each workload of the budget file (by default
 4 KiB random reads and 4 KiB random writes at QD 32: a write's data travels
 another way, by the target's RDMA READ or in the command capsule). A budget
@@ -31,8 +36,9 @@ from pathlib import Path
 from . import callgrind, runner, suite
 
 PATHS = {
-    "submit": ("nvmeof::engine::Job::queue(",),
-    "commit": ("nvmeof::engine::Job::commit(",),
+    # fio's hooks (each a tail jump into Job::queue and Job::commit).
+    "submit": ("nvmeof_queue(",),
+    "commit": ("nvmeof_commit(",),
     "completion": ("RdmaQueue::handle_completion(",),
     "reap": ("RdmaQueue::hand_back(", "nvmeof::engine::Job::reap(", "nvmeof_event("),
 }

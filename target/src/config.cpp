@@ -77,6 +77,8 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   drop-after=N             disconnect all queues after N commands in total
   delay-ms=N               delay every completion by N ms
   stop-answering-after=N   after N commands, accept but never answer
+  ignore-io=N              the Nth I/O command (1-based, counted over all I/O queues) is
+                           accepted but never answered; the others are
   outage-after=N:MS        after N commands, drop every connection and stop listening for
                            MS ms, then listen again on the same ports (repeatable)
   port-down-after=N:INDEX  after N commands, stop listening on the INDEXth --port (0-based)
@@ -341,6 +343,8 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
         faults.delay_ms = static_cast<std::uint32_t>(parse_number(value, what, kMaxDelayMs));
     } else if (name == "stop-answering-after") {
         faults.stop_answering_after = parse_number(value, what, max64);
+    } else if (name == "ignore-io") {
+        faults.ignore_io = parse_number(value, what, max64);
     } else if (name == "outage-after") {
         const auto [after, ms] = split_once(value, ':');
         if (ms.empty()) {

@@ -76,6 +76,7 @@ struct FaultConfig {
     std::optional<std::uint64_t> drop_after;
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;
+    std::optional<std::uint64_t> ignore_io;  // the Nth I/O command is never answered
     // outage-after=N:MS: after N commands, every connection dropped and no
     // listener for MS ms (a target restart without restarting the process).
     struct Outage {

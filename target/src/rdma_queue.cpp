@@ -265,6 +265,14 @@ void RdmaQueue::handle_receive(std::uint32_t index, std::uint32_t byte_len) {
         post_receive(index);
         return;
     }
+    if (nvme_.qid != 0 && capsule[0] != wire::kFabricsOpcode &&
+        ++faults.io_commands == config.ignore_io) {
+        std::fprintf(stderr, "nvmeof-target: fault: ignore-io=%llu: I/O command never answered\n",
+                     static_cast<unsigned long long>(faults.io_commands));
+        ++ctx_.stats.faults_injected;
+        post_receive(index);
+        return;
+    }
     if (config.drop_after && faults.commands == *config.drop_after) {
         faults.drop_requested = true;
     }

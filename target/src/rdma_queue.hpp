@@ -29,6 +29,7 @@ void drain_completion_channel(Device& device);
 // Faults counted over all queues (docs/target-cli.md), shared by the server.
 struct TransportFaults {
     std::uint64_t commands = 0;   // every capsule received
+    std::uint64_t io_commands = 0;  // of those, on I/O queues and not Fabrics commands
     bool drop_requested = false;  // drop-after reached: disconnect everything
     bool drop_done = false;
     bool stop_logged = false;

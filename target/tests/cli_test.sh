@@ -16,7 +16,7 @@ fail() {
 grep -q '^Usage: nvmeof-target' "$work/out" || fail "--help lacks the usage line"
 for option in --listen --port --subsystem --namespace --size --allow-host --mdts --mqes --maxcmd \
     --crqsize --ioccsz --max-io-queues --kas --fault --stats reject-connect connect-status \
-    fail-io fail-lba drop-after delay-ms stop-answering-after outage-after port-down-after; do
+    fail-io fail-lba drop-after delay-ms stop-answering-after ignore-io outage-after port-down-after; do
     grep -q -- "$option" "$work/out" || fail "--help does not document $option"
 done
 

@@ -72,11 +72,13 @@ TEST(Config, Faults) {
     const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "reject-connect=6", "--fault",
                                   "connect-status=1/0x81", "--fault", "fail-io=3:2/0x81", "--fault",
                                   "fail-lba=10-20:0/0x80", "--fault", "drop-after=50", "--fault",
-                                  "delay-ms=5", "--fault=stop-answering-after=7"});
+                                  "delay-ms=5", "--fault=stop-answering-after=7", "--fault",
+                                  "ignore-io=9"});
     const FaultConfig& f = c.faults;
     EXPECT_EQ(f.reject_connect, 6);
     ASSERT_TRUE(f.connect_status);
     EXPECT_EQ(f.connect_status->cqe_field(), 0x8000 | (1 << 9) | (0x81 << 1));
+    EXPECT_EQ(f.ignore_io, 9u);
     ASSERT_EQ(f.fail_io.size(), 1u);
     EXPECT_EQ(f.fail_io[0].nth, 3u);
     EXPECT_EQ(f.fail_io[0].status.type(), wire::StatusCodeType::media);

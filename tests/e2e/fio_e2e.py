@@ -107,6 +107,19 @@ def test_bad_option():
     expect_clean_failure(proc, "trsvcid=44x20")
 
 
+def test_unaligned():
+    """An I/O whose offset or length is not a multiple of the namespace's block
+    size fails with EINVAL, naming the block size (queue()'s uncommon path)."""
+    wd = h.workdir()
+    job = wd + "/unaligned.fio"
+    # offset=1000: every I/O starts 1000 bytes past a block boundary.
+    h.write_job(job, "[global]\n{TARGET}rw=read\nbs=4k\noffset=1000\nsize=64k\n[unaligned]\n")
+    with h.target(wd) as t:
+        proc, _ = h.run_fio(job, t, timeout=60)
+        t.stop()
+    expect_clean_failure(proc, "not aligned to the namespace's 512-byte blocks")
+
+
 def test_wrong_nqn():
     wd = h.workdir()
     with h.target(wd) as t:
@@ -605,6 +618,7 @@ TESTS = {
     "verify": test_verify_modes,
     "restart": test_restart_verify,
     "bad-option": test_bad_option,
+    "unaligned": test_unaligned,
     "wrong-nqn": test_wrong_nqn,
     "nothing-listening": test_nothing_listening,
     "target-drops": test_target_drops_connection,

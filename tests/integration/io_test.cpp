@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "nvmeof/nvmeof.hpp"
 #include "nvmeof/wire/io.hpp"
@@ -301,4 +302,46 @@ TEST(Io, FourKiBBlocksSplitAndLargeNoDataCommands) {
     EXPECT_EQ(TargetProcess::stat(stats, "commands.write").value_or(0), 5u) << stats;
     EXPECT_EQ(TargetProcess::stat(stats, "commands.write_zeroes").value_or(0), 3u) << stats;
     EXPECT_EQ(TargetProcess::stat(stats, "commands.dataset_management").value_or(0), 4u) << stats;
+}
+
+// A command the target never answers, among many it does: its deadline holds
+// although thousands of polls, each stamping the requests built since the one
+// before (rdma_queue.hpp), pass while it waits, more than the ring of stamp
+// deadlines holds.
+TEST(Io, OneUnansweredCommandAmongManyAnsweredTimesOut) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--fault", "ignore-io=3"});
+    Options o = target.options();
+    o.io_timeout = std::chrono::milliseconds(2000);
+    auto ctrl = Controller::connect(o);
+    auto ns = ctrl.namespace_at(1);
+    constexpr std::uint64_t kBlocks = 8;
+    auto buf = ctrl.allocate(kBlocks * ns.lba_size());
+    auto io = ctrl.io();
+    const auto start = std::chrono::steady_clock::now();
+    std::uint64_t next = 0;
+    std::size_t answered = 0;
+    std::optional<CompletionStatus> failure;
+    Completion done[16];
+    while (!failure && std::chrono::steady_clock::now() - start < std::chrono::seconds(15)) {
+        while (io.submit(ns, {Op::read, next % kBlocks, 1, &buf, (next % kBlocks) * ns.lba_size(), next}) ==
+               SubmitResult::queued) {
+            ++next;
+        }
+        const std::size_t n = io.poll(done);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (done[i].status.ok()) {
+                ++answered;
+            } else if (!failure) {
+                failure = done[i].status;
+            }
+        }
+    }
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    ASSERT_TRUE(failure) << "no request timed out in 15 s";
+    EXPECT_EQ(failure->transport, TransportErrc::timeout) << describe(*failure);
+    EXPECT_GE(elapsed, o.io_timeout);  // never early
+    EXPECT_LT(elapsed, o.io_timeout + std::chrono::milliseconds(1500));
+    // The premise: far more clock reads than the ring's 1,024 while it waited.
+    EXPECT_GT(answered, 4096u);
 }
