@@ -362,7 +362,9 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         c.slba += blocks;
         c.blocks_left -= blocks;
         --c.unbuilt;
-        slot.flags = kInFlight;
+        // A replayed one-command transfer keeps its blocking caller's mark
+        // (complete_one_command reads it from the slot).
+        slot.flags = c.as_built && transfers_[tid].internal ? kInFlight | kInternal : kInFlight;
         slot.transfer = tid;
         prepare_send(slot);
         if (previous != nullptr) {
