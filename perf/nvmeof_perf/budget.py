@@ -25,7 +25,8 @@ and their sum, "engine+core", for each workload of the budget file (by default
 another way, by the target's RDMA READ or in the command capsule). A budget
 file holds the figures of a known-good build; `--check` fails when a path or
 the sum of any workload costs more than its budget by more than the tolerance
-(5 %)."""
+(5 %, and at least SLACK_INSTRUCTIONS: small paths move by an instruction or two
+between runs)."""
 import json
 import shutil
 import subprocess
@@ -45,6 +46,10 @@ PATHS = {
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000
 DEFAULT_TOLERANCE = 0.05
+# Also allowed over a path's budget, whatever the percentage: the delta method
+# shares each poll's fixed cost among the I/Os it finds, and how many a poll
+# finds varies a little from run to run (a path of 15 moves by 1 or 2).
+SLACK_INSTRUCTIONS = 5
 CALLGRIND_TIMEOUT_S = 900
 is_ours = callgrind.objects_except("libibverbs", "librdmacm", "fio")
 
@@ -150,7 +155,7 @@ def check(measured, budget, tolerance):
         if limit is None:
             verdict = "no budget"
         else:
-            verdict = "over" if own > limit * (1 + tolerance) else "ok"
+            verdict = "over" if own > max(limit * (1 + tolerance), limit + SLACK_INSTRUCTIONS) else "ok"
         rows.append((path, own, inclusive, limit, verdict))
     return rows
 
@@ -212,7 +217,8 @@ def markdown(rows, tolerance):
     out = ["| workload | path | engine+core instructions per I/O | budget | verdict | with the RDMA device's |",
            "|---|---|---:|---:|---|---:|"]
     for workload, path, own, inclusive, limit, verdict in rows:
-        mark = f"**over budget** (> {tolerance * 100:.0f} %)" if verdict == "over" else verdict
+        mark = (f"**over budget** (> {tolerance * 100:.0f} % and > {SLACK_INSTRUCTIONS})"
+                if verdict == "over" else verdict)
         out.append(f"| {workload} | {path} | {own:.0f} | {'-' if limit is None else f'{limit:.0f}'} | {mark} "
                    f"| {inclusive:.0f} |")
     return "\n".join(out)
