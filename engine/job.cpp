@@ -623,7 +623,7 @@ void Job::service_keep_alive() noexcept {
 }
 
 int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
-    nr_events_ = 0;
+    std::size_t nr_events = 0;  // completions_[0, nr_events) go to fio
     max = std::min<unsigned int>(max, static_cast<unsigned int>(completions_.size()));
     // fio commits before a blocking wait but not before a non-blocking pass;
     // anything still deferred would otherwise never leave (fio's own commit
@@ -636,24 +636,24 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     using Clock = std::chrono::steady_clock;
     unsigned idle_polls = 0;
     Clock::time_point idle_since{};  // first empty poll of this idle stretch
-    while (nr_events_ < max) {
+    while (nr_events < max) {
         std::size_t found = 0;
         for (IoQueue& q : queues_) {
             std::size_t failed = 0;
             const std::size_t n =
-                q.poll(std::span(completions_.data() + nr_events_, max - nr_events_), failed);
+                q.poll(std::span(completions_.data() + nr_events, max - nr_events), failed);
             if (n != 0) {
                 if (failed != 0 || gpu_verify_) [[unlikely]] {
-                    reap(nr_events_, n);
+                    reap(nr_events, n);
                 }
-                nr_events_ += n;
+                nr_events += n;
                 found += n;
-                if (nr_events_ == max) {
+                if (nr_events == max) {
                     break;
                 }
             }
         }
-        if (nr_events_ >= min || one_pass) {
+        if (nr_events >= min || one_pass) {
             break;
         }
         // Nothing in flight can complete: return what there is rather than spin.
@@ -685,7 +685,7 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
             sched_yield();
         }
     }
-    return static_cast<int>(nr_events_);
+    return static_cast<int>(nr_events);
 }
 
 }  // namespace nvmeof::engine

@@ -114,7 +114,7 @@ private:
     void prepare_common_case();
     void announce() const;
     void record_facts(const EngineOptions& options) const;
-    // Inlined into queue(), its one caller.
+    // Inlined into queue_general(), its one caller.
     [[gnu::always_inline]] inline bool build_transfer(io_u* unit, const FileSlot& file,
                                                       ControllerSlot& controller,
                                                       Transfer& transfer);
@@ -166,7 +166,6 @@ private:
     // Filled by poll() in getevents, never past its max (the core keeps the
     // rest); fio takes them by event() (user_data is the io_u).
     std::vector<Completion> completions_;
-    std::size_t nr_events_ = 0;
     std::chrono::microseconds poll_spin_;  // idle polling before sleeping in getevents
     bool keep_alive_ = false;      // keep_alive_ms or ctrl_loss_tmo_ms > 0: serviced from getevents
     std::string end_record_file_;  // info_file, when the job reconnects; "" otherwise

@@ -246,7 +246,6 @@ private:
         kInFlight = 1 << 0,  // sent, no response yet
         kDeadlineSet = 1 << 1,  // `deadline` holds the deadline of its stamp
         kNoDeadline = 1 << 2,  // answered when an event occurs (an AER)
-        kInternal = 1 << 6,    // a blocking caller's one-command transfer (take_transfer)
         kLowLevel = 1 << 3,
         kHeld = 1 << 4,       // low-level request done, handle still alive
         kAbandoned = 1 << 5,  // low-level handle gone before completion

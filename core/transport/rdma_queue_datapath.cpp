@@ -245,7 +245,7 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     fill_data_command(slot, commands_[tid], tid, t.op, ns.nsid, t.slba, t.blocks,
                       reinterpret_cast<std::uint64_t>(memory->address) + t.offset,
                       static_cast<std::uint32_t>(bytes), memory->rkey, memory->lkey);
-    slot.flags = internal ? kInFlight | kInternal : kInFlight;
+    slot.flags = kInFlight;
     slot.transfer = tid;
     prepare_send(slot);
     if (post == Post::now && deferred_head_ == nullptr) {
@@ -362,9 +362,7 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         c.slba += blocks;
         c.blocks_left -= blocks;
         --c.unbuilt;
-        // A replayed one-command transfer keeps its blocking caller's mark
-        // (complete_one_command reads it from the slot).
-        slot.flags = c.as_built && transfers_[tid].internal ? kInFlight | kInternal : kInFlight;
+        slot.flags = kInFlight;
         slot.transfer = tid;
         prepare_send(slot);
         if (previous != nullptr) {
@@ -665,10 +663,9 @@ bool RdmaQueue::handle_response(std::uint32_t index, std::uint32_t byte_len) noe
 }
 
 void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
-    const bool internal = (slot.flags & kInternal) != 0;
     slot.flags = 0;
     TransferRecord& record = transfers_[cid];
-    if (!internal && sink_ != sink_end_) [[likely]] {
+    if (!record.internal && sink_ != sink_end_) [[likely]] {
         // Straight to the caller polling: the ID is free again at once.
         sink_->user_data = record.user_data;
         sink_->status = kSucceeded;
