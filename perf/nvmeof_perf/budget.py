@@ -84,8 +84,9 @@ def _fio_args(tools, traddr, trsvcid, subnqn, ios, workload):
             f"--traddr={traddr}", f"--trsvcid={trsvcid}", f"--subnqn={subnqn}",
             # Room for every I/O in flight even while SEND completions lag the
             # responses: a full queue would make fio re-queue ("busy"), and how
-            # often depends on timing, not on the code.
-            f"--queue_size={4 * qd}",
+            # often depends on timing, not on the code. A workload whose I/Os
+            # split into several commands names its own.
+            *([] if "queue_size" in workload.options else [f"--queue_size={4 * qd}"]),
             *(f"--{k}={v}" for k, v in workload.options.items())]
 
 

@@ -436,6 +436,17 @@ class BudgetWorkloads(unittest.TestCase):
         with self.assertRaisesRegex(budget.BudgetError, "randwrite: callgrind has no cost for reap"):
             budget.per_io(small, large, 100, "randwrite")
 
+    def test_a_split_workload_sizes_its_own_queue(self):
+        tools = runner.Tools(fio="fio", engine="e.so", target="t", softverbs_run="sv")
+        def queue_sizes(workload):
+            return [a for a in budget._fio_args(tools, "127.0.0.1", "4420", "nqn", 10, workload)
+                    if a.startswith("--queue_size=")]
+        self.assertEqual(queue_sizes(budget.Workload("randread", "4k", 32)), ["--queue_size=128"])
+        # 1 MiB at QD 4 in 128 KiB commands is 32 in flight: 4 × QD would leave fio re-queueing.
+        split = budget.Workload("read", "1m", 4, {"queue_size": 128})
+        self.assertEqual(queue_sizes(split), ["--queue_size=128"])
+        self.assertIn("--bs=1m", budget._fio_args(tools, "127.0.0.1", "4420", "nqn", 10, split))
+
     def test_a_workload_without_figures_is_never_over(self):
         rows = budget.check_workloads({"randwrite": self.WRITE}, {"randread": {"submit": 1}}, 0.05)
         self.assertEqual({r[5] for r in rows}, {"no budget"})
@@ -469,7 +480,7 @@ class BudgetWorkloads(unittest.TestCase):
         loaded = budget.load_budget(Path(__file__).resolve().parents[2] / "bench" / "instruction-budget.json")
         shapes = {(w.rw, w.bs, w.queue_depth) for w in budget.workloads_of(loaded).values()}
         self.assertEqual(shapes, {("randread", "4k", 32), ("randwrite", "4k", 32), ("randread", "4k", 1),
-                                  ("randread", "4k", 128), ("randwrite", "128k", 8)})
+                                  ("randread", "4k", 128), ("randwrite", "128k", 8), ("read", "1m", 4)})
         for paths in budget.budgets_of(loaded).values():
             self.assertEqual(set(paths), {*budget.PATHS, budget.TOTAL})
 
