@@ -128,6 +128,69 @@ TEST(Reconnect, InFlightTransfersAreResentAndNewOnesAreBusyMeanwhile) {
     EXPECT_GT(busy_while_reconnecting, 0u);
 }
 
+// A blocking read and polled writes share I/O queue 0 when the outage drops
+// them all. Both are re-sent, and each completion goes back where it came
+// from: the read's to the blocking caller (it is marked so in its transfer
+// record), the writes' to the caller's polls, none twice and none lost.
+TEST(Reconnect, AReplayedBlockingReadReturnsToItsCallerNotToThePoller) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    // Each answer held 5 ms: whichever command sets the outage off, the
+    // blocking read sent with it is still unanswered when the connection drops.
+    TargetProcess target({"--fault", "outage-after=40:300", "--fault", "delay-ms=5"});
+    Controller c = Controller::connect(reconnecting(target, 10s));
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    constexpr std::uint64_t kReadLba = 4096;
+    MemoryRegion pattern = c.allocate(kBlock);
+    fill(pattern, 77);
+    ns.write(pattern, kReadLba, 1);
+    MemoryRegion readback = c.allocate(kBlock);
+    constexpr std::size_t kWrites = 8;
+    MemoryRegion arena = c.allocate(kBlock * kWrites);
+    std::vector<Completion> out(kWrites * 2);
+    std::vector<bool> seen;
+    std::uint64_t submitted = 0;
+    bool read_rode_out_the_outage = false;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!read_rode_out_the_outage && std::chrono::steady_clock::now() < deadline) {
+        for (std::size_t i = 0; i < kWrites; ++i) {
+            const Transfer t{Op::write, i, 1, &arena, i * kBlock, submitted};
+            ASSERT_EQ(q.submit(ns, t), SubmitResult::queued) << describe(q.last_error());
+            ++submitted;
+        }
+        seen.resize(submitted, false);
+        const std::uint64_t reconnects_before = c.reconnect_stats().reconnects;
+        std::memset(readback.data(), 0, readback.size());
+        ns.read(readback, kReadLba, 1);  // waits out the outage when it hits now
+        ASSERT_EQ(std::memcmp(readback.data(), pattern.data(), kBlock), 0);
+        read_rode_out_the_outage = c.reconnect_stats().reconnects != reconnects_before;
+        std::size_t polled = 0;
+        while (polled < kWrites && std::chrono::steady_clock::now() < deadline) {
+            const std::size_t n = q.poll(out);
+            for (std::size_t i = 0; i < n; ++i) {
+                ASSERT_TRUE(out[i].status.ok()) << describe(out[i].status);
+                ASSERT_LT(out[i].user_data, submitted) << "a completion the poller never submitted";
+                ASSERT_FALSE(seen[out[i].user_data])
+                    << "write " << out[i].user_data << " completed twice";
+                seen[out[i].user_data] = true;
+            }
+            polled += n;
+            ASSERT_TRUE(c.keep_alive());
+        }
+        ASSERT_EQ(polled, kWrites);
+    }
+    ASSERT_TRUE(read_rode_out_the_outage)
+        << "the outage never hit while a blocking read was in flight";
+    EXPECT_EQ(q.poll(out), 0u);  // nothing left over, the read's completion included
+    EXPECT_EQ(q.in_flight(), 0u);
+    const ReconnectStats& stats = c.reconnect_stats();
+    EXPECT_EQ(stats.reconnects, 1u);
+    EXPECT_GT(stats.transfers_retried, 0u);
+    EXPECT_EQ(stats.transfers_failed, 0u);
+}
+
 TEST(Reconnect, GivesUpAfterCtrlLossTmoWithENODEV) {
     if (!TargetProcess::can_configure()) {
         GTEST_SKIP() << "needs nvmeof-target's outage fault";
