@@ -28,6 +28,19 @@ void reserve_message_buffers(Conn* c) {
   c->cur_recv.sges.reserve(kMaxSge);
 }
 
+// A connection stands in for an RDMA link, not a WAN flow. Small messages go
+// at once (no Nagle). And no pacing: BBR, the default on some systems, paces
+// its sends with a timer when no fair-queue qdisc does it, which on loopback
+// cost this VM about 30 % of its large-read bandwidth (2026-12-04: 1 MiB reads
+// 2,469 → 3,580 MiB/s with cubic). Cubic does not pace. Best effort: a kernel
+// without cubic, or one that refuses it, keeps its default.
+void configure_stream(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  static constexpr char kCongestionControl[] = "cubic";
+  setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, kCongestionControl, sizeof kCongestionControl - 1);
+}
+
 }  // namespace
 
 int64_t now_ms() {
@@ -84,8 +97,7 @@ Conn* Engine::connect(Device* dev, int bound_fd, const sockaddr_storage& dst, in
   c->serial = next_serial_++;
   c->dev = dev;
   c->peer = dst;
-  int one = 1;
-  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  configure_stream(fd.get());
   const auto* to = reinterpret_cast<const sockaddr*>(&dst);
   int rc = ::connect(fd.get(), to, sa_len(to));
   if (rc != 0 && errno != EINPROGRESS) {
@@ -311,8 +323,7 @@ void Engine::handle_listener(Listener* l) {
     c->peer = peer;
     len = sizeof c->local;
     getsockname(fd, reinterpret_cast<sockaddr*>(&c->local), &len);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    configure_stream(fd);
     c->state = ConnState::kAwaitReq;
     c->in.staging.resize(kInStagingBytes);
     reserve_message_buffers(c.get());

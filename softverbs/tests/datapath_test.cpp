@@ -2,10 +2,17 @@
 // unsignaled WRs, inline data, several SGEs, CQ overflow and RNR.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "harness.h"
 
@@ -236,6 +243,40 @@ TEST_F(Data, CompletionChannelWakesPoller) {
   EXPECT_EQ(ctx, &p.server);
   ibv_ack_cq_events(cq, 1);
   EXPECT_EQ(poll_n(p.server.cq, 1).size(), 1u);
+}
+
+// The TCP connections carrying the QPs must not be paced: BBR (some systems'
+// default) paces on a timer, which cost a third of the large-read bandwidth on
+// loopback. Only a system whose default is not cubic can catch a regression
+// here; elsewhere every socket is cubic anyway.
+TEST_F(Data, ConnectionsUseCubicNotAPacingCongestionControl) {
+  std::ifstream available("/proc/sys/net/ipv4/tcp_available_congestion_control");
+  std::string names;
+  std::getline(available, names);
+  if (names.find("cubic") == std::string::npos) GTEST_SKIP() << "this kernel has no cubic: " << names;
+  std::ifstream default_cc("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string system_default;
+  std::getline(default_cc, system_default);
+  SCOPED_TRACE("the system's default congestion control: " + system_default);
+  int connections = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    int type = 0;
+    int listening = 0;
+    int protocol = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    len = sizeof protocol;
+    if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) != 0 || protocol != IPPROTO_TCP) continue;
+    len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening != 0) continue;
+    char name[16] = {};
+    len = sizeof name;
+    ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len), 0) << std::strerror(errno);
+    EXPECT_STREQ(name, "cubic") << "fd " << fd;
+    ++connections;
+  }
+  EXPECT_GE(connections, 2) << "both ends of the pair's connection";
 }
 
 TEST(DataRnr, FiniteRetryFailsWithRnrRetryExceeded) {
