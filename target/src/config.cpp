@@ -37,7 +37,7 @@ Subsystems and namespaces (--subsystem starts a new subsystem; the options after
   --subsystem NQN          an NVM subsystem (repeatable; at least one)
   --namespace ram:SIZE[:LBA]
                            RAM-backed namespace; SIZE takes K/M/G suffixes; LBA 512 or 4096
-                           (default 512)
+                           (default 512); allocated and touched at start
   --namespace file:PATH[:LBA]
                            file or block device; its data survives a restart
   --size SIZE              size for a file namespace whose file does not exist yet

@@ -8,17 +8,48 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <system_error>
 #include <vector>
 
 namespace nvmeof::target {
 namespace {
 
-// RAM: an anonymous private mapping, so a large namespace costs memory only
-// for the blocks that were written.
+// MADV_POPULATE_WRITE is Linux 5.14; older headers lack the name.
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+// MemAvailable of /proc/meminfo in bytes; 0 when unknown.
+std::uint64_t available_memory() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::uint64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemAvailable:") {
+            return kib * 1024;
+        }
+    }
+    return 0;
+}
+
+// RAM: anonymous memory, allocated and touched when the target starts, as a
+// RAM disk's memory is there before the first I/O. Left to fault in on first
+// touch, every benchmark would measure page faults in the data path instead:
+// on a paravirtualized VM about 9 µs per 4 KiB page, 2.5 s per GiB on the
+// target's only thread (2026-12-04). Transparent huge pages where the kernel
+// allows them: 512 times fewer faults and fewer TLB misses.
 class RamStorage final : public Storage {
   public:
     explicit RamStorage(std::uint64_t size) : size_(size) {
+        const std::uint64_t available = available_memory();
+        if (available != 0 && size > available) {
+            throw UsageError("--namespace ram: " + std::to_string(size) + " bytes is more than the " +
+                             std::to_string(available) +
+                             " bytes of memory available (a RAM namespace is allocated at start; "
+                             "use a smaller size or a file: namespace)");
+        }
         void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (base == MAP_FAILED) {
@@ -27,6 +58,8 @@ class RamStorage final : public Storage {
                 "mapping a RAM namespace of " + std::to_string(size) + " bytes");
         }
         base_ = static_cast<std::uint8_t*>(base);
+        (void)madvise(base_, size_, MADV_HUGEPAGE);  // best effort: THP may be off
+        populate();
     }
     RamStorage(const RamStorage&) = delete;
     RamStorage& operator=(const RamStorage&) = delete;
@@ -48,6 +81,24 @@ class RamStorage final : public Storage {
     int flush() override { return 0; }
 
   private:
+    void populate() {
+        if (madvise(base_, size_, MADV_POPULATE_WRITE) == 0) {
+            return;
+        }
+        if (errno != EINVAL) {  // EINVAL: a kernel before 5.14; ENOMEM, EFAULT: out of memory
+            const int error = errno;
+            munmap(base_, size_);
+            errno = error;
+            throw std::system_error(
+                errno, std::generic_category(),
+                "allocating a RAM namespace of " + std::to_string(size_) + " bytes");
+        }
+        const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+        for (std::uint64_t offset = 0; offset < size_; offset += page) {
+            base_[offset] = 0;
+        }
+    }
+
     std::uint8_t* base_ = nullptr;
     std::uint64_t size_ = 0;
 };

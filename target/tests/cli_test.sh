@@ -37,6 +37,7 @@ bad_run "--port" --port 99999 --subsystem nqn.a
 bad_run "LBA" --subsystem nqn.a --namespace ram:1M:1000
 bad_run "reject-connect" --subsystem nqn.a --fault reject-connect=x
 bad_run "does not exist" --subsystem nqn.a --namespace "file:$work/missing.img"
+bad_run "memory available" --subsystem nqn.a --namespace ram:1048576G
 
 [ "$failures" -eq 0 ] || exit 1
 echo "cli_test: OK"
