@@ -45,8 +45,8 @@ class RamStorage final : public Storage {
     explicit RamStorage(std::uint64_t size) : size_(size) {
         const std::uint64_t available = available_memory();
         if (available != 0 && size > available) {
-            throw UsageError("--namespace ram: " + std::to_string(size) + " bytes is more than the " +
-                             std::to_string(available) +
+            throw UsageError("--namespace ram: " + std::to_string(size) +
+                             " bytes is more than the " + std::to_string(available) +
                              " bytes of memory available (a RAM namespace is allocated at start; "
                              "use a smaller size or a file: namespace)");
         }
