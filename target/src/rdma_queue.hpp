@@ -96,8 +96,11 @@ class RdmaQueue {
     // Appends req's response (RDMA WRITE of its data, if any, and the SEND)
     // to the list post_responses() hands to the QP.
     void post_response(Request& req);
-    // Posts the responses of this pass in one ibv_post_send list: one system
-    // call for a batch of commands, as for one command.
+    // Appends the chain first..last to this pass's list.
+    void append_to_pass(ibv_send_wr& first, ibv_send_wr& last);
+    // Posts the work requests of this pass (RDMA READs of host data, and
+    // responses) in one ibv_post_send list: one system call for a batch of
+    // commands, as for one command.
     void post_responses();
     void on_send_done(Request& req);
     bool ensure_buffer(Request& req, std::size_t bytes);
@@ -128,8 +131,8 @@ class RdmaQueue {
     std::deque<Request*> delayed_;
     std::uint32_t in_flight_ = 0;              // received and not yet answered
     std::vector<Request*> held_async_events_;  // Asynchronous Event Requests not yet answered
-    ibv_send_wr* responses_head_ = nullptr;    // responses of this pass, not yet posted
-    ibv_send_wr* responses_tail_ = nullptr;
+    ibv_send_wr* pass_head_ = nullptr;  // READs and responses of this pass, not yet posted
+    ibv_send_wr* pass_tail_ = nullptr;
 };
 
 }  // namespace nvmeof::target

@@ -74,7 +74,8 @@ std::string Stats::to_json() const {
     out += "}, \"bytes\": {\"read\": " + std::to_string(bytes_read) +
            ", \"write\": " + std::to_string(bytes_written) + "}";
     out += ", \"rdma\": {\"read_ops\": " + std::to_string(rdma_read_ops) +
-           ", \"write_ops\": " + std::to_string(rdma_write_ops) + "}";
+           ", \"write_ops\": " + std::to_string(rdma_write_ops) +
+           ", \"post_send_calls\": " + std::to_string(post_send_calls) + "}";
     out += ", \"in_capsule_writes\": " + std::to_string(in_capsule_writes);
     out += ", \"errors\": " + std::to_string(errors);
     out += ", \"max_inflight\": {\"io\": " + std::to_string(max_inflight_io) +

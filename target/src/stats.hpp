@@ -45,6 +45,7 @@ struct Stats {
     std::uint64_t bytes_written = 0;  // received by Write
     std::uint64_t rdma_read_ops = 0;
     std::uint64_t rdma_write_ops = 0;
+    std::uint64_t post_send_calls = 0;  // ibv_post_send calls: a pass posts its work in one
     std::uint64_t in_capsule_writes = 0;
     std::uint64_t errors = 0;
     std::uint64_t max_inflight_io = 0;

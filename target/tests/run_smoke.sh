@@ -63,7 +63,7 @@ smoke)
     expect_stat '"read": 3, "write": 3, "flush": 1'
     expect_stat '"connect": 2'
     expect_stat '"bytes": {"read": 139264, "write": 139264}'
-    expect_stat '"rdma": {"read_ops": 3, "write_ops": 5}'
+    expect_stat '"rdma": {"read_ops": 3, "write_ops": 5, "post_send_calls": '
     expect_stat '"in_capsule_writes": 1'
     expect_stat '"errors": 0'
     ;;

@@ -43,8 +43,14 @@ verify_state_save=0
     check(stats["commands"]["write"] == pieces and stats["commands"]["read"] == pieces,
           f"expected {pieces} write and read commands of 128 KiB, target counted {stats['commands']}")
     check(stats["max_inflight"]["io"] <= 7, f"more than 7 commands in flight: {stats['max_inflight']}")
+    # Each poll pass posts its RDMA READs (and responses) as one list: fewer
+    # calls than READs (one call per READ before; 268-277 calls for 516 READs).
+    rdma = stats["rdma"]
+    check(rdma["post_send_calls"] < rdma["read_ops"],
+          f"the target posted its {rdma['read_ops']} RDMA READs in {rdma['post_send_calls']} calls")
     print(f"bs=8m: fio wrote and verified {sums['write']['bytes']} B; target commands {stats['commands']}, "
-          f"max in flight {stats['max_inflight']['io']}")
+          f"max in flight {stats['max_inflight']['io']}, {rdma['post_send_calls']} ibv_post_send calls "
+          f"for {rdma['read_ops']} RDMA READs")
 
 
 TESTS = {"large-block": test_large_block}
