@@ -14,7 +14,11 @@ inline constexpr int kMaxCq = 4096;
 inline constexpr int kMaxCqe = 65536;
 inline constexpr int kMaxMr = 65536;
 inline constexpr int kMaxPd = 4096;
-inline constexpr int kMaxRdAtom = 16;
+// RDMA READs in flight per QP, as Soft-RoCE (rxe) reports it (a ConnectX
+// says 16). A READ round trip here costs thread wake-ups on both ends, so 16
+// READs of 128 KiB (an NVMe-oF target fetching split 1 MiB writes) left the
+// pipe half empty: split/unsplit write bandwidth 0.82 at 16, 0.92 at 128.
+inline constexpr int kMaxRdAtom = 128;
 inline constexpr uint32_t kMaxInlineData = 1024;
 inline constexpr uint64_t kMaxMrSize = uint64_t{1} << 40;
 inline constexpr uint32_t kMaxMsgSize = uint32_t{1} << 31;
