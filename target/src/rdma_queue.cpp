@@ -170,7 +170,7 @@ void RdmaQueue::established() {
     for (const auto& [index, bytes] : early) {
         handle_receive(index, bytes);
     }
-    post_responses();
+    post_pass();
 }
 
 void RdmaQueue::begin_disconnect(const char* why) {
@@ -222,7 +222,7 @@ int RdmaQueue::poll() {
                 break;
         }
     }
-    post_responses();
+    post_pass();
     return n;
 }
 
@@ -434,7 +434,7 @@ int RdmaQueue::deliver_async_events() {
         finish(*req, done);
         ++delivered;
     }
-    post_responses();
+    post_pass();
     return delivered;
 }
 
@@ -444,7 +444,7 @@ Clock::time_point RdmaQueue::flush_delayed(Clock::time_point now) {
         delayed_.pop_front();
         post_response(*req);
     }
-    post_responses();
+    post_pass();
     return delayed_.empty() ? Clock::time_point::max() : delayed_.front()->due;
 }
 
@@ -498,7 +498,7 @@ void RdmaQueue::append_to_pass(ibv_send_wr& first, ibv_send_wr& last) {
     pass_tail_ = &last;
 }
 
-void RdmaQueue::post_responses() {
+void RdmaQueue::post_pass() {
     ibv_send_wr* list = std::exchange(pass_head_, nullptr);
     pass_tail_ = nullptr;
     if (list == nullptr || state_ != State::live) {

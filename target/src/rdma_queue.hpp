@@ -94,14 +94,14 @@ class RdmaQueue {
     void on_read_done(Request& req);
     void finish(Request& req, const Completion& done);
     // Appends req's response (RDMA WRITE of its data, if any, and the SEND)
-    // to the list post_responses() hands to the QP.
+    // to the list post_pass() hands to the QP.
     void post_response(Request& req);
     // Appends the chain first..last to this pass's list.
     void append_to_pass(ibv_send_wr& first, ibv_send_wr& last);
     // Posts the work requests of this pass (RDMA READs of host data, and
     // responses) in one ibv_post_send list: one system call for a batch of
     // commands, as for one command.
-    void post_responses();
+    void post_pass();
     void on_send_done(Request& req);
     bool ensure_buffer(Request& req, std::size_t bytes);
     Request* take_request();

@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -23,12 +26,10 @@ namespace {
 // MemAvailable of /proc/meminfo in bytes; 0 when unknown.
 std::uint64_t available_memory() {
     std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    std::uint64_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit) {
-        if (key == "MemAvailable:") {
-            return kib * 1024;
+    constexpr std::string_view kKey = "MemAvailable:";
+    for (std::string line; std::getline(meminfo, line);) {
+        if (line.starts_with(kKey)) {
+            return std::strtoull(line.c_str() + kKey.size(), nullptr, 10) * 1024;  // "N kB"
         }
     }
     return 0;
@@ -88,9 +89,8 @@ class RamStorage final : public Storage {
         if (errno != EINVAL) {  // EINVAL: a kernel before 5.14; ENOMEM, EFAULT: out of memory
             const int error = errno;
             munmap(base_, size_);
-            errno = error;
             throw std::system_error(
-                errno, std::generic_category(),
+                error, std::generic_category(),
                 "allocating a RAM namespace of " + std::to_string(size_) + " bytes");
         }
         const auto page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
