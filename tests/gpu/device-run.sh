@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The one command for a GPU machine lent by the device tool, over what
+# tools/device-carry.sh staged (default .devcarry):
+#   bash tests/gpu/device-run.sh [CARRY]     (writes device-check.log, scaling.json to $OUT if set)
+# Prints the machine, runs tests/gpu/device-check.sh on the carried build, then
+# bench/scaling.py (IOPS per core, numjobs 1-8, over softverbs).
+set -u
+cd "$(dirname "$0")/../.."
+CARRY=${1:-.devcarry}
+OUT=${OUT:-/tmp}
+echo "===== machine"
+uname -a; grep -E '^(PRETTY_NAME)=' /etc/os-release; ldd --version | head -1; nproc; free -g | head -2
+ulimit -l unlimited 2>/dev/null; echo "memlock: $(ulimit -l)"
+EXTRA=/tmp/device-lib-extra
+mkdir -p "$EXTRA"
+for lib in "$CARRY"/lib-fallback/*; do
+    name=$(basename "$lib")
+    ldconfig -p | grep -q "^[[:space:]]*$name " || { cp "$lib" "$EXTRA/"; echo "using the carried $name"; }
+done
+export LD_LIBRARY_PATH=$EXTRA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export FIO=$PWD/$CARRY/fio SOFTVERBS_LIBDIR=$PWD/$CARRY/build/softverbs
+"$CARRY/build/softverbs/softverbs-run" "$FIO" --version
+[ -n "${SKIP_CHECK:-}" ] || bash tests/gpu/device-check.sh "$CARRY/build" 2>&1 | tee "$OUT/device-check.log"
+echo "===== scaling (t=${SECONDS}s)"
+python3 bench/scaling.py --build "$CARRY/build" --fio "$FIO" ${SCALING_ARGS:-} --json "$OUT/scaling.json" 2>&1 | tee "$OUT/scaling.log"
+echo "===== end (t=${SECONDS}s)"
