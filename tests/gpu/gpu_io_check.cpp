@@ -18,8 +18,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "nvmeof/nvmeof.hpp"
 #include "nvmeof/gpu.hpp"
+#include "nvmeof/nvmeof.hpp"
 
 #ifdef NVMEOF_HAVE_CUDA
 #include <cuda.h>
@@ -157,8 +157,10 @@ long long gpu_mismatches(const KernelDriver& k, CUdeviceptr a, CUdeviceptr b, un
     }
     std::uint32_t host = 0;
     void* args[] = {&a, &b, &words, &count};
-    const bool ok = k.memset_d32(count, 0, 1) == CUDA_SUCCESS && launch(k, k.compare, words, args) == CUDA_SUCCESS &&
-                    k.ctx_synchronize() == CUDA_SUCCESS && k.memcpy_dtoh(&host, count, sizeof host) == CUDA_SUCCESS;
+    const bool ok = k.memset_d32(count, 0, 1) == CUDA_SUCCESS &&
+                    launch(k, k.compare, words, args) == CUDA_SUCCESS &&
+                    k.ctx_synchronize() == CUDA_SUCCESS &&
+                    k.memcpy_dtoh(&host, count, sizeof host) == CUDA_SUCCESS;
     k.mem_free(count);
     return ok ? static_cast<long long>(host) : -1;
 }
@@ -180,7 +182,8 @@ int main(int argc, char** argv) {
     try {
         const nvmeof::GpuDriverInfo info = nvmeof::gpu_driver_info();
         std::printf("driver: built=%d loaded=%d version=%d devices=%d library=%s %s\n", info.built,
-                    info.loaded, info.version, info.devices, info.library.c_str(), info.error.c_str());
+                    info.loaded, info.version, info.devices, info.library.c_str(),
+                    info.error.c_str());
         if (!info.loaded) {
             return 1;
         }
@@ -189,7 +192,8 @@ int main(int argc, char** argv) {
         try {  // locality is reported, not required: the data test below still runs
             for (const auto& r : nvmeof::rank_rdma_devices(pci)) {
                 std::printf("  rdma %-12s %-14s %-24s node %d netdevs %zu %s\n", r.device.c_str(),
-                            r.pci_address.c_str(), std::string(nvmeof::pcie_distance_name(r.distance)).c_str(),
+                            r.pci_address.c_str(),
+                            std::string(nvmeof::pcie_distance_name(r.distance)).c_str(),
                             r.numa_node, r.netdevs.size(), r.note.c_str());
             }
             std::string why;
@@ -210,7 +214,8 @@ int main(int argc, char** argv) {
         auto mr_in = ctrl.register_gpu(in.data(), bytes);
         std::printf("registered %zu bytes twice by %s / %s on %s\n", bytes,
                     std::string(mr_out.registration_path()).c_str(),
-                    std::string(mr_in.registration_path()).c_str(), ctrl.limits().device_name.c_str());
+                    std::string(mr_in.registration_path()).c_str(),
+                    ctrl.limits().device_name.c_str());
         std::vector<unsigned char> pattern(bytes), back(bytes, 0);
         for (std::size_t i = 0; i < bytes; ++i) {
             pattern[i] = static_cast<unsigned char>(i * 131 + 7);
@@ -256,9 +261,11 @@ int main(int argc, char** argv) {
         }
         const long long control = gpu_mismatches(k, in_ptr, out_ptr, words);
         const bool gpu_ok = mismatches == 0 && control == words;
-        std::printf("GPU write+read of %zu bytes, pattern made and compared on the GPU: %lld of %u words differ "
-                    "(control with another pattern: %lld differ): %s\n",
-                    bytes, mismatches, words, control, gpu_ok ? "data matches" : "FAILED");
+        std::printf(
+            "GPU write+read of %zu bytes, pattern made and compared on the GPU: %lld of %u words "
+            "differ "
+            "(control with another pattern: %lld differ): %s\n",
+            bytes, mismatches, words, control, gpu_ok ? "data matches" : "FAILED");
         return ok && gpu_ok ? 0 : 1;
 #else
         return ok ? 0 : 1;
