@@ -8,7 +8,8 @@ is split / unsplit bandwidth per pair, then of the medians. The datapath suite
 measures the same point once per repeat; this is for machines with cores to spare
 (the target and fio each get their own) and for noisy ones (more pairs).
 
-Usage: bench/mdts_split.py [--build DIR] [--fio PATH] [--pairs N] [--runtime S] [--fio-args ...]
+Usage: bench/mdts_split.py [--build DIR] [--fio PATH] [--pairs N] [--runtime S] [--target PATH]
+                           [--fio-args ...]
 """
 import argparse
 import json
@@ -25,7 +26,7 @@ MDTS = {"split": "5", "unsplit": "8"}  # 2^5 and 2^8 pages of 4 KiB
 
 def bandwidth(args, rw, mdts):
     port = scaling.BASE_PORT + 50
-    target = scaling.start_target(args.build, port, args.namespace, ["--mdts", mdts])
+    target = scaling.start_target(args.build, port, args.namespace, ["--mdts", mdts], args.target)
     try:
         fio = subprocess.run(
             [f"{args.build}/softverbs/softverbs-run", args.fio, "--output-format=json", "--name=split",
@@ -50,6 +51,7 @@ def main():
     parser.add_argument("--runtime", type=int, default=5)
     parser.add_argument("--namespace", default="ram:1G")
     parser.add_argument("--rw", default="read,write")
+    parser.add_argument("--target", help="nvmeof-target binary (default: the build's)")
     parser.add_argument("--fio-args", nargs="*", default=[], help="extra fio options, e.g. --poll_spin_us=0")
     args = parser.parse_args()
     args.build = os.path.abspath(args.build)

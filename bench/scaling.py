@@ -12,7 +12,7 @@ the whole machine's busy cores over the run (fio, targets and softverbs'
 progress threads together, from /proc/stat), and IOPS per core of each.
 
 Usage: bench/scaling.py [--build DIR] [--fio PATH] [--jobs 1,2,4,8]
-                        [--modes shared,per-job] [--runtime S] [--iodepth N] [--bs 4k]
+                        [--modes shared,per-job] [--runtime S] [--iodepth N] [--bs 4k] [--target PATH]
 """
 import argparse
 import json
@@ -34,10 +34,10 @@ def busy_and_total_jiffies():
     return sum(fields) - idle, sum(fields)
 
 
-def start_target(build, port, namespace, extra=()):
+def start_target(build, port, namespace, extra=(), target=None):
     log = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen(
-        [f"{build}/softverbs/softverbs-run", f"{build}/target/nvmeof-target", "--port", str(port),
+        [f"{build}/softverbs/softverbs-run", target or f"{build}/target/nvmeof-target", "--port", str(port),
          "--subsystem", NQN, "--namespace", namespace, *extra],
         stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline()
@@ -70,7 +70,7 @@ def job_file(args, jobs, ports):
 
 def run_point(args, mode, jobs):
     ports = [BASE_PORT] if mode == "shared" else [BASE_PORT + j for j in range(jobs)]
-    targets = [start_target(args.build, port, args.namespace) for port in ports]
+    targets = [start_target(args.build, port, args.namespace, target=args.target) for port in ports]
     try:
         with tempfile.NamedTemporaryFile("w", suffix=".fio", delete=False) as f:
             f.write(job_file(args, jobs, ports))
@@ -106,6 +106,7 @@ def main():
     parser.add_argument("--iodepth", type=int, default=32)
     parser.add_argument("--bs", default="4k")
     parser.add_argument("--namespace", default="ram:256M")
+    parser.add_argument("--target", help="nvmeof-target binary (default: the build's)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
     args.build = os.path.abspath(args.build)
