@@ -23,11 +23,6 @@ constexpr auto kIdleSpin = std::chrono::microseconds(50);  // busy-poll this lon
 constexpr auto kMaxSleep =
     std::chrono::milliseconds(100);  // timers are checked at least this often
 constexpr auto kTimerPeriod = std::chrono::milliseconds(50);
-// Looking for a CM event is a read() on the channel's fd, a system call: done
-// on every pass, the busy loop made one failed read per pass (172,000 for 2 GiB
-// of split reads). So the channel is read this often, and after every sleep
-// (whose poll() includes its fd).
-constexpr auto kCmEventPeriod = std::chrono::microseconds(500);
 constexpr auto kDisconnectGrace = std::chrono::seconds(2);  // then a silent peer's queue is freed
 constexpr auto kShutdownWait = std::chrono::milliseconds(1000);
 
@@ -369,20 +364,13 @@ void RdmaServer::sleep_until_work(Clock::time_point deadline) {
 void RdmaServer::run(const volatile std::sig_atomic_t& stop) {
     auto next_timers = Clock::now();
     auto idle_since = Clock::now();
-    auto next_cm_check = Clock::now();
     while (stop == 0) {
-        int work = 0;
-        ++stats_.loop_passes;
+        int work = drain_cm_events();
         for (std::size_t i = 0; i < queues_.size(); ++i) {
             work += queues_[i]->poll();
             work += queues_[i]->deliver_async_events();
         }
         const auto now = Clock::now();
-        if (now >= next_cm_check) {
-            ++stats_.cm_channel_reads;
-            work += drain_cm_events();
-            next_cm_check = now + kCmEventPeriod;
-        }
         auto next_due = Clock::time_point::max();
         for (auto& queue : queues_) {
             next_due = std::min(next_due, queue->flush_delayed(now));
@@ -415,7 +403,6 @@ void RdmaServer::run(const volatile std::sig_atomic_t& stop) {
             continue;
         }
         sleep_until_work(std::min(next_due, next_timers));
-        next_cm_check = now;  // a CM event may be what woke the loop
     }
 }
 

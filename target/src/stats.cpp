@@ -82,8 +82,6 @@ std::string Stats::to_json() const {
            ", \"admin\": " + std::to_string(max_inflight_admin) + "}";
     out += ", \"controllers\": " + std::to_string(controllers);
     out += ", \"faults_injected\": " + std::to_string(faults_injected);
-    out += ", \"loop\": {\"passes\": " + std::to_string(loop_passes) +
-           ", \"cm_channel_reads\": " + std::to_string(cm_channel_reads) + "}";
     out += ", \"namespaces\": [";
     bool first = true;
     for (const auto& [key, ns] : namespaces) {

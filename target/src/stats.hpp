@@ -52,8 +52,6 @@ struct Stats {
     std::uint64_t max_inflight_admin = 0;
     std::uint64_t controllers = 0;
     std::uint64_t faults_injected = 0;
-    std::uint64_t loop_passes = 0;       // passes of the event loop (busy polling included)
-    std::uint64_t cm_channel_reads = 0;  // reads of the RDMA-CM channel: a system call each
     std::map<std::pair<std::string, std::uint32_t>, NamespaceStats> namespaces;  // (NQN, NSID)
 
     NamespaceStats& of_namespace(const std::string& nqn, std::uint32_t nsid) {

@@ -48,12 +48,6 @@ verify_state_save=0
     rdma = stats["rdma"]
     check(rdma["post_send_calls"] < rdma["read_ops"],
           f"the target posted its {rdma['read_ops']} RDMA READs in {rdma['post_send_calls']} calls")
-    # The busy loop reads the RDMA-CM channel (a system call) on a timer and
-    # after sleeps, not on every pass as it did (then reads == passes).
-    loop = stats["loop"]
-    check(loop["cm_channel_reads"] * 2 < loop["passes"],
-          f"the target read its CM channel {loop['cm_channel_reads']} times in {loop['passes']} loop passes")
-    print(f"loop: {loop['passes']} passes, {loop['cm_channel_reads']} CM channel reads")
     print(f"bs=8m: fio wrote and verified {sums['write']['bytes']} B; target commands {stats['commands']}, "
           f"max in flight {stats['max_inflight']['io']}, {rdma['post_send_calls']} ibv_post_send calls "
           f"for {rdma['read_ops']} RDMA READs")
