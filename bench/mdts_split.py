@@ -8,15 +8,21 @@ is split / unsplit bandwidth per pair, then of the medians. The datapath suite
 measures the same point once per repeat; this is for machines with cores to spare
 (the target and fio each get their own) and for noisy ones (more pairs).
 
+--threads adds each thread's CPU per GiB moved (target and fio, each split into
+its own thread and softverbs' progress thread), sampled over the middle of each
+run from /proc, to show which thread pays for the split.
+
 Usage: bench/mdts_split.py [--build DIR] [--fio PATH] [--pairs N] [--runtime S] [--target PATH]
-                           [--fio-args ...]
+                           [--threads] [--fio-args ...]
 """
 import argparse
 import json
 import os
+import glob
 import statistics
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scaling  # noqa: E402  (start_target, stop_targets, NQN)
@@ -24,22 +30,65 @@ import scaling  # noqa: E402  (start_target, stop_targets, NQN)
 MDTS = {"split": "5", "unsplit": "8"}  # 2^5 and 2^8 pages of 4 KiB
 
 
+def thread_ticks(pids):
+    """{(pid, thread name): CPU ticks} for every thread of those processes."""
+    ticks = {}
+    for pid in pids:
+        for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
+            try:
+                text = open(stat).read()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            key = (pid, text[text.index("(") + 1:text.rindex(")")])
+            ticks[key] = ticks.get(key, 0) + int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def children(pid):
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            text = open(stat).read()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
+            found.append(int(stat.split("/")[2]))
+    return found
+
+
 def bandwidth(args, rw, mdts):
+    """MiB/s, and {thread label: CPU ms per GiB} when --threads."""
     port = scaling.BASE_PORT + 50
     target = scaling.start_target(args.build, port, args.namespace, ["--mdts", mdts], args.target)
+    per_gib = {}
     try:
-        fio = subprocess.run(
+        fio = subprocess.Popen(
             [f"{args.build}/softverbs/softverbs-run", args.fio, "--output-format=json", "--name=split",
              f"--ioengine=external:{args.build}/engine/libfio_nvmeof.so", "--traddr=127.0.0.1",
              f"--trsvcid={port}", f"--subnqn={scaling.NQN}", "--nsid=1", f"--rw={rw}", "--bs=1m",
              "--iodepth=8", "--time_based=1", f"--runtime={args.runtime}", "--ramp_time=1"] + args.fio_args,
-            capture_output=True, text=True, timeout=args.runtime + 60)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if args.threads:
+            time.sleep(1.5)
+            pids = [target.pid, fio.pid] + children(fio.pid)
+            before, t0 = thread_ticks(pids), time.monotonic()
+            time.sleep(max(args.runtime - 1.5, 0.5))
+            after, t1 = thread_ticks(pids), time.monotonic()
+        out, err = fio.communicate(timeout=args.runtime + 60)
     finally:
         scaling.stop_targets([target])
     if fio.returncode != 0:
-        sys.exit(f"mdts_split: fio exit {fio.returncode}: {fio.stderr.strip()[-400:]}")
-    job = json.loads(fio.stdout)["jobs"][0]
-    return job[rw]["bw"] / 1024.0
+        sys.exit(f"mdts_split: fio exit {fio.returncode}: {err.strip()[-400:]}")
+    mib_s = json.loads(out)["jobs"][0][rw]["bw"] / 1024.0
+    if args.threads:
+        gib = mib_s * (t1 - t0) / 1024.0
+        hz = os.sysconf("SC_CLK_TCK")
+        for (pid, name), ticks in after.items():
+            role = "target" if pid == target.pid else "fio"
+            label = f"{role}/{name}"
+            per_gib[label] = per_gib.get(label, 0.0) + (ticks - before.get((pid, name), 0)) * 1000.0 / hz / gib
+    return mib_s, per_gib
 
 
 def main():
@@ -52,6 +101,7 @@ def main():
     parser.add_argument("--namespace", default="ram:1G")
     parser.add_argument("--rw", default="read,write")
     parser.add_argument("--target", help="nvmeof-target binary (default: the build's)")
+    parser.add_argument("--threads", action="store_true", help="CPU per GiB of each thread")
     parser.add_argument("--fio-args", nargs="*", default=[], help="extra fio options, e.g. --poll_spin_us=0")
     args = parser.parse_args()
     args.build = os.path.abspath(args.build)
@@ -60,15 +110,25 @@ def main():
           f"{os.cpu_count()} CPUs {' '.join(args.fio_args)}")
     for rw in args.rw.split(","):
         split, unsplit = [], []
+        cpu = {"split": {}, "unsplit": {}}
         for pair in range(args.pairs):
             order = ["split", "unsplit"] if pair % 2 == 0 else ["unsplit", "split"]
             for side in order:
-                (split if side == "split" else unsplit).append(bandwidth(args, rw, MDTS[side]))
+                mib_s, per_gib = bandwidth(args, rw, MDTS[side])
+                (split if side == "split" else unsplit).append(mib_s)
+                for label, ms in per_gib.items():
+                    cpu[side].setdefault(label, []).append(ms)
             print(f"  {rw:5} pair {pair + 1}: split {split[-1]:7.0f} MiB/s  unsplit {unsplit[-1]:7.0f} MiB/s  "
                   f"ratio {split[-1] / unsplit[-1]:.3f}", flush=True)
         print(f"{rw:5} median split {statistics.median(split):7.0f} MiB/s  unsplit {statistics.median(unsplit):7.0f} "
               f"MiB/s  ratio {statistics.median(split) / statistics.median(unsplit):.3f}", flush=True)
-
+        if args.threads:
+            print(f"  {rw} CPU ms per GiB, median of the pairs (thread: split / unsplit):")
+            for label in sorted(set(cpu["split"]) | set(cpu["unsplit"])):
+                a = statistics.median(cpu["split"].get(label, [0.0]))
+                b = statistics.median(cpu["unsplit"].get(label, [0.0]))
+                if max(a, b) >= 1:
+                    print(f"    {label:24} {a:6.0f} / {b:6.0f}")
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <netinet/tcp.h>
@@ -83,6 +84,8 @@ void Engine::ensure_started() {
   epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, wakefd_.get(), &ev);
   started_ = true;
   thread_ = std::thread([this] { run(); });
+  // Named so that top, perf and /proc tell the progress thread from the application's own.
+  pthread_setname_np(thread_.native_handle(), "softverbs");
 }
 
 void Engine::wake() {
