@@ -17,43 +17,45 @@ Usage: bench/mdts_split.py [--build DIR] [--fio PATH] [--pairs N] [--runtime S] 
 """
 import argparse
 import json
-import os
 import glob
+import os
 import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scaling  # noqa: E402  (start_target, stop_targets, NQN)
+import scaling  # noqa: E402  (use_build, start_target, stop_targets, NQN)
 
 MDTS = {"split": "5", "unsplit": "8"}  # 2^5 and 2^8 pages of 4 KiB
 
 
+def read_stat(path):
+    """(name, fields after the name) of a /proc stat file, or None once the task is gone."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    return text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+
+
 def thread_ticks(pids):
-    """{(pid, thread name): CPU ticks} for every thread of those processes."""
+    """{(pid, thread name): CPU ticks (utime + stime)} for every thread of those processes."""
     ticks = {}
     for pid in pids:
-        for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
-            try:
-                text = open(stat).read()
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2:].split()
-            key = (pid, text[text.index("(") + 1:text.rindex(")")])
-            ticks[key] = ticks.get(key, 0) + int(fields[11]) + int(fields[12])
+        for path in glob.glob(f"/proc/{pid}/task/*/stat"):
+            if stat := read_stat(path):
+                name, fields = stat
+                ticks[(pid, name)] = ticks.get((pid, name), 0) + int(fields[11]) + int(fields[12])
     return ticks
 
 
 def children(pid):
+    """The processes whose parent is pid (fio's job processes)."""
     found = []
-    for stat in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            text = open(stat).read()
-        except OSError:
-            continue
-        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
-            found.append(int(stat.split("/")[2]))
+    for path in glob.glob("/proc/[0-9]*/stat"):
+        if (stat := read_stat(path)) and int(stat[1][1]) == pid:
+            found.append(int(path.split("/")[2]))
     return found
 
 
@@ -104,8 +106,7 @@ def main():
     parser.add_argument("--threads", action="store_true", help="CPU per GiB of each thread")
     parser.add_argument("--fio-args", nargs="*", default=[], help="extra fio options, e.g. --poll_spin_us=0")
     args = parser.parse_args()
-    args.build = os.path.abspath(args.build)
-    os.environ.setdefault("SOFTVERBS_LIBDIR", os.path.join(args.build, "softverbs"))
+    args.build = scaling.use_build(args.build)
     print(f"MDTS split: 1 MiB QD 8, 128 KiB vs 1 MiB MDTS, {args.pairs} alternating pairs of {args.runtime} s, "
           f"{os.cpu_count()} CPUs {' '.join(args.fio_args)}")
     for rw in args.rw.split(","):
@@ -129,6 +130,7 @@ def main():
                 b = statistics.median(cpu["unsplit"].get(label, [0.0]))
                 if max(a, b) >= 1:
                     print(f"    {label:24} {a:6.0f} / {b:6.0f}")
+
 
 if __name__ == "__main__":
     main()

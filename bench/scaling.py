@@ -27,6 +27,14 @@ NQN = "nqn.2026-01.io.nvmeof:scaling"
 BASE_PORT = 44500
 
 
+def use_build(build):
+    """The build directory as an absolute path, with softverbs-run pointed at its libraries:
+    softverbs-run's built-in path is the build machine's, and a carried build is elsewhere."""
+    build = os.path.abspath(build)
+    os.environ.setdefault("SOFTVERBS_LIBDIR", os.path.join(build, "softverbs"))
+    return build
+
+
 def busy_and_total_jiffies():
     with open("/proc/stat") as stat:
         fields = [int(x) for x in stat.readline().split()[1:]]
@@ -109,9 +117,7 @@ def main():
     parser.add_argument("--target", help="nvmeof-target binary (default: the build's)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
-    args.build = os.path.abspath(args.build)
-    # softverbs-run's built-in library path is the build machine's; a carried build is elsewhere.
-    os.environ.setdefault("SOFTVERBS_LIBDIR", os.path.join(args.build, "softverbs"))
+    args.build = use_build(args.build)
     rows = []
     print(f"scaling: {args.bs} randread QD {args.iodepth}, {args.runtime} s per point, "
           f"{os.cpu_count()} CPUs, softverbs loopback")
