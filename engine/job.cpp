@@ -423,6 +423,10 @@ std::size_t Job::in_flight() const {
     return n;
 }
 
+bool Job::completion_near() const {
+    return std::ranges::any_of(queues_, [](const IoQueue& q) { return q.near_completion() != 0; });
+}
+
 void Job::fail_unit(io_u* unit, const CompletionStatus& status) {
     complete_with_error(unit, status.error_number(), describe(status));
 }
@@ -665,13 +669,17 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
             continue;
         }
         ++idle_polls;
-        if (idle_polls % kIdlePollsPerClockRead == 1 || poll_spin_.count() == 0) {
+        // Spinning pays only while the next answer can finish an I/O: the
+        // pieces of a split I/O before its last are waited for asleep, so a
+        // job of split I/Os does not hold a core it may share with the target.
+        const bool spin = poll_spin_.count() != 0 && completion_near();
+        if (!spin || idle_polls % kIdlePollsPerClockRead == 1) {
             // Spun idle long enough: sleep on the completion channel instead
             // of burning a core while the target takes its time (or is dead).
             const auto now = Clock::now();
-            if (idle_since == Clock::time_point{}) {
+            if (spin && idle_since == Clock::time_point{}) {
                 idle_since = now;
-            } else if (now - idle_since >= poll_spin_) {
+            } else if (!spin || now - idle_since >= poll_spin_) {
                 wait_for_completions(waitable_, now + kLongestIdleSleep);
                 service_keep_alive();
                 idle_since = {};

@@ -139,6 +139,8 @@ private:
     // "reap" path (perf/nvmeof_perf/budget.py).
     [[gnu::cold, gnu::noinline]] void reap(std::size_t first, std::size_t count);
     std::size_t in_flight() const;
+    // Whether the next answer on some queue can finish an I/O.
+    bool completion_near() const;
 
     void gpu_copy(io_u* unit, bool to_gpu);
     void service_keep_alive() noexcept;

@@ -72,6 +72,9 @@ std::uint16_t IoQueue::qid() const noexcept { return queue_->qid(); }
 std::size_t IoQueue::capacity() const noexcept { return queue_->capacity(); }
 std::size_t IoQueue::free_slots() const noexcept { return queue_->free_slots(); }
 std::size_t IoQueue::in_flight() const noexcept { return queue_->in_flight(); }
+std::size_t IoQueue::near_completion() const noexcept {
+    return queue_->transfers_near_completion();
+}
 std::size_t IoQueue::held() const noexcept {
     return queue_->held();
 }

@@ -228,6 +228,10 @@ public:
     }
     bool failed() const noexcept { return state_ == QueueState::failed || state_ == QueueState::closed; }
     QueueState state() const noexcept { return state_; }
+    // Open transfers that one more answer (or none) finishes.
+    std::size_t transfers_near_completion() const noexcept {
+        return open_transfers_ - transfers_awaiting_several_;
+    }
 
     static constexpr std::uint32_t kNoTransfer = 0xFFFFFFFF;
     static constexpr int kRecvTagShift = 63;
@@ -321,6 +325,14 @@ private:
     [[gnu::noinline]] SubmitResult commit_queued() noexcept;
     [[gnu::always_inline]] inline void start_record(std::uint32_t tid, const Transfer& t,
                                                     std::uint32_t pieces, bool internal) noexcept;
+    // Changes a record's pieces_left, keeping transfers_awaiting_several_ true.
+    // Three hot places do it by hand: the common path's record (from 0 or a
+    // stale 1 to 1), start_record (from 0) and complete_piece (one less).
+    void set_pieces_left(TransferRecord& record, std::uint32_t pieces) noexcept {
+        transfers_awaiting_several_ -= record.pieces_left >= 2 ? 1 : 0;
+        transfers_awaiting_several_ += pieces >= 2 ? 1 : 0;
+        record.pieces_left = pieces;
+    }
     // A read or write command's SQE and data SGEs (in place, every field written).
     [[gnu::always_inline]] inline void fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
                                                          Op op, std::uint32_t nsid,
@@ -413,6 +425,8 @@ private:
     std::uint32_t record_slots_idle_ = 0;
     // Transfers submitted and not yet handed back; at most capacity() (else busy).
     std::uint32_t open_transfers_ = 0;
+    // Of those, the ones whose pieces_left is 2 or more (set_pieces_left keeps it).
+    std::uint32_t transfers_awaiting_several_ = 0;
     // While reap() polls: where finished transfers go straight to its caller.
     Completion* sink_ = nullptr;
     Completion* sink_end_ = nullptr;

@@ -120,7 +120,8 @@ void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t
     record.sequence = next_sequence_++;
     record.gpu_read = nullptr;
     record.status = CompletionStatus{};
-    record.pieces_left = pieces;
+    record.pieces_left = pieces;  // from 0: a general record is reused once finished
+    transfers_awaiting_several_ += pieces >= 2 ? 1 : 0;
     record.op = t.op;
     record.internal = internal;
     record.held = false;
@@ -234,7 +235,7 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     TransferRecord& record = transfers_[tid];
     record.user_data = t.user_data;
     record.sequence = next_sequence_++;
-    record.pieces_left = 1;
+    record.pieces_left = 1;  // from 0, or 1 left by the sink (see set_pieces_left)
     record.op = t.op;
     record.internal = internal;
     record.held = false;
@@ -403,7 +404,7 @@ void RdmaQueue::fail_waiting(const CompletionStatus& status) noexcept {
             record.status = status;
             record.status.opcode = static_cast<std::uint8_t>(opcode_of(waiting_next_[tid].op));
         }
-        record.pieces_left -= std::exchange(waiting_next_[tid].unbuilt, 0);
+        set_pieces_left(record, record.pieces_left - std::exchange(waiting_next_[tid].unbuilt, 0));
         if (record.pieces_left == 0) {
             finish_transfer(tid);
         }
@@ -675,7 +676,7 @@ void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
         return;
     }
     record.status = CompletionStatus{};
-    record.pieces_left = 0;
+    set_pieces_left(record, 0);
     ++record_slots_idle_;  // the record keeps its ID until handed back
     finish_transfer(cid);
 }
@@ -689,8 +690,14 @@ void RdmaQueue::complete_piece(std::uint16_t cid, Slot& slot) noexcept {
     } else {
         ++record_slots_idle_;  // the record keeps its ID until handed back
     }
-    if (--transfers_[tid].pieces_left == 0) {
-        finish_transfer(tid);
+    // set_pieces_left's bookkeeping, by hand: a piece is answered per command.
+    const std::uint32_t left = --transfers_[tid].pieces_left;
+    if (left <= 1) [[unlikely]] {
+        if (left == 1) {
+            --transfers_awaiting_several_;
+        } else {
+            finish_transfer(tid);
+        }
     }
 }
 
@@ -979,7 +986,7 @@ void RdmaQueue::hold_unfinished() noexcept {
         if (!record.status.ok()) {
             // Already failed by the target: it finishes with that error once its
             // built pieces are failed back (fail() does that next).
-            record.pieces_left -= unbuilt;
+            set_pieces_left(record, record.pieces_left - unbuilt);
             if (record.pieces_left == 0) {
                 finish_transfer(tid);
             }
@@ -1042,7 +1049,7 @@ std::size_t RdmaQueue::replay_held() noexcept {
             waiting_next_[tid].op = record.op;
             waiting_next_[tid].as_built = true;
         }
-        record.pieces_left = waiting_next_[tid].unbuilt;
+        set_pieces_left(record, waiting_next_[tid].unbuilt);
         waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
         ++waiting_count_;
     }
@@ -1066,7 +1073,7 @@ std::size_t RdmaQueue::fail_held(TransportErrc code, int sys_errno) noexcept {
         record.status.sys_errno = sys_errno;
         record.status.opcode = static_cast<std::uint8_t>(opcode_of(record.op));
         record.status.queue = config_.kind;
-        record.pieces_left = 0;
+        set_pieces_left(record, 0);
         finish_transfer(tid);
         ++count;
     }

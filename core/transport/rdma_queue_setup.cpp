@@ -322,6 +322,7 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
     // The common path's (at their command's ID), then the general path's.
     const std::size_t records = std::size_t{command_slots} + slots;
     transfers_ = std::vector<TransferRecord>(records);
+    transfers_awaiting_several_ = 0;
     // Rings of a power of two entries: their indices wrap with a mask.
     const std::size_t ring = std::bit_ceil(records);
     ring_mask_ = ring - 1;

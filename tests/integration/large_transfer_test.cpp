@@ -125,3 +125,48 @@ TEST(LargeTransfer, WaitingPiecesFailWithTheQueue) {
     EXPECT_FALSE(done[0].status.ok());
     EXPECT_TRUE(io.failed());
 }
+
+TEST(LargeTransfer, NearCompletionCountsTransfersTheNextAnswerCanFinish) {
+    if (!TargetProcess::can_configure())
+        GTEST_SKIP() << "needs our nvmeof-target (faults)";
+    // The connect's 9 commands (admin and I/O queue) and 3 of the split read's 4 pieces
+    // are answered, then nothing: the read waits on its last piece until the queue
+    // times out. (A connect of more commands fails the ASSERT on in_flight() below.)
+    constexpr int kConnectCommands = 9;
+    TargetProcess target(
+        {"--mdts", "1", "--fault", "stop-answering-after=" + std::to_string(kConnectCommands + 3)});
+    Options o = target.options(2s);
+    o.io_timeout = 2s;
+    auto ctrl = Controller::connect(o);
+    auto ns = ctrl.namespace_at(1);
+    auto io = ctrl.io();
+    auto buf = ctrl.allocate(8 * kPieceBytes);
+    const Transfer split{Op::read, 0, 4 * kPieceBytes / ns.lba_size(), &buf, 0, 1};
+    ASSERT_EQ(io.pieces(ns, split), 4u);
+    EXPECT_EQ(io.near_completion(), 0u);
+    ASSERT_EQ(io.submit(ns, split), SubmitResult::queued) << describe(io.last_error());
+    // Four answers to go: the next one cannot finish it.
+    EXPECT_EQ(io.near_completion(), 0u);
+
+    Completion done[4];
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (io.in_flight() > 1 && std::chrono::steady_clock::now() < deadline) {
+        ASSERT_EQ(io.poll(done), 0u);
+    }
+    ASSERT_EQ(io.in_flight(), 1u);
+    EXPECT_EQ(io.near_completion(), 1u);  // three pieces answered, the last one out
+
+    // A one-command transfer is one answer from done as soon as it is submitted.
+    const Transfer single{Op::read, 0, kPieceBytes / ns.lba_size(), &buf, 4 * kPieceBytes, 2};
+    ASSERT_EQ(io.pieces(ns, single), 1u);
+    ASSERT_EQ(io.submit(ns, single), SubmitResult::queued) << describe(io.last_error());
+    EXPECT_EQ(io.near_completion(), 2u);
+
+    // Neither is answered: both fail with the queue, and nothing is left near.
+    const auto failed = wait_for(io, 2);
+    ASSERT_EQ(failed.size(), 2u);
+    for (const Completion& c : failed) {
+        EXPECT_FALSE(c.status.ok()) << c.user_data;
+    }
+    EXPECT_EQ(io.near_completion(), 0u);
+}

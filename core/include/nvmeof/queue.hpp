@@ -116,6 +116,11 @@ public:
     std::size_t capacity() const noexcept;    // usable slots (queue size − 1)
     std::size_t free_slots() const noexcept;
     std::size_t in_flight() const noexcept;
+    // Transfers that the next answer can finish (their last command is out), or
+    // finished and not yet polled. While there are none, the next answer only
+    // brings a split transfer closer: a caller waiting for completions gains
+    // nothing by spinning for it.
+    std::size_t near_completion() const noexcept;
     // Transfers held while the controller reconnects, re-sent once it is back
     // (they complete later, like those in flight).
     std::size_t held() const noexcept;
