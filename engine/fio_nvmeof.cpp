@@ -163,7 +163,9 @@ fio_option engine_options[] = {
                       "0"),
     NVMEOF_INT_OPTION("poll_spin_us", poll_spin_us,
                       "How long a job waiting for completions polls before it sleeps on the "
-                      "completion channel, in microseconds (0: sleep at once)",
+                      "completion channel, in microseconds (0: sleep at once); it polls only "
+                      "while an I/O is one command from done (not for a split I/O's earlier "
+                      "pieces)",
                       "200"),
     NVMEOF_STRING_OPTION("gpu", gpu,
                          "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
