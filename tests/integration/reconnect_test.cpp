@@ -385,3 +385,59 @@ TEST(Reconnect, HeldInCapsuleWritesGoKeyedWhenTheCapsuleShrinks) {
     EXPECT_EQ(TargetProcess::stat(stats, "in_capsule_writes").value_or(99), 0u) << stats;
     EXPECT_EQ(TargetProcess::stat(stats, "commands.write").value_or(0), kWrites) << stats;
 }
+
+// Split transfers held by an outage are replayed whole; afterwards the queue
+// still tells which transfers the next answer can finish (its count of
+// transfers waiting for several answers went through the hold and the replay).
+TEST(Reconnect, ReplayedSplitTransfersLeaveNearCompletionRight) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    // 8 KiB per command, 3 commands in flight at most. The connect's 11 commands
+    // (9, and the asynchronous event set-up of a controller that reconnects) and the
+    // first transfer's first 3 pieces are answered; its 4th piece, sent as a slot
+    // frees, is the 15th command: the outage drops it with that one piece left, and
+    // the replay sends all four again.
+    TargetProcess target({"--mqes", "3", "--mdts", "1", "--fault", "outage-after=15:300"});
+    Controller c = Controller::connect(reconnecting(target, 10s));
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    constexpr std::uint64_t kPiece = 8 * 1024;
+    MemoryRegion arena = c.allocate(9 * kPiece);
+    const std::uint64_t piece_blocks = kPiece / ns.lba_size();
+    const Transfer first{Op::write, 0, 4 * piece_blocks, &arena, 0, 1};
+    const Transfer second{Op::write, 4 * piece_blocks, 4 * piece_blocks, &arena, 4 * kPiece, 2};
+    ASSERT_EQ(q.pieces(ns, first), 4u);
+    ASSERT_EQ(q.submit(ns, first), SubmitResult::queued) << describe(q.last_error());
+    ASSERT_EQ(q.submit(ns, second), SubmitResult::queued) << describe(q.last_error());
+    EXPECT_EQ(q.near_completion(), 0u);
+
+    std::vector<Completion> out(4);
+    std::size_t completed = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (completed < 2 && std::chrono::steady_clock::now() < deadline) {
+        const std::size_t n = q.poll(out);
+        for (std::size_t i = 0; i < n; ++i) {
+            EXPECT_TRUE(out[i].status.ok()) << describe(out[i].status);
+        }
+        completed += n;
+        ASSERT_TRUE(c.keep_alive());
+    }
+    ASSERT_EQ(completed, 2u);
+    EXPECT_EQ(c.reconnect_stats().reconnects, 1u);
+    EXPECT_GT(c.reconnect_stats().transfers_retried, 0u);
+    EXPECT_EQ(q.near_completion(), 0u);
+
+    // After the replay: a split transfer is not near, a one-command one is.
+    ASSERT_EQ(q.submit(ns, first), SubmitResult::queued) << describe(q.last_error());
+    EXPECT_EQ(q.near_completion(), 0u);
+    const Transfer single{Op::write, 0, piece_blocks, &arena, 8 * kPiece, 3};
+    ASSERT_EQ(q.submit(ns, single), SubmitResult::queued) << describe(q.last_error());
+    EXPECT_EQ(q.near_completion(), 1u);
+    completed = 0;
+    while (completed < 2 && std::chrono::steady_clock::now() < deadline) {
+        completed += q.poll(out);
+    }
+    ASSERT_EQ(completed, 2u);
+    EXPECT_EQ(q.near_completion(), 0u);
+}
