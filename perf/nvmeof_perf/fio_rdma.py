@@ -3,6 +3,7 @@ next to the nvmeof engine (no NVMe-oF, no target; one RDMA operation per
 I/O, as fio's rdma engine does it). A point runs a fio rdma server on a free
 loopback port and the point's fio job as its client; the server serves one
 client and exits."""
+import random
 import socket
 import subprocess
 import time
@@ -18,9 +19,20 @@ class ServerError(Exception):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port below the kernel's ephemeral range: a port the
+    kernel handed out (bind to 0) could be taken again, before fio binds it,
+    by a parallel test's outgoing connection or `--port 0` listener."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    for _ in range(100):
+        port = random.randrange(10000, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ServerError(f"no free port between 10000 and {low}")
 
 
 @contextmanager

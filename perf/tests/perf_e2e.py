@@ -133,9 +133,10 @@ def test_gpu_fake(workdir):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """Below the ephemeral range, as the runner's own (nvmeof_perf.fio_rdma)."""
+    sys.path.insert(0, str(HERE.parent))
+    from nvmeof_perf import fio_rdma
+    return fio_rdma.free_port()
 
 
 def test_two_hosts(workdir):

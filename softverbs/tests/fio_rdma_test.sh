@@ -16,20 +16,51 @@ trap cleanup EXIT
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export SOFTVERBS_STATS="$work/stats-%p.json"
 
+# A free port below the kernel's ephemeral range: a port the kernel handed out
+# (bind to 0) could be taken again, before fio binds it, by a parallel test's
+# outgoing connection or `--port 0` listener ("Address already in use").
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(100):
+    port = random.randrange(10000, low)
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(port)
+        break
+PY
 }
 
 for verb in write read; do
-  port=$(free_port)
-  timeout 60 "$run" "$fio" --name=server --ioengine=rdma --port="$port" --rw=read --bs=64k --size=8m \
-    --output="$work/server-$verb.log" &
-  server_pid=$!
-  # Bounded wait for the listener (a bare TCP probe is ignored by softverbs).
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.1
+  # A server that exits before it listens (its port was taken meanwhile) is
+  # started again on another port.
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    timeout 60 "$run" "$fio" --name=server --ioengine=rdma --port="$port" --rw=read --bs=64k --size=8m \
+      --output="$work/server-$verb.log" 2>"$work/server-$verb.err" &
+    server_pid=$!
+    # Bounded wait for the listener (a bare TCP probe is ignored by softverbs).
+    for _ in $(seq 100); do
+      kill -0 "$server_pid" 2>/dev/null || break
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+      sleep 0.1
+    done
+    # The probe may have reached another program on a port taken meanwhile,
+    # while fio's own bind is still to fail: give that a moment to show.
+    sleep 0.5
+    if kill -0 "$server_pid" 2>/dev/null && ! grep -q "rdma_bind_addr fail" "$work/server-$verb.err"; then
+      break
+    fi
+    kill -9 "$server_pid" 2>/dev/null
+    wait "$server_pid"
+    server_pid=""
+    echo "fio rdma server did not listen on port $port (attempt $attempt): $(tail -c 300 "$work/server-$verb.err")"
   done
+  [ -n "$server_pid" ] || { echo "FAIL: fio rdma server never listened"; exit 1; }
   timeout 60 "$run" "$fio" --name=client --ioengine=rdma --hostname=127.0.0.1 --port="$port" --verb="$verb" \
     --rw=write --bs=64k --size=8m --output="$work/client-$verb.log"
   client_rc=$?

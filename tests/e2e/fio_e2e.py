@@ -3,8 +3,8 @@
 softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
 import json
 import os
-import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -263,9 +263,11 @@ def test_gpu_job(job, registration):
 
 
 def free_tcp_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """Below the kernel's ephemeral range, as the perf runner picks fio's ports
+    (a port handed out by binding to 0 can be taken again by a parallel test)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "perf"))
+    from nvmeof_perf.fio_rdma import free_port
+    return free_port()
 
 
 def test_client_server():
