@@ -394,10 +394,10 @@ TEST(Reconnect, ReplayedSplitTransfersLeaveNearCompletionRight) {
         GTEST_SKIP() << "needs nvmeof-target's outage fault";
     }
     // 8 KiB per command, 3 commands in flight at most. The connect's 11 commands
-    // (9, and the asynchronous event set-up of a controller that reconnects) and the
-    // first transfer's first 3 pieces are answered; its 4th piece, sent as a slot
-    // frees, is the 15th command: the outage drops it with that one piece left, and
-    // the replay sends all four again.
+    // (9, and the ANA log read and Asynchronous Event Request of a controller that
+    // reconnects) and the first transfer's first 3 pieces are answered; its 4th
+    // piece, sent as a slot frees, is the 15th command: the outage drops it with
+    // that one piece left, and the replay sends all four again.
     TargetProcess target({"--mqes", "3", "--mdts", "1", "--fault", "outage-after=15:300"});
     Controller c = Controller::connect(reconnecting(target, 10s));
     Namespace ns = c.namespace_at(1);
