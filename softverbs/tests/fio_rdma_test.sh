@@ -16,23 +16,13 @@ trap cleanup EXIT
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export SOFTVERBS_STATS="$work/stats-%p.json"
 
-# A free port below the kernel's ephemeral range: a port the kernel handed out
-# (bind to 0) could be taken again, before fio binds it, by a parallel test's
-# outgoing connection or `--port 0` listener ("Address already in use").
+# A free port below the kernel's ephemeral range, picked as the perf runner
+# picks its fio servers' (a port handed out by binding to 0 can be taken by a
+# parallel test before fio binds it: "Address already in use").
+perf_dir="$(cd "$(dirname "$0")/../../perf" && pwd)"
 free_port() {
-  python3 - <<'PY'
-import random, socket
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-for _ in range(100):
-    port = random.randrange(10000, low)
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        print(port)
-        break
-PY
+  python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); from nvmeof_perf.fio_rdma import free_port; print(free_port())' \
+    "$perf_dir"
 }
 
 for verb in write read; do
