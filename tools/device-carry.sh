@@ -3,7 +3,7 @@
 # the device tool's `carry`: that machine has CUDA but no rdma-core, GoogleTest or fio,
 # and reaches no package registry. Copies, debug info stripped, keeping the build's
 # layout so that $ORIGIN run paths resolve:
-#   build/{core,engine,target,softverbs,softverbs/tests,tests/unit/gpu}/...  (from BUILD)
+#   build/{core,engine,target,softverbs,softverbs/tests,tests/unit/gpu,examples}/...  (from BUILD)
 #   fio                 a fio built from .cache/fio-src with this build's config-host.h
 #                       (the engine's ABI), without the engines that need other libraries
 #   lib-fallback/       libraries the binaries need beyond glibc and libstdc++, used there
@@ -17,7 +17,7 @@ grep -qx "/$DEST/" .git/info/exclude 2>/dev/null || echo "/$DEST/" >> .git/info/
 rm -rf "$DEST"
 mkdir -p "$DEST/lib-fallback"
 for f in core/libnvmeof.so.0 engine/libfio_nvmeof.so target/nvmeof-target softverbs/libibverbs.so.1 \
-         softverbs/librdmacm.so.1 softverbs/softverbs-run softverbs/tests/softverbs_gpu_memory_test \
+         softverbs/librdmacm.so.1 softverbs/softverbs-run softverbs/tests/softverbs_gpu_memory_test examples/read_write \
          tests/unit/gpu/gpu_io_check; do
     mkdir -p "$DEST/build/$(dirname "$f")"
     cp -L "$BUILD/$f" "$DEST/build/$f"

@@ -961,8 +961,9 @@ outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Rais
             py::arg("array"),
             "Registers CUDA device memory: a C-contiguous object with __cuda_array_interface__ "
             "or a DLPack tensor on a CUDA device (kDLCUDA: torch CUDA tensors), its context "
-            "current on this thread. Writes from it do not wait for kernels still writing it: "
-            "synchronise first (torch.cuda.synchronize()). The core widens the registration to "
+            "current on this thread. A write from it first waits for the work queued in that "
+            "context, on every stream (cuCtxSynchronize), so a kernel still filling it finishes "
+            "first. The core widens the registration to "
             "the GPU pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
             "\"peermem\"). Reads into it are flushed before they return. The object is kept "
             "alive while registered. ValueError for another device, strides or a read-only "

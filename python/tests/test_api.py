@@ -509,12 +509,19 @@ def test_register_gpu(target):
         source, sink = FakeCudaArray(cuda, 16384), FakeCudaArray(cuda, 16384)
         expected = pattern(16384, 7)
         source.upload(expected)
+        calls = getattr(cuda, "fake_cuda_log", None)  # the fake driver's call log (not in a real one)
+        if calls is not None:
+            calls.restype = ctypes.c_char_p
+            cuda.fake_cuda_clear_log()
         with controller.register_gpu(source) as out, controller.register_gpu(sink) as into:
             assert out.kind == "gpu" and out.registration_path in ("dma-buf", "peermem")
             assert out.obj is source and len(out) == 16384
             with pytest.raises(BufferError):
                 memoryview(out)  # device memory has no host view
             namespace.write(out, slba=500)
+            if calls is not None:
+                # What the docstring promises: a write waits for the kernels of the owning context.
+                assert "cuCtxSynchronize" in calls().decode(), calls().decode()
             namespace.read(into, slba=500)
         assert numpy.array_equal(sink.download(), expected)
         with controller.allocate(16384) as host:

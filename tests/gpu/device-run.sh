@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The one command for a GPU machine lent by the device tool, over what
 # tools/device-carry.sh staged (default .devcarry):
-#   bash tests/gpu/device-run.sh [CARRY]     (writes device-check.log, scaling.json to $OUT if set)
+#   bash tests/gpu/device-run.sh [CARRY]     (logs and scaling.json to $OUT if set)
 # Prints the machine, runs tests/gpu/device-check.sh on the carried build, then
-# bench/scaling.py (IOPS per core, numjobs 1-8, over softverbs).
+# tests/gpu/python-check.sh (the Python API with real torch CUDA tensors), then
+# bench/scaling.py (IOPS per core, numjobs 1-8, over softverbs). SKIP_CHECK=1 and
+# SKIP_PYTHON=1 leave out the first two.
 set -u
 cd "$(dirname "$0")/../.."
 CARRY=${1:-.devcarry}
@@ -21,6 +23,7 @@ export LD_LIBRARY_PATH=$EXTRA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FIO=$PWD/$CARRY/fio SOFTVERBS_LIBDIR=$PWD/$CARRY/build/softverbs
 "$CARRY/build/softverbs/softverbs-run" "$FIO" --version
 [ -n "${SKIP_CHECK:-}" ] || bash tests/gpu/device-check.sh "$CARRY/build" 2>&1 | tee "$OUT/device-check.log"
+[ -n "${SKIP_PYTHON:-}" ] || bash tests/gpu/python-check.sh "$CARRY"
 echo "===== scaling (t=${SECONDS}s)"
 python3 bench/scaling.py --build "$CARRY/build" --fio "$FIO" ${SCALING_ARGS:-} --json "$OUT/scaling.json" 2>&1 | tee "$OUT/scaling.log"
 echo "===== end (t=${SECONDS}s)"
