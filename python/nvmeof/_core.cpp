@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -38,9 +39,16 @@ namespace dlpack = nvmeof_python::dlpack;
 
 namespace {
 
+struct RequestEntry;
+
 struct ControllerState {
     std::optional<nvmeof::Controller> controller;
     std::mutex mutex;
+    // Low-level requests submitted with a data owner and not yet seen done
+    // (sweep_requests): each keeps its buffer alive and counted in use, so the
+    // target never reaches memory that was deregistered under it. Python
+    // objects: touched only with the GIL held.
+    std::vector<std::shared_ptr<RequestEntry>> owning_requests;
     // Blocking transfers' completions by token (their Transfer::user_data),
     // filed by whichever waiting thread polled them; an entry exists while its
     // thread waits. Guarded by `mutex`.
@@ -53,6 +61,10 @@ struct ControllerState {
     // The last Python reference went without close(): closing may wait for the
     // target (up to the timeout), so not with the GIL held.
     ~ControllerState() {
+        if (!owning_requests.empty()) {
+            py::gil_scoped_acquire gil;  // they hold Python objects; before the controller goes
+            owning_requests.clear();
+        }
         if (controller && PyGILState_Check() != 0) {
             py::gil_scoped_release no_gil;
             controller.reset();
@@ -134,13 +146,12 @@ struct Buffer {
     nvmeof::MemoryRegion region;  // after memory/view/tensor: deregistered before they go
     std::size_t exports = 0;
     std::size_t transfers = 0;  // blocking transfers using it now (counted under the GIL)
+    std::size_t requests = 0;   // low-level requests in flight with it as data owner (likewise)
     bool closed = false;
     bool device = false;  // register_gpu(): `data` is a device address
 
-    void close() {
-        if (transfers != 0) {
-            throw py::value_error("close: the buffer is in use by a transfer of another thread");
-        }
+    void close();  // refused while a transfer or a low-level request uses it
+    void deregister() {
         {
             py::gil_scoped_release no_gil;
             std::lock_guard lock(state->mutex);
@@ -216,6 +227,72 @@ Buffer& buffer_of(const py::object& buffer) {
 
 const nvmeof::MemoryRegion& region_of(const py::object& buffer) {
     return buffer_of(buffer).region;
+}
+
+// A low-level request: its Python Request holds it and, while it is in flight
+// with a data owner, so does ControllerState::owning_requests.
+struct RequestEntry {
+    ControllerState* state;
+    std::optional<nvmeof::Request> request;
+    py::object data_owner;    // kept alive while the entry exists
+    Buffer* owner = nullptr;  // data_owner's Buffer while counted in its `requests`
+
+    RequestEntry(ControllerState* owning_state, py::object owner_object)
+        : state(owning_state), data_owner(std::move(owner_object)) {}
+    RequestEntry(const RequestEntry&) = delete;
+    RequestEntry& operator=(const RequestEntry&) = delete;
+    // Destroyed with the GIL held; the core is let go of with its lock held.
+    ~RequestEntry() {
+        if (request) {
+            py::gil_scoped_release no_gil;
+            std::lock_guard lock(state->mutex);
+            request.reset();
+        }
+    }
+};
+
+// Lets go of the owning requests that are done, or that can no longer reach
+// their memory (the controller closed or was given up: its queues are gone).
+// Called with the GIL held; checks the requests with it released.
+void sweep_requests(ControllerState& state) {
+    if (state.owning_requests.empty()) {
+        return;
+    }
+    // Copies: another thread may sweep or submit while the GIL is released.
+    const std::vector<std::shared_ptr<RequestEntry>> entries = state.owning_requests;
+    std::vector<const RequestEntry*> finished;
+    {
+        py::gil_scoped_release no_gil;
+        std::lock_guard lock(state.mutex);
+        const bool live = state.controller &&
+                          (state.controller->is_open() || state.controller->is_reconnecting());
+        for (const auto& entry : entries) {
+            if (!live || entry->request->done()) {
+                finished.push_back(entry.get());
+            }
+        }
+    }
+    std::erase_if(state.owning_requests, [&](const std::shared_ptr<RequestEntry>& entry) {
+        if (std::ranges::find(finished, entry.get()) == finished.end()) {
+            return false;
+        }
+        --entry->owner->requests;
+        entry->owner = nullptr;
+        return true;
+    });
+}
+
+void Buffer::close() {
+    if (transfers != 0) {
+        throw py::value_error("close: the buffer is in use by a transfer of another thread");
+    }
+    sweep_requests(*state);
+    if (requests != 0) {
+        throw py::value_error(
+            "close: a low-level request with this buffer as data_owner is "
+            "still in flight (poll until request.done)");
+    }
+    deregister();
 }
 
 // Counts a transfer on a buffer (under the GIL) so close() from another thread
@@ -358,18 +435,17 @@ struct PyResponse {
 
 struct PyRequest {
     StatePtr state;
-    std::optional<nvmeof::Request> request;
-    py::object data_owner;  // kept alive while the request exists
+    std::shared_ptr<RequestEntry> entry;
 
     bool done() const {
         py::gil_scoped_release no_gil;
         std::lock_guard lock(state->mutex);
-        return request->done();
+        return entry->request->done();
     }
     PyResponse response() const {
         py::gil_scoped_release no_gil;
         std::lock_guard lock(state->mutex);
-        return PyResponse{request->response()};
+        return PyResponse{entry->request->response()};
     }
 };
 
@@ -380,10 +456,17 @@ struct PyIoQueue {
     nvmeof::IoQueue queue(nvmeof::Controller& c) const { return admin ? c.admin() : c.io(0); }
 
     PyRequest submit(const nvmeof::wire::Sqe& command, const py::object& data_owner) {
-        const nvmeof::MemoryRegion* owner = data_owner.is_none() ? nullptr : &region_of(data_owner);
-        auto request =
-            locked(state, [&](nvmeof::Controller& c) { return queue(c).submit(command, owner); });
-        return PyRequest{state, std::move(request), data_owner};
+        Buffer* owner = data_owner.is_none() ? nullptr : &buffer_of(data_owner);
+        auto entry = std::make_shared<RequestEntry>(state.get(), data_owner);
+        entry->request.emplace(locked(state, [&](nvmeof::Controller& c) {
+            return queue(c).submit(command, owner != nullptr ? &owner->region : nullptr);
+        }));
+        if (owner != nullptr) {
+            entry->owner = owner;
+            ++owner->requests;
+            state->owning_requests.push_back(entry);
+        }
+        return PyRequest{state, std::move(entry)};
     }
     void poll() {
         locked(state, [&](nvmeof::Controller& c) {
@@ -391,6 +474,7 @@ struct PyIoQueue {
             c.keep_alive();
             return 0;
         });
+        sweep_requests(*state);
     }
     template <typename Get>
     auto get(Get&& get) {
@@ -402,11 +486,14 @@ struct PyController {
     StatePtr state = std::make_shared<ControllerState>();
 
     void close() {
-        py::gil_scoped_release no_gil;
-        std::lock_guard lock(state->mutex);
-        if (state->controller) {
-            state->controller->close();
+        {
+            py::gil_scoped_release no_gil;
+            std::lock_guard lock(state->mutex);
+            if (state->controller) {
+                state->controller->close();
+            }
         }
+        sweep_requests(*state);  // their queues are gone: the buffers are free to close
     }
 };
 
@@ -701,7 +788,8 @@ PYBIND11_MODULE(_core, m) {
         m, "Buffer", py::buffer_protocol(),
         "Registered memory. Supports the buffer protocol (memoryview, numpy.frombuffer, "
         "torch.frombuffer: zero copy, format 'B') and `with`; close() deregisters it (refused "
-        "while a blocking transfer of another thread uses it). Views taken before close() stay "
+        "while a blocking transfer of another thread uses it, or a low-level request with it as "
+        "data_owner is in flight). Views taken before close() stay "
         "valid; new ones are refused.");
     auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(buffer_class.ptr());
     heap_type->as_buffer.bf_getbuffer = buffer_get;
@@ -786,13 +874,17 @@ PYBIND11_MODULE(_core, m) {
             "Raises NvmeError (an NVMe error status) or TransportError; returns None on success.");
 
     py::class_<PyRequest>(m, "Request",
-                          "A low-level command in flight; keeps its data_owner alive.")
+                          "A low-level command in flight. Its data_owner stays alive and "
+                          "registered until the request is seen done by IoQueue.poll() (or the "
+                          "controller closes), even if the Request is dropped: closing that "
+                          "buffer meanwhile raises ValueError.")
         .def_property_readonly("done", &PyRequest::done)
         .def_property_readonly("response", &PyRequest::response,
                                "The Response; raises nvmeof.Error until done.")
         .def_property_readonly("command_id",
-                               [](const PyRequest& r) { return r.request->command_id(); })
-        .def_readonly("data_owner", &PyRequest::data_owner);
+                               [](const PyRequest& r) { return r.entry->request->command_id(); })
+        .def_property_readonly("data_owner",
+                               [](const PyRequest& r) { return r.entry->data_owner; });
 
     py::class_<PyIoQueue>(m, "IoQueue", "A queue of the controller: submit() and poll().")
         .def("submit", &PyIoQueue::submit, py::arg("command"), py::arg("data_owner") = py::none(),

@@ -249,6 +249,41 @@ def test_low_level_submit_and_poll(target):
         assert bytes(memoryview(request.data_owner)) == pattern(512, 6).tobytes()
 
 
+def test_a_buffer_stays_registered_while_a_low_level_request_uses_it():
+    # Every answer 300 ms late: the requests are surely in flight while close() is tried.
+    with start_target("--fault", "delay-ms=300") as target, connect(target) as controller:
+        namespace = controller.namespace(1)
+        block = controller.allocate(512)
+        command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=0, blocks=1,
+                                      buffer=block, lba_size=namespace.lba_size)
+        request = controller.io.submit(command, data_owner=block)
+        with pytest.raises(ValueError, match="data_owner is still in flight"):
+            block.close()
+        assert not block.closed
+        # Dropping the Request does not let the target write into deregistered memory.
+        del request
+        gc.collect()
+        with pytest.raises(ValueError, match="in flight"):
+            block.close()
+        deadline = time.monotonic() + 10
+        while controller.io.in_flight and time.monotonic() < deadline:
+            controller.io.poll()
+        assert controller.io.in_flight == 0
+        block.close()  # seen done by poll(): free to go
+        assert block.closed
+        # The queue is whole (a deregistration in flight would have failed it).
+        with controller.allocate(512) as check:
+            namespace.read(check, slba=0)
+        # Closing the controller ends every hold: its queues can reach nothing any more.
+        held = controller.allocate(512)
+        command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=0, blocks=1,
+                                      buffer=held, lba_size=namespace.lba_size)
+        request = controller.io.submit(command, data_owner=held)
+        controller.close()
+        held.close()
+        assert held.closed
+
+
 def test_wrong_nqn_is_a_connect_error(target):
     with pytest.raises(nvmeof.ConnectError) as caught:
         nvmeof.Controller.connect(target.address, "nqn.2026-12.io.nvmeof:nobody", port=target.port,
