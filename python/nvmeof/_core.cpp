@@ -1053,11 +1053,12 @@ outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Rais
             py::arg("array"),
             "Registers CUDA device memory: a C-contiguous object with __cuda_array_interface__ "
             "or a DLPack tensor on a CUDA device (kDLCUDA: torch CUDA tensors), its context "
-            "current on this thread. A write from it first waits for the work queued in that "
-            "context, on every stream (cuCtxSynchronize), so a kernel still filling it finishes "
-            "first. The core widens the registration to "
+            "current on this thread. Namespace.write from it first waits for the work queued in "
+            "that context, on every stream (cuCtxSynchronize), so a kernel still filling it "
+            "finishes first (a low-level IoQueue.submit does not: synchronise first). The core "
+            "widens the registration to "
             "the GPU pages; Buffer.registration_path says which path was used (\"dma-buf\" or "
-            "\"peermem\"). Reads into it are flushed before they return. The object is kept "
+            "\"peermem\"). Namespace.read into it is flushed before it returns. The object is kept "
             "alive while registered. ValueError for another device, strides or a read-only "
             "array; nvmeof.Error says why it cannot register (no CUDA support, no driver, not "
             "device memory, both paths refused).")
