@@ -230,12 +230,12 @@ const nvmeof::MemoryRegion& region_of(const py::object& buffer) {
 }
 
 // A low-level request: its Python Request holds it and, while it is in flight
-// with a data owner, so does ControllerState::owning_requests.
+// with a data owner (a Buffer, counted in its `requests`), so does
+// ControllerState::owning_requests.
 struct RequestEntry {
     ControllerState* state;
     std::optional<nvmeof::Request> request;
-    py::object data_owner;    // kept alive while the entry exists
-    Buffer* owner = nullptr;  // data_owner's Buffer while counted in its `requests`
+    py::object data_owner;  // kept alive while the entry exists
 
     RequestEntry(ControllerState* owning_state, py::object owner_object)
         : state(owning_state), data_owner(std::move(owner_object)) {}
@@ -276,8 +276,7 @@ void sweep_requests(ControllerState& state) {
         if (std::ranges::find(finished, entry.get()) == finished.end()) {
             return false;
         }
-        --entry->owner->requests;
-        entry->owner = nullptr;
+        --entry->data_owner.cast<Buffer&>().requests;
         return true;
     });
 }
@@ -462,7 +461,6 @@ struct PyIoQueue {
             return queue(c).submit(command, owner != nullptr ? &owner->region : nullptr);
         }));
         if (owner != nullptr) {
-            entry->owner = owner;
             ++owner->requests;
             state->owning_requests.push_back(entry);
         }

@@ -13,13 +13,7 @@ OUT=${OUT:-/tmp}
 echo "===== machine"
 uname -a; grep -E '^(PRETTY_NAME)=' /etc/os-release; ldd --version | head -1; nproc; free -g | head -2
 ulimit -l unlimited 2>/dev/null; echo "memlock: $(ulimit -l)"
-EXTRA=/tmp/device-lib-extra
-mkdir -p "$EXTRA"
-for lib in "$CARRY"/lib-fallback/*; do
-    name=$(basename "$lib")
-    ldconfig -p | grep -q "^[[:space:]]*$name " || { cp "$lib" "$EXTRA/"; echo "using the carried $name"; }
-done
-export LD_LIBRARY_PATH=$EXTRA${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. tests/gpu/carried-libs.sh
 export FIO=$PWD/$CARRY/fio SOFTVERBS_LIBDIR=$PWD/$CARRY/build/softverbs
 "$CARRY/build/softverbs/softverbs-run" "$FIO" --version
 [ -n "${SKIP_CHECK:-}" ] || bash tests/gpu/device-check.sh "$CARRY/build" 2>&1 | tee "$OUT/device-check.log"

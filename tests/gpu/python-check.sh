@@ -25,13 +25,9 @@ INCLUDES=$(python3 -m pybind11 --includes 2>/dev/null) ||
 echo "includes: $INCLUDES"
 
 section "build the extension for this python3"
-EXTRA=/tmp/device-lib-extra
-mkdir -p "$EXTRA" "$PKG/nvmeof" /tmp/nvmeof-ext
-for lib in "$CARRY"/lib-fallback/*; do
-    name=$(basename "$lib")
-    ldconfig -p | grep -q "^[[:space:]]*$name " || cp "$lib" "$EXTRA/"
-done
-export LD_LIBRARY_PATH=$EXTRA:$BUILD/core${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$PKG/nvmeof" /tmp/nvmeof-ext
+. tests/gpu/carried-libs.sh
+export LD_LIBRARY_PATH=$BUILD/core:$LD_LIBRARY_PATH
 for source in _core dlpack; do
     # shellcheck disable=SC2086  # INCLUDES is a list of -I options
     c++ -std=c++20 -O2 -fPIC -fvisibility=hidden -D_FILE_OFFSET_BITS=64 $INCLUDES -Icore/include \
