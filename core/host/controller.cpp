@@ -115,8 +115,20 @@ MemoryRegion ControllerImpl::register_gpu(void* device_ptr, std::size_t bytes,
                                           std::move(ordering)));
 }
 
+void ControllerImpl::retire_sends(void* controller) noexcept {
+    auto* self = static_cast<ControllerImpl*>(controller);
+    if (self->state_ != ControllerState::live) {
+        return;  // queues down or going: drained, nothing left in a send queue
+    }
+    for (auto& queue : self->io_) {
+        queue->retire_sends();
+    }
+}
+
 MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {
     record->owner = this;
+    record->retire_sends = &ControllerImpl::retire_sends;
+    record->retire_context = this;
     record->host_owner = record->kind == MemoryKind::host ? this : nullptr;
     std::erase_if(memory_, [](const std::weak_ptr<MemoryRecord>& w) { return w.expired(); });
     memory_.push_back(record);
@@ -132,6 +144,10 @@ bool ControllerImpl::keep_alive(std::string* why) noexcept {
             return true;
         }
         service_async_event(Clock::now());
+        if (state_ == ControllerState::resetting) {
+            // That poll saw a queue fail: tear down now, not on the next call.
+            return service_reconnect(Clock::now(), why);
+        }
         if (reconnecting()) {
             return true;  // an ANA change notice moved the controller off this path
         }
@@ -146,6 +162,9 @@ bool ControllerImpl::keep_alive(std::string* why) noexcept {
         return true;
     }
     const bool alive = keep_alive_->service(KeepAlive::Clock::now());
+    if (state_ == ControllerState::resetting) {
+        return service_reconnect(Clock::now(), why);  // its poll saw a queue fail
+    }
     if (!alive && reconnect_enabled()) {
         begin_outage(Clock::now(), keep_alive_->failure());
         return true;

@@ -56,7 +56,7 @@ class NoLongerFits : public Error {
 // sleep_only: reconnecting, nothing to poll; `wake` says when there is work.
 enum class IdlePreparation : std::uint8_t { armed, work_waiting, cannot_wait, sleep_only };
 
-class ControllerImpl {
+class ControllerImpl final : public QueueFailureListener {
 public:
     explicit ControllerImpl(const Options& options);
     ~ControllerImpl();
@@ -92,6 +92,10 @@ public:
                state_ == ControllerState::reconnecting;
     }
     const ReconnectStats& reconnect_stats() const noexcept { return reconnect_stats_; }
+    // A queue failed, seen wherever (a poll, a post, a deadline): a live
+    // controller that reconnects starts its outage now (reconnect.cpp), so a
+    // caller refused busy drives the reconnect instead of retrying forever.
+    void queue_failed(RdmaQueue& queue) noexcept override;
 
   private:
     using Clock = std::chrono::steady_clock;
@@ -138,6 +142,8 @@ public:
     void transition(ControllerState to, const std::string& why) noexcept;
     std::string failure_text() const;
     std::string name() const;
+    // MemoryRecord::retire_sends: every I/O queue's SENDs retired (a deregistration follows).
+    static void retire_sends(void* controller) noexcept;
     // Remembers a registered record (closed with the controller) and hands it out.
     MemoryRegion track(std::shared_ptr<MemoryRecord> record);
     Response execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);

@@ -170,6 +170,7 @@ void ControllerImpl::connect() {
                                std::string(admin_size.limit) + ")");
     }
     admin_->set_owner(this);
+    admin_->set_failure_listener(this);
     connect_preferred_path();
 
     limits_.admin_queue_size = wire::kAdminQueueSize;
@@ -440,6 +441,7 @@ void ControllerImpl::create_io_queues() {
                                qid_text(qid) + " resolved to another RDMA device than the admin queue");
         }
         queue.set_owner(this);
+        queue.set_failure_listener(this);
         queue.set_in_capsule_limit(limits_.in_capsule_bytes);  // a reconnect: as Identify says now
         queue.connect(pd_.get(), device_, limits_.max_transfer_bytes, completion_channel_.get());
         fabrics_connect(queue, qid, size.size, limits_.cntlid);

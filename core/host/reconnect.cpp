@@ -89,8 +89,25 @@ std::string ControllerImpl::failure_text() const {
     return "a queue failed";
 }
 
+void ControllerImpl::queue_failed(RdmaQueue& queue) noexcept {
+    if (state_ != ControllerState::live || !reconnect_enabled()) {
+        return;  // a reconnect attempt, a close or an outage under way sees it itself
+    }
+    // Only the state changes here: the failed queue is still on the caller's
+    // stack. The teardown runs from the next service_reconnect().
+    try {
+        transition(ControllerState::resetting,
+                   "qid " + std::to_string(queue.qid()) + " failed (" +
+                       std::string(transport_errc_name(queue.failure())) + ")");
+    } catch (...) {
+        state_ = ControllerState::resetting;
+        reconnect_stats_.reconnecting = true;
+    }
+}
+
 bool ControllerImpl::service_reconnect(Clock::time_point now, std::string* why) noexcept {
-    if (state_ == ControllerState::live && target_lost()) {
+    if (state_ == ControllerState::resetting ||
+        (state_ == ControllerState::live && target_lost())) {
         std::string cause;
         try {
             cause = failure_text();
@@ -142,7 +159,9 @@ void ControllerImpl::begin_outage(Clock::time_point now, const std::string& why,
     fast_fail_at_ = options_.fast_io_fail_tmo.count() > 0 ? now + options_.fast_io_fail_tmo
                                                           : Clock::time_point::max();
     fast_failed_ = false;
-    transition(ControllerState::resetting, why);
+    if (state_ != ControllerState::resetting) {  // queue_failed() may have said so already
+        transition(ControllerState::resetting, why);
+    }
     tear_down_queues();
     const std::chrono::milliseconds first_delay = delay.value_or(options_.reconnect_delay);
     next_attempt_ = now + first_delay;

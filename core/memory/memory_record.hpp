@@ -29,6 +29,10 @@ struct MemoryRecord {
     RegistrationPath path = RegistrationPath::host;
     int device_ordinal = -1;
     std::shared_ptr<GpuOrdering> ordering;
+    // Set by the registering controller while it is open: called before the
+    // deregistration, so no SEND still in a send queue gathers from this memory.
+    void (*retire_sends)(void* controller) noexcept = nullptr;
+    void* retire_context = nullptr;
 
     MemoryRecord() = default;
     MemoryRecord(const MemoryRecord&) = delete;
@@ -38,6 +42,11 @@ struct MemoryRecord {
     bool alive() const noexcept { return static_cast<bool>(mr); }
     // Deregisters (the PD must still exist) and frees owned memory. Idempotent.
     void close() noexcept {
+        if (mr && retire_sends != nullptr) {
+            retire_sends(retire_context);
+        }
+        retire_sends = nullptr;
+        retire_context = nullptr;
         mr.reset();
         owner = nullptr;
         host_owner = nullptr;  // `ordering` stays with the record: transfers may still hold it

@@ -131,6 +131,22 @@ enum class OutagePolicy : std::uint8_t {
     lost,       // the controller gave up: submissions fail (ENODEV)
 };
 
+class RdmaQueue;
+
+// Told when a queue fails (a timeout, a WC error, a lost connection; not an
+// orderly close), wherever the failure is seen: a poll, a post, a deadline
+// check. The owner's state machine must not depend on someone calling it
+// later to notice (an engine with nothing in flight never polls again).
+// Called from inside the queue: the listener may record the failure but must
+// not tear the queue down there.
+class QueueFailureListener {
+public:
+    virtual void queue_failed(RdmaQueue& queue) noexcept = 0;
+
+protected:
+    ~QueueFailureListener() = default;
+};
+
 class RdmaQueue final {
 public:
     // --- setup (rdma_queue_setup.cpp) ---
@@ -155,6 +171,9 @@ public:
     // still owned by Request handles and the transfer records stay.
     void reopen(const PeerAddress& peer, const ConnectDeadline& deadline, std::uint16_t cntlid);
     void set_outage_policy(OutagePolicy policy) noexcept;
+    void set_failure_listener(QueueFailureListener* listener) noexcept {
+        failure_listener_ = listener;
+    }
     // After a reconnect (the queue live again): every held transfer is built
     // again from its start and posted, in the order first submitted, with the
     // same memory. Returns how many.
@@ -214,6 +233,14 @@ public:
                                       : std::chrono::steady_clock::time_point::max();
     }
 
+    // Before memory is deregistered: every SEND built so far leaves the send
+    // queue (its completion, or a signalled one after it, polled). An
+    // unsignalled SEND that gathers in-capsule data is otherwise still in the
+    // queue after its response came, and a retransmission of it would read the
+    // memory. Off the data path; bounded by the queue's timeout, past which the
+    // queue fails (QP to error and drain also retire everything).
+    void retire_sends() noexcept;
+
     // Fails every outstanding request with `code` after QP → error and drain.
     void fail(TransportErrc code, int sys_errno, const char* why) noexcept;
 
@@ -238,6 +265,8 @@ public:
     static constexpr std::uint64_t kRecvTag = std::uint64_t{1} << kRecvTagShift;  // wr_id of RECVs
     // wr_id of drain()'s markers (the RECV's with kRecvTag)
     static constexpr std::uint64_t kDrainMarker = std::uint64_t{1} << 62;
+    // wr_id of retire_sends()' zero-length RDMA WRITEs
+    static constexpr std::uint64_t kRetireMarker = kDrainMarker + 1;
     // A busy queue at depth 32 produces about 32 CQEs per round: one poll takes them all.
     static constexpr int kPollBatch = 64;
     // Busy polls between checks: at most kStampRing - kStampScanInterval reads
@@ -475,6 +504,7 @@ private:
     std::chrono::steady_clock::time_point earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     std::uint16_t crqsize_ = 0;
     CompletionStatus last_error_;
+    QueueFailureListener* failure_listener_ = nullptr;
     TransportErrc failure_ = TransportErrc::none;
     int failure_errno_ = 0;
 };

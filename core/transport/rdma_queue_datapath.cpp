@@ -612,7 +612,8 @@ bool RdmaQueue::handle_send_completion(const ibv_wc& wc) noexcept {
              ibv_wc_status_str(wc.status));
         return false;
     }
-    if (wc.wr_id >= slots_.size() || sends_in_queue() < kSendsPerSignal) [[unlikely]] {
+    if ((wc.wr_id >= slots_.size() && wc.wr_id != kRetireMarker) ||
+        sends_in_queue() < kSendsPerSignal) [[unlikely]] {
         fail(TransportErrc::protocol_error, EPROTO, "SEND completion nothing was signalled for");
         return false;
     }
@@ -931,11 +932,6 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
     state_ = QueueState::failed;
     failure_ = code;
     failure_errno_ = sys_errno;
-    if (code != TransportErrc::closed) {
-        log_error("qid %u: queue failed (%s): %s; failing %zu outstanding requests",
-                  unsigned{config_.qid}, std::string(transport_errc_name(code)).c_str(), why,
-                  cids_.outstanding());
-    }
     deferred_head_ = deferred_tail_ = nullptr;  // never posted; failed below with the rest
     deferred_count_ = 0;
     // The target must not touch memory after we report anything: error, then drain.
@@ -943,6 +939,7 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
         id_.move_qp_to_error();
         drain();
     }
+    const std::size_t held_before = held_count_;
     if (outage_ == OutagePolicy::hold) {
         hold_unfinished();  // a reconnect replays them; low-level requests fail below
     }
@@ -951,11 +948,33 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
     status.sys_errno = sys_errno;
     status.queue = config_.kind;
     fail_waiting(status);  // first: a transfer then finishes with its last built piece
+    std::size_t failed_commands = 0;
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         if ((slots_[i].flags & kInFlight) != 0) {
             status.opcode = commands_[i].opcode;
             complete_slot(static_cast<std::uint16_t>(i), status);
+            ++failed_commands;
         }
+    }
+    // The figures a reader adds up to the controller's "I/Os held" and
+    // compares with fio's totals: transfers kept for a replay, commands
+    // failed back. A close in an outage (the teardown of the other queues)
+    // says so only when it held something.
+    const std::size_t newly_held = held_count_ - held_before;
+    if (code == TransportErrc::closed) {
+        if (newly_held != 0) {
+            log_error("qid %u: closed for a reconnect: %zu transfers held for it, %zu commands "
+                      "failed back",
+                      unsigned{config_.qid}, newly_held, failed_commands);
+        }
+        return;
+    }
+    log_error("qid %u: queue failed (%s): %s; %zu transfers held for a reconnect, %zu commands "
+              "failed back",
+              unsigned{config_.qid}, std::string(transport_errc_name(code)).c_str(), why,
+              newly_held, failed_commands);
+    if (failure_listener_ != nullptr) {
+        failure_listener_->queue_failed(*this);
     }
 }
 

@@ -3,6 +3,7 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -483,6 +484,53 @@ void RdmaQueue::disconnect(bool wait_for_peer) noexcept {
     fail(TransportErrc::closed, ESHUTDOWN, "queue closed");
     state_ = QueueState::closed;
     log_debug("qid %u: %s", unsigned{config_.qid}, queue_state_name(state_));
+}
+
+void RdmaQueue::retire_sends() noexcept {
+    if (state_ != QueueState::live || in_capsule_limit_ == 0) {
+        // A queue down was drained; without in-capsule data no SEND reads the caller's memory.
+        return;
+    }
+    commit();  // anything deferred goes first: the filler must come after it
+    if (sends_in_queue() == 0) {
+        return;
+    }
+    // Fill the signalling interval with zero-length RDMA WRITEs (no memory, no
+    // rkey checked, nothing for the target's receive queue), the last one
+    // signalled: its completion retires the interval, as a signalled SEND's does.
+    const std::uint32_t fillers =
+        (kSendsPerSignal - (send_position_ & (kSendsPerSignal - 1))) & (kSendsPerSignal - 1);
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::min(config_.timeout, kMaxDrainWait);
+    while (fillers != 0 && send_room() < fillers && state_ == QueueState::live) {
+        if (progress() == 0 && Clock::now() >= deadline) {
+            fail(TransportErrc::timeout, ETIMEDOUT,
+                 "send queue did not empty before a deregistration");
+            return;
+        }
+    }
+    if (fillers != 0 && state_ == QueueState::live) {
+        std::array<ibv_send_wr, kSendsPerSignal> writes{};
+        for (std::uint32_t i = 0; i < fillers; ++i) {
+            writes[i].wr_id = kRetireMarker;
+            writes[i].opcode = IBV_WR_RDMA_WRITE;
+            writes[i].next = i + 1 < fillers ? &writes[i + 1] : nullptr;
+        }
+        writes[fillers - 1].send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr* bad = nullptr;
+        if (ibv_post_send(qp_, writes.data(), &bad) != 0) {
+            fail(TransportErrc::queue_error, errno != 0 ? errno : EIO,
+                 "ibv_post_send of the retiring writes failed");
+            return;
+        }
+        send_position_ += fillers;
+    }
+    while (sends_in_queue() != 0 && state_ == QueueState::live) {
+        if (progress() == 0 && Clock::now() >= deadline) {
+            fail(TransportErrc::timeout, ETIMEDOUT, "SENDs not retired before a deregistration");
+            return;
+        }
+    }
 }
 
 void RdmaQueue::release_verbs() noexcept {

@@ -3,7 +3,7 @@ again, a path lost for good, fast_io_fail_tmo and ctrl_loss_tmo, over
 softverbs. Short timers keep each case well under 30 s. Run one case:
 fio_reconnect.py NAME."""
 import json
-import json
+import os
 import re
 import signal
 import subprocess
@@ -17,13 +17,14 @@ SLACK_S = 1.0  # the issue's bound: ctrl_loss_tmo + 1 s
 RECONNECTED = re.compile(r"reconnected after an outage of (\d+) ms")
 
 
-def launch(wd, ports, namespace, extra=()):
+def launch(wd, ports, namespace, extra=(), env=None):
     """nvmeof-target on `ports` (0: any); returns the process and the real ports."""
     cmd = [h.SOFTVERBS_RUN, h.TARGET, "--listen", "127.0.0.1"]
     for port in ports:
         cmd += ["--port", str(port)]
     cmd += ["--subsystem", h.NQN, "--namespace", namespace, *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=None if env is None else {**os.environ, **env})
     real = []
     deadline = time.monotonic() + 30
     while len(real) < len(ports) and time.monotonic() < deadline:
@@ -85,6 +86,30 @@ def outages(stderr):
     return [int(ms) for ms in RECONNECTED.findall(stderr)]
 
 
+HELD_BY_QUEUE = re.compile(r"qid \d+: (?:queue failed|closed for a reconnect).*?(\d+) transfers held")
+HELD_BY_CONTROLLER = re.compile(r"-> waiting to reconnect: (\d+) I/Os held")
+RESENT = re.compile(r"reconnected after an outage of \d+ ms \(CNTLID \d+\), (\d+) I/Os re-sent")
+
+
+def check_counts_agree(stderr):
+    """The counts a reader compares agree: per outage, the transfers the
+    queues say they held add up to the controller's "I/Os held", and the
+    reconnect re-sends that many."""
+    held, outages_seen = 0, []
+    for line in stderr.splitlines():
+        if m := HELD_BY_QUEUE.search(line):
+            held += int(m.group(1))
+        elif m := HELD_BY_CONTROLLER.search(line):
+            h.check(int(m.group(1)) == held,
+                    f"the queues held {held} transfers, the controller says {m.group(1)}: {line}")
+            outages_seen.append(held)
+            held = 0
+        elif m := RESENT.search(line):
+            h.check(outages_seen and int(m.group(1)) == outages_seen[-1],
+                    f"re-sent {m.group(1)} after holding {outages_seen}: {line}")
+    return outages_seen
+
+
 def end_record(info):
     """The one controller of the info_file's "end" record (jobs with ctrl_loss_tmo_ms)."""
     records = [json.loads(line) for line in open(info)]
@@ -121,7 +146,10 @@ def test_restart_twice():
     h.check("2 reconnects (outages: " in err, f"no per-job reconnect summary:\n{err[-2000:]}")
     t = h.totals(report)
     h.check(t["read"]["ios"] > 0 and t["write"]["ios"] > 0, f"no I/O: {t}")
+    held = check_counts_agree(err)
+    h.check(len(held) == 2, f"expected two outages with held counts, saw {held}:\n{err[-3000:]}")
     end = end_record(info)
+    h.check(end["ios_retried"] == sum(held), f"info_file re-sent {end['ios_retried']}, the log held {held}")
     h.check(end["reconnects"] == 2 and end["outages_ms"] == seen and not end["lost"],
             f"the info_file's end record does not match the log ({seen}): {end}")
     print(f"two reconnects, outages {seen} ms; {t['read']['ios']} reads verified, {t['write']['ios']} writes; "
@@ -205,7 +233,51 @@ def test_no_restart():
     print(f"the job ended {waited:.1f} s after the target was killed; info_file: {end['lost_reason']}")
 
 
+def test_idle_drop():
+    """The connection drops while nothing is in flight (QD 1, the drop between
+    two I/Os): the failure is seen by a poll, fio's next submission is refused
+    busy, and the controller must start its reconnect from there rather than
+    leave fio retrying forever. Verify clean, at least one reconnect, within
+    the bound."""
+    wd = h.workdir()
+    bound_s = 60
+    proc, (port,) = launch(wd, [0], "ram:64M", env={"SOFTVERBS_FAULTS": "drop,after=2500"})
+    path = f"{wd}/idle.fio"
+    h.write_job(path, f"""[idle]
+ioengine=external:${{NVMEOF_ENGINE}}
+traddr=127.0.0.1:{port}
+subnqn=${{NVMEOF_SUBNQN}}
+ctrl_loss_tmo_ms=30000
+reconnect_delay_ms=500
+rw=randwrite
+bs=4k
+iodepth=1
+size=8m
+verify=crc32c
+""")
+    fio = Fio(path)
+    try:
+        try:
+            rc, report, err = fio.finish(timeout=bound_s)
+        except subprocess.TimeoutExpired:
+            fio.proc.kill()
+            _, err = fio.proc.communicate(timeout=15)
+            raise h.Failure(f"fio still running after {bound_s} s (a spin on busy?):\n{err[-2000:]}")
+    finally:
+        kill(proc)
+    h.check(report is not None, f"fio's stdout is not one JSON report:\n{err[-3000:]}")
+    h.check(rc == 0 and not h.job_errors(report), f"fio failed (rc {rc}):\n{err[-3000:]}")
+    seen = outages(err)
+    h.check(seen, f"no reconnect in the log (was the connection dropped?):\n{err[-3000:]}")
+    check_counts_agree(err)
+    t = h.totals(report)
+    h.check(t["write"]["ios"] == 2048 and t["read"]["ios"] == 2048, f"not every block written and verified: {t}")
+    print(f"{len(seen)} reconnect(s), outages {seen} ms; {t['write']['ios']} writes verified in "
+          f"{fio.ended - fio.start:.1f} s")
+
+
 TESTS = {
+    "idle-drop": test_idle_drop,
     "restart-twice": test_restart_twice,
     "second-path": test_second_path,
     "fast-io-fail": test_fast_io_fail,
