@@ -123,6 +123,11 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
     }
     completions_.resize(std::max(1u, td->o.iodepth));
     post_ = td->o.iodepth_batch <= 1 ? Post::now : Post::deferred;
+    stamp_now_ = fio_fill_issue_time(td) && post_ == Post::now;
+    stamp_deferred_ = fio_fill_issue_time(td) && post_ == Post::deferred;
+    if (stamp_deferred_) {
+        unstamped_.resize(std::max(1u, td->o.iodepth));
+    }
     announce();
     if (options.info_file[0] != '\0') {
         record_facts(options);
@@ -500,8 +505,10 @@ fio_q_status Job::queue(io_u* unit) noexcept {
             .offset = static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - arena_base_),
             .user_data = reinterpret_cast<std::uintptr_t>(unit),
         };
+        stamp_before_post(unit);
         const SubmitResult result = file.only_queue->submit(file.ns, transfer, post_);
         if (result == SubmitResult::queued) [[likely]] {
+            issued(unit);
             return FIO_Q_QUEUED;
         }
         return not_queued(unit, result);
@@ -531,6 +538,7 @@ fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot
             return FIO_Q_COMPLETED;
         }
     }
+    stamp_before_post(unit);
     // Round robin over the controller's queues, starting after the last one used.
     std::size_t index = controller.next_queue;
     for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
@@ -540,10 +548,14 @@ fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot
         }
         // Deferred: commit() posts the batch, one doorbell for iodepth_batch I/Os.
         const SubmitResult result = q.submit(file.ns, transfer, post_);
+        if (result == SubmitResult::queued) {
+            controller.next_queue = index;
+            issued(unit);
+            return FIO_Q_QUEUED;
+        }
         if (result != SubmitResult::busy) {
             controller.next_queue = index;
-            return result == SubmitResult::queued ? FIO_Q_QUEUED
-                                                  : not_queued(unit, result, &q);
+            return not_queued(unit, result, &q);
         }
     }
     return not_queued(unit, SubmitResult::busy);
@@ -589,7 +601,34 @@ int Job::commit() noexcept {
     return 0;
 }
 
+void Job::stamp_before_post(io_u* unit) noexcept {
+    if (stamp_now_) {
+        fio_gettime(&unit->issue_time, nullptr);
+    }
+}
+
+void Job::issued(io_u* unit) noexcept {
+    if (stamp_now_) {
+        io_u_queued(td_, unit);  // slat: fio's start of the I/O to its post
+    } else if (stamp_deferred_ && unstamped_count_ < unstamped_.size()) {
+        unstamped_[unstamped_count_++] = unit;
+    }
+}
+
+void Job::stamp_deferred() noexcept {
+    timespec now{};
+    fio_gettime(&now, nullptr);
+    for (std::size_t i = 0; i < unstamped_count_; ++i) {
+        unstamped_[i]->issue_time = now;
+        io_u_queued(td_, unstamped_[i]);
+    }
+    unstamped_count_ = 0;
+}
+
 void Job::post_deferred() noexcept {
+    if (unstamped_count_ != 0) {
+        stamp_deferred();
+    }
     for (IoQueue& q : queues_) {
         q.commit();
     }
@@ -642,7 +681,14 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     Clock::time_point idle_since{};  // first empty poll of this idle stretch
     while (nr_events < max) {
         std::size_t found = 0;
-        for (IoQueue& q : queues_) {
+        // From a different queue each call: with fio's usual max of 1, a
+        // fixed first queue would always win and the others wait.
+        std::size_t index = poll_start_;
+        for (std::size_t polled = 0; polled < queues_.size(); ++polled) {
+            IoQueue& q = queues_[index];
+            if (++index == queues_.size()) {
+                index = 0;
+            }
             std::size_t failed = 0;
             const std::size_t n =
                 q.poll(std::span(completions_.data() + nr_events, max - nr_events), failed);
@@ -692,6 +738,9 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
             service_keep_alive();  // a long wait for the target must not starve its timer
             sched_yield();
         }
+    }
+    if (++poll_start_ >= queues_.size()) {
+        poll_start_ = 0;
     }
     return static_cast<int>(nr_events);
 }

@@ -144,6 +144,14 @@ private:
 
     void gpu_copy(io_u* unit, bool to_gpu);
     void service_keep_alive() noexcept;
+    // fio's latencies (FIO_ASYNCIO_SETS_ISSUE_TIME): the engine stamps an
+    // I/O's issue time itself, just before its command is posted, so clat
+    // runs from the post to the completion and slat from fio's start to it.
+    [[gnu::always_inline]] inline void stamp_before_post(io_u* unit) noexcept;
+    [[gnu::always_inline]] inline void issued(io_u* unit) noexcept;
+    // Deferred posting: every I/O queued since the last post gets the time of
+    // the post that sends it.
+    void stamp_deferred() noexcept;
     // Submissions refused busy while a controller reconnects: drive it, and
     // back off briefly instead of letting fio spin on queue().
     void ride_out_outage(ControllerSlot& controller) noexcept;
@@ -162,9 +170,15 @@ private:
     bool gpu_verify_ = false;      // copy through the mirror around each I/O
     std::vector<IoQueue> queues_;  // every controller's, in controller order
     std::vector<Controller*> waitable_;  // every controller, for idle waiting
+    std::size_t poll_start_ = 0;         // the queue getevents polls first (rotates)
     // Post::now when fio commits after every queue() (iodepth_batch_submit=1):
     // a deferred post would only wait for that commit.
     Post post_ = Post::deferred;
+    // fio wants issue times (fio_fill_issue_time: not with gtod_reduce), by post mode.
+    bool stamp_now_ = false;
+    bool stamp_deferred_ = false;
+    std::vector<io_u*> unstamped_;  // queued, not yet posted (Post::deferred); iodepth entries
+    std::size_t unstamped_count_ = 0;
     // Filled by poll() in getevents, never past its max (the core keeps the
     // rest); fio takes them by event() (user_data is the io_u).
     std::vector<Completion> completions_;
