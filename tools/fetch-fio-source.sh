@@ -27,6 +27,16 @@ if [ -z "$installed_version" ]; then
     build_fio=1
 fi
 
+# A configured tree for the installed fio, kept machine-wide by an earlier
+# clone's run: copied instead of fetched and configured again.
+machine_copy="${NVMEOF_MACHINE_CACHE:-/var/cache/nvmeof}/fio-src-${installed_version:-none}"
+if [ ! -f "$dest/config-host.h" ] && [ "$build_fio" = 0 ] && [ -n "$installed_version" ] &&
+    [ -f "$machine_copy/.nvmeof-fio-version" ]; then
+    mkdir -p "$(dirname "$dest")"
+    cp -a "$machine_copy" "$dest.tmp.$$" && mv "$dest.tmp.$$" "$dest"
+    echo "fetch-fio-source: copied configured fio $installed_version from $machine_copy"
+fi
+
 if [ -f "$dest/config-host.h" ] && [ -f "$dest/.nvmeof-fio-version" ]; then
     have=$(cat "$dest/.nvmeof-fio-version")
     if [ -n "$installed_version" ] && [ "$have" = "$installed_version" ] && [ "$build_fio" = 0 ]; then
@@ -87,4 +97,10 @@ if [ "$build_fio" = 1 ]; then
     make -C "$dest" -j"$(nproc)" fio >"$dest/build.log" 2>&1 || die "building fio failed; see $dest/build.log"
 fi
 echo "$source_version" > "$dest/.nvmeof-fio-version"
+if [ "$build_fio" = 0 ] && [ "$source_version" = "$installed_version" ] &&
+    mkdir -p "$(dirname "$machine_copy")" 2>/dev/null; then
+    rm -rf "$machine_copy.tmp.$$"
+    cp -a "$dest" "$machine_copy.tmp.$$" 2>/dev/null && rm -rf "$machine_copy" &&
+        mv "$machine_copy.tmp.$$" "$machine_copy" || rm -rf "$machine_copy.tmp.$$"
+fi
 echo "fetch-fio-source: ready: $dest (fio $source_version)"

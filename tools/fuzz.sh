@@ -16,9 +16,12 @@ build=${NVMEOF_FUZZ_BUILD:-$root/build-fuzz}
 usage() { echo "usage: tools/fuzz.sh TARGET|all SECONDS [LIBFUZZER_ARG...] | tools/fuzz.sh list" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 
+. "$root/tools/ccache-env.sh"
 if [ ! -f "$build/build.ninja" ]; then
     command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get install clang libclang-rt-14-dev, or tools/setup.sh)" >&2; exit 1; }
-    CC=clang CXX=clang++ meson setup "$build" "$root" -Dfuzz=enabled -Dtests=false -Dengine=disabled \
+    wrap=""
+    command -v ccache >/dev/null && wrap="ccache "  # meson adds it only to compilers it picks itself
+    CC="${wrap}clang" CXX="${wrap}clang++" meson setup "$build" "$root" -Dfuzz=enabled -Dtests=false -Dengine=disabled \
         -Dpython=disabled -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
 ninja -C "$build" fuzz-targets >/dev/null

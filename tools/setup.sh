@@ -14,6 +14,7 @@ packages=(
     python3-torch
     clang libclang-rt-14-dev  # tools/fuzz.sh: libFuzzer with ASan/UBSan
     libssl-dev
+    ccache  # kept between runs on one machine: a rebuild compiles only what changed
 )
 
 missing=()

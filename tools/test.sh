@@ -10,6 +10,7 @@ build=${1:-$root/build}
 shift || true
 
 "$root/tools/setup.sh"
+. "$root/tools/ccache-env.sh"
 
 if [ -f "$build/build.ninja" ]; then
     meson configure "$build" -Dwerror=true -Dengine=enabled "$@" >/dev/null

@@ -7,18 +7,26 @@
 # which is built without in-band authentication (no CONFIG_NVME_AUTH): the DH-HMAC-CHAP
 # checks (auth-*) need it.
 #
-# Output, cached under .cache/interop/<key>/ where <key> hashes this script and
-# packages.list (a change to either rebuilds; older keys are removed):
+# Output, cached under $NVMEOF_MACHINE_CACHE/interop/<key>/ (default
+# /var/cache/nvmeof: shared by every clone on the machine, so a fresh CI clone
+# boots the image an earlier run built; .cache/interop in the repository when
+# that is not writable) where <key> hashes this script and packages.list (a
+# change to either rebuilds; older keys are removed):
 #   rootfs.img  ext4 root filesystem (booted with snapshot=on, never modified)
 #   vmlinux     the stock Debian kernel, uncompressed (PVH entry, fast under TCG)
 #   initrd.img  tiny busybox initrd: virtio + ext4 modules, then switch_root
 #   kver        the guest kernel version
-# .cache/interop/current is a symlink to the newest complete build.
+# <cache>/current is a symlink to the newest complete build.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-cache="$repo/.cache/interop"
+machine_cache="${NVMEOF_MACHINE_CACHE:-/var/cache/nvmeof}"
+if mkdir -p "$machine_cache/interop" 2>/dev/null && [ -w "$machine_cache/interop" ]; then
+    cache="$machine_cache/interop"
+else
+    cache="$repo/.cache/interop"
+fi
 mirror="${INTEROP_MIRROR:-http://deb.debian.org/debian}"
 security_mirror="${INTEROP_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 log() { echo "[build-image] $*" >&2; }
@@ -212,11 +220,14 @@ mke2fs -q -t ext4 -L interop -d "$root" "$work/rootfs.img" 1200M >&2
 mkdir -p "$out"
 mv "$work/rootfs.img" "$work/vmlinux" "$work/initrd.img" "$out/"
 echo "$kver" > "$out/kver"
+echo "$kernel" > "$out/kernel"
 touch "$out/complete"
 ln -sfn "$key" "$cache/current"
-# Drop builds made for older versions of the script or package list.
+# Drop builds of the same kernel kind made for older versions of the script or
+# package list (the stock and backports images are both kept: CI boots both).
 for d in "$cache"/*/; do
     d="${d%/}"; [ -L "$d" ] && continue; [ "$(basename "$d")" = "$key" ] && continue
+    [ "$(cat "$d/kernel" 2>/dev/null || echo stock)" = "$kernel" ] || continue
     case "$(basename "$d")" in build.*|last-run|src) ;; *) [ -f "$d/complete" ] && rm -rf --one-file-system "$d" ;; esac
 done
 log "built $out"
