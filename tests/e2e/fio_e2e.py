@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """fio end-to-end tests through libfio_nvmeof.so against nvmeof-target over
 softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
+import errno
 import json
 import os
 import subprocess
@@ -138,6 +139,27 @@ def test_nothing_listening():
     proc, _ = h.run_fio(h.shortened_job("randread-4k.fio", wd), dead)
     expect_clean_failure(proc, "listen")
     check(time.monotonic() - start < 60, "nothing listening took too long to report")
+
+
+def test_connect_error_json(mode):
+    """A job whose connect fails has a non-zero "error" in fio's JSON report
+    (ECONNREFUSED for nothing listening), with the report still one JSON
+    document, whether the connect ran in a probe process or in fio's thread."""
+    wd = h.workdir()
+    with h.target(wd) as t:  # find a free port, then stop the target
+        port = t.port
+    dead = type("T", (), {"address": "127.0.0.1", "port": port})()
+    job = wd + "/refused.fio"
+    threads = "thread=1\n" if mode == "thread" else ""
+    h.write_job(job, f"[global]\n{{TARGET}}{threads}rw=read\nbs=4k\nsize=1m\n[refused]\n")
+    proc, result = h.run_fio(job, dead, timeout=60)
+    check(proc.returncode != 0, "fio exited 0 although nothing listens")
+    check(result is not None, f"fio's JSON report does not parse:\n{proc.stdout[-2000:]}")
+    errors = {j["jobname"]: j["error"] for j in result["jobs"]}
+    check(errors == {"refused": errno.ECONNREFUSED},
+          f"expected the job's error to be ECONNREFUSED ({errno.ECONNREFUSED}), JSON says {errors}; "
+          f"stderr:\n{proc.stderr[-2000:]}")
+    print(f"{mode}: JSON error {errors['refused']} ({os.strerror(errors['refused'])})")
 
 
 def test_target_drops_connection():
@@ -623,6 +645,7 @@ TESTS = {
     "unaligned": test_unaligned,
     "wrong-nqn": test_wrong_nqn,
     "nothing-listening": test_nothing_listening,
+    "connect-error-json": test_connect_error_json,
     "target-drops": test_target_drops_connection,
     "version-mismatch": test_version_mismatch,
     "io-timeout": test_io_timeout,
