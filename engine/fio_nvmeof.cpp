@@ -523,6 +523,26 @@ void use_discovered_subsystems(thread_data* td) {
     options_of(td).files_discovered = true;
 }
 
+// fio runs a job whose start offset is at or past the end of its file and
+// moves nothing, without a word (a range only partly past the end it truncates
+// itself). fio computes the start (offset, offset=N%, offset_increment for the
+// clone's number) right after setup() returns, from the sizes setup() just set:
+// asking fio for it here checks the very offsets the job will use, whether
+// setup() runs in fio's parent or, with create_serialize=0, in the job after
+// init(). (file_append, which starts at the end, fio refuses for this engine.)
+void check_start_offsets(thread_data* td, const std::vector<TargetSpec>& specs) {
+    for (unsigned int i = 0; td->files != nullptr && i < td->o.nr_files && i < specs.size(); ++i) {
+        fio_file* f = td->files[i];
+        const unsigned long long start = get_start_offset(td, f);
+        if (start >= f->real_file_size) {
+            throw SpecError("offset=" + std::to_string(start) +
+                            " is at or beyond the end of namespace " +
+                            std::to_string(specs[i].nsid) + " of " + specs[i].subsystem_nqn + " (" +
+                            std::to_string(f->real_file_size) + " bytes)");
+        }
+    }
+}
+
 // info_file is emptied once per fio run, by the first job's setup(), when
 // setup() runs in fio's parent before any job starts (create_serialize, the
 // default). Otherwise setup() runs in each job, and records are only appended.
@@ -570,6 +590,7 @@ int nvmeof_setup(thread_data* td) {
             td->files[i]->real_file_size = p.file_size[i];
             fio_file_set_size_known(td->files[i]);
         }
+        check_start_offsets(td, specs_of(td));
         return 0;
     } catch (const std::exception& error) {
         return fail_job(td, "setup", error);
