@@ -227,6 +227,44 @@ void report(thread_data* td, const char* hook, const std::exception& error) {
     log_err("nvmeof: %s: %s: %s\n", td->o.name, hook, error.what());
 }
 
+// A failure of run_rdma_work's child: its one line and its errno, rebuilt in
+// the parent.
+class ProbeError : public std::runtime_error {
+public:
+    ProbeError(int number, const std::string& what) : std::runtime_error(what), number_(number) {}
+    int error_number() const { return number_; }
+
+private:
+    int number_;
+};
+
+// The errno of a job's failure, for fio's job error.
+int error_number(const std::exception& error) {
+    if (const auto* e = dynamic_cast<const ProbeError*>(&error)) {
+        return e->error_number();
+    }
+    if (const auto* e = dynamic_cast<const ConnectError*>(&error)) {
+        return e->error_number();
+    }
+    if (const auto* e = dynamic_cast<const TransportError*>(&error)) {
+        return e->sys_errno() != 0 ? e->sys_errno() : EIO;
+    }
+    if (dynamic_cast<const std::invalid_argument*>(&error) != nullptr) {
+        return EINVAL;  // SpecError, InvalidArgument: a bad option or filename
+    }
+    return EIO;
+}
+
+// A setup, init or buffer hook failed: the line, and the job's error. fio
+// puts td->error in the job's "error" of its JSON and terse reports and in its
+// exit line; after a failed setup() it reads nothing else (a failed init()
+// would read as 1, EPERM). Returns the hook's failure.
+int fail_job(thread_data* td, const char* hook, const std::exception& error) {
+    report(td, hook, error);
+    td_verror(td, error_number(error), hook);
+    return 1;
+}
+
 TargetSpec spec_of(thread_data* td, const fio_file* f) {
     OptionValues values = option_values(options_of(td));
     if (options_of(td).files_discovered) {
@@ -339,7 +377,7 @@ std::string run_rdma_work(thread_data* td, const std::function<std::string()>& w
         try {
             reply = 'K' + work();
         } catch (const std::exception& error) {
-            reply = std::string("E") + error.what();
+            reply = "E" + std::to_string(error_number(error)) + " " + error.what();
         }
         std::size_t sent = 0;
         while (sent < reply.size()) {
@@ -374,8 +412,9 @@ std::string run_rdma_work(thread_data* td, const std::function<std::string()>& w
     if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         throw std::runtime_error("the probe process died (status " + std::to_string(status) + ")");
     }
-    if (reply.front() == 'E') {
-        throw std::runtime_error(reply.substr(1));
+    if (reply.front() == 'E') {  // "E<errno> <what>"
+        const std::size_t space = reply.find(' ');
+        throw ProbeError(std::atoi(reply.c_str() + 1), reply.substr(space + 1));
     }
     return reply.substr(1);
 }
@@ -484,6 +523,26 @@ void use_discovered_subsystems(thread_data* td) {
     options_of(td).files_discovered = true;
 }
 
+// fio runs a job whose start offset is at or past the end of its file and
+// moves nothing, without a word (a range only partly past the end it truncates
+// itself). fio computes the start (offset, offset=N%, offset_increment for the
+// clone's number) right after setup() returns, from the sizes setup() just set:
+// asking fio for it here checks the very offsets the job will use, whether
+// setup() runs in fio's parent or, with create_serialize=0, in the job after
+// init(). (file_append, which starts at the end, fio refuses for this engine.)
+void check_start_offsets(thread_data* td, const std::vector<TargetSpec>& specs) {
+    for (unsigned int i = 0; td->files != nullptr && i < td->o.nr_files && i < specs.size(); ++i) {
+        fio_file* f = td->files[i];
+        const unsigned long long start = get_start_offset(td, f);
+        if (start >= f->real_file_size) {
+            throw SpecError("offset=" + std::to_string(start) +
+                            " is at or beyond the end of namespace " +
+                            std::to_string(specs[i].nsid) + " of " + specs[i].subsystem_nqn + " (" +
+                            std::to_string(f->real_file_size) + " bytes)");
+        }
+    }
+}
+
 // info_file is emptied once per fio run, by the first job's setup(), when
 // setup() runs in fio's parent before any job starts (create_serialize, the
 // default). Otherwise setup() runs in each job, and records are only appended.
@@ -531,10 +590,10 @@ int nvmeof_setup(thread_data* td) {
             td->files[i]->real_file_size = p.file_size[i];
             fio_file_set_size_known(td->files[i]);
         }
+        check_start_offsets(td, specs_of(td));
         return 0;
     } catch (const std::exception& error) {
-        report(td, "setup", error);
-        return 1;
+        return fail_job(td, "setup", error);
     }
 }
 
@@ -545,8 +604,7 @@ int nvmeof_init(thread_data* td) {
         td->io_ops_data = new Job(td, specs_of(td), options_of(td));
         return 0;
     } catch (const std::exception& error) {
-        report(td, "init", error);
-        return 1;
+        return fail_job(td, "init", error);
     }
 }
 
@@ -555,8 +613,7 @@ int nvmeof_iomem_alloc(thread_data* td, std::size_t bytes) {
         td->orig_buffer = static_cast<char*>(job_of(td)->allocate_buffers(bytes));
         return 0;
     } catch (const std::exception& error) {
-        report(td, "buffer registration", error);
-        return 1;
+        return fail_job(td, "buffer registration", error);
     }
 }
 

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "host/controller_impl.hpp"
 #include "host/in_capsule.hpp"
@@ -112,19 +115,39 @@ void ControllerImpl::connect() {
     load_dhchap_secrets();
     deadline_ = ConnectDeadline(options_.timeout);
     identity_ = resolve_host_identity(options_);
-    // "a,b": several paths to the subsystem; a reconnect moves to the next.
+    // "a,b": several paths to the subsystem; a reconnect moves to the next. A
+    // path whose address does not resolve is left out of the list, as one that
+    // cannot connect is skipped below, while another path resolves.
+    std::optional<ConnectError> first_unresolved;
+    std::vector<std::pair<std::string, std::string>> unresolved;  // entry, why
     for (std::size_t start = 0;;) {
         const std::size_t comma = options_.target.find(',', start);
-        const PathText path =
-            split_path(options_.target.substr(start, comma - start), options_.port);
-        paths_.push_back(resolve_peer(path.host, path.port, options_.source));
+        const std::string entry = options_.target.substr(start, comma - start);
+        const PathText path = split_path(entry, options_.port);
+        try {
+            paths_.push_back(resolve_peer(path.host, path.port, options_.source));
+        } catch (const ConnectError& e) {
+            if (e.cause() != ConnectFailure::address_unreachable) {
+                throw;  // the options or the source address: every path would fail alike
+            }
+            if (!first_unresolved) {
+                first_unresolved = e;
+            }
+            unresolved.emplace_back(entry, e.what());
+        }
         if (comma == std::string::npos) {
             break;
         }
         start = comma + 1;
     }
+    if (paths_.empty()) {
+        throw *first_unresolved;
+    }
     path_ = 0;
     peer_ = paths_.front();
+    for (const auto& [entry, why] : unresolved) {
+        log_error("controller %s: path %s skipped: %s", name().c_str(), entry.c_str(), why.c_str());
+    }
     log_debug("connecting to %s as %s (host ID %s, %s)", peer_.target_text.c_str(),
               identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
 

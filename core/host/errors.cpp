@@ -34,6 +34,30 @@ ConnectError::ConnectError(ConnectFailure cause, std::string step, const std::st
       step_(std::move(step)),
       details_(details) {}
 
+int ConnectError::error_number() const noexcept {
+    if (details_.sys_errno != 0) {
+        return details_.sys_errno;
+    }
+    switch (cause_) {
+        case ConnectFailure::invalid_options: return EINVAL;
+        case ConnectFailure::bad_source_address: return EADDRNOTAVAIL;
+        case ConnectFailure::address_unreachable: return EHOSTUNREACH;
+        case ConnectFailure::no_listener:
+        case ConnectFailure::rejected:
+        case ConnectFailure::connect_status: return ECONNREFUSED;
+        case ConnectFailure::unsupported_controller: return EOPNOTSUPP;
+        case ConnectFailure::negotiation:
+        case ConnectFailure::discovery_log: return EPROTO;
+        case ConnectFailure::timeout: return ETIMEDOUT;
+        case ConnectFailure::device_error: return ENODEV;
+        case ConnectFailure::forked_after_use: return EPERM;
+        case ConnectFailure::authentication: return EACCES;
+        case ConnectFailure::controller_fatal:
+        case ConnectFailure::command_failed: break;
+    }
+    return EIO;
+}
+
 std::string_view transport_errc_name(TransportErrc code) {
     switch (code) {
         case TransportErrc::none: return "none";

@@ -299,9 +299,10 @@ Completion CommandCore::execute_connect(QueueState& queue, const Sqe& sqe,
     const std::string_view hostnqn = wire::field_text(cd.hostnqn, sizeof cd.hostnqn);
 
     if (config_.faults.connect_status) {
-        log_fault("connect-status: failing the Connect of QID " + std::to_string(cmd.qid) +
-                  " from " + std::string(hostnqn) + " with " +
-                  wire::describe(*config_.faults.connect_status));
+        log_fault(
+            "connect-status: failing the Connect of QID " + std::to_string(cmd.qid) + " from " +
+            std::string(hostnqn) + " with " +
+            wire::describe(*config_.faults.connect_status, wire::context_of(sqe, queue.kind())));
         return Completion{*config_.faults.connect_status};
     }
     if (cmd.recfmt != 0) {

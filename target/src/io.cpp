@@ -97,13 +97,15 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
     }
 
     const char* name = wire::command_name(sqe, wire::QueueKind::io).data();
+    // SCT 1 codes mean something else per command set: named as the host names them.
+    const wire::StatusContext context = wire::context_of(sqe, wire::QueueKind::io);
     for (const auto& fault : config_.faults.fail_io) {
         if (fault.nth == io_index) {
             plan.inject = true;
             plan.injected = fault.status;
             log_fault("fail-io: I/O command " + std::to_string(io_index) + " (" + name + ", QID " +
                       std::to_string(queue.qid) + ", CID " + std::to_string(sqe.command_id) +
-                      ") fails with " + wire::describe(fault.status));
+                      ") fails with " + wire::describe(fault.status, context));
             return plan;
         }
     }
@@ -115,7 +117,7 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
                 log_fault("fail-lba: " + std::string(name) + " of LBA " + std::to_string(slba) +
                           "+" + std::to_string(blocks) + " (QID " + std::to_string(queue.qid) +
                           ", CID " + std::to_string(sqe.command_id) + ") fails with " +
-                          wire::describe(fault.status));
+                          wire::describe(fault.status, context));
                 return plan;
             }
         }

@@ -169,6 +169,52 @@ TEST(IoFaults, FailNthIoAndLbaRange) {
     EXPECT_EQ(h.stats().errors, 3u);
 }
 
+// SCT 1 means different things for Fabrics, admin and I/O commands: the fault
+// lines must name a status in the failed command's context, as the host's
+// error does, or the two logs of one failure disagree.
+TEST(IoFaults, FaultLinesNameTheStatusAsTheHostDoes) {
+    const Status read_only = Status::make(wire::StatusCodeType::command_specific, 0x82, true);
+    const Status conflicting = Status::make(wire::StatusCodeType::command_specific, 0x80, true);
+    const Status invalid_parameters =
+        Status::make(wire::StatusCodeType::command_specific, 0x82, true);
+    TargetConfig config = default_config();
+    config.faults.fail_io.push_back({1, read_only});
+    config.faults.fail_lba.push_back({100, 199, conflicting});
+    CoreHarness h(config);
+    QueueState admin = CoreHarness::new_queue(0);
+    QueueState io = h.bring_up_io(admin);
+
+    const auto write = rw(IoOpcode::write, 0, 1);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(h.run(io, write, pattern(512, 0)).status(), read_only);
+    const std::string fail_io = ::testing::internal::GetCapturedStderr();
+    const std::string io_name =
+        wire::describe(read_only, wire::context_of(write, wire::QueueKind::io));
+    EXPECT_EQ(io_name, "Attempted Write to Read Only Range (SCT 0x1 SC 0x82, DNR)");
+    EXPECT_NE(fail_io.find("fails with " + io_name), std::string::npos) << fail_io;
+
+    const auto read = rw(IoOpcode::read, 150, 1);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(h.run(io, read, std::vector<std::uint8_t>(512)).status(), conflicting);
+    const std::string fail_lba = ::testing::internal::GetCapturedStderr();
+    const std::string lba_name =
+        wire::describe(conflicting, wire::context_of(read, wire::QueueKind::io));
+    EXPECT_EQ(lba_name, "Conflicting Attributes (SCT 0x1 SC 0x80, DNR)");
+    EXPECT_NE(fail_lba.find("fails with " + lba_name), std::string::npos) << fail_lba;
+
+    TargetConfig connect_config = default_config();
+    connect_config.faults.connect_status = invalid_parameters;
+    CoreHarness refusing(connect_config);
+    QueueState q = CoreHarness::new_queue(0);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(refusing.connect(q).status(), invalid_parameters);
+    const std::string connect_line = ::testing::internal::GetCapturedStderr();
+    const std::string connect_name =
+        wire::describe(invalid_parameters, {wire::kFabricsOpcode, wire::QueueKind::admin});
+    EXPECT_EQ(connect_name, "Connect Invalid Parameters (SCT 0x1 SC 0x82, DNR)");
+    EXPECT_NE(connect_line.find("with " + connect_name), std::string::npos) << connect_line;
+}
+
 TEST(IoLba4096, GeometryAndTransfer) {
     TargetConfig config = default_config();
     config.subsystems[0].namespaces[0].lba_size = 4096;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """fio end-to-end tests through libfio_nvmeof.so against nvmeof-target over
 softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
+import errno
 import json
 import os
 import subprocess
@@ -120,6 +121,57 @@ def test_unaligned():
     expect_clean_failure(proc, "not aligned to the namespace's 512-byte blocks")
 
 
+def test_offset_past_end():
+    """offset= at or past the end of the namespace fails the job with one line
+    naming the offset and the namespace's size (fio itself would run it and
+    move nothing); a clone that offset_increment puts past the end fails alone.
+    A range only partly past the end is fio's to truncate: it runs."""
+    wd = h.workdir()
+    size = 16 << 20
+    job = wd + "/offset.fio"
+    cases = [  # (job lines, the line expected, or None for a job that runs)
+        ("offset=16m\nsize=1m\n", f"offset={size} is at or beyond the end of namespace 1"),
+        ("offset=20m\n", f"offset={20 << 20} is at or beyond the end of namespace 1"),
+        ("offset=100%\nsize=1m\n", f"offset={size} is at or beyond the end of namespace 1"),
+        ("offset=15m\nsize=4m\n", None),
+    ]
+    with h.target(wd, namespace=f"ram:{size >> 20}M") as t:
+        for lines, needle in cases:
+            h.write_job(job, f"[global]\n{{TARGET}}rw=read\nbs=4k\n{lines}[offset]\n")
+            proc, result = h.run_fio(job, t, timeout=60)
+            label = lines.replace("\n", " ").strip()
+            check(result is not None, f"{label}: fio's JSON does not parse:\n{proc.stdout[-2000:]}")
+            if needle is None:
+                check(proc.returncode == 0 and not h.job_errors(result),
+                      f"{label}: fio failed (rc {proc.returncode}):\n{proc.stderr[-2000:]}")
+                check(h.totals(result)["read"]["bytes"] == 1 << 20,
+                      f"{label}: expected the 1 MiB left before the end, fio read {h.totals(result)['read']}")
+                print(f"{label}: ran, read the 1 MiB before the end")
+                continue
+            engine_lines = [line for line in proc.stderr.splitlines() if "nvmeof:" in line]
+            check(proc.returncode != 0, f"{label}: fio exited 0:\n{proc.stderr[-2000:]}")
+            check(len(engine_lines) == 1 and needle in engine_lines[0] and f"({size} bytes)" in engine_lines[0],
+                  f"{label}: expected one engine line with {needle!r}, got:\n{proc.stderr[-2000:]}")
+            check(h.job_errors(result) == [("offset", errno.EINVAL)],
+                  f"{label}: job errors {h.job_errors(result)}, expected EINVAL")
+            check(h.totals(result)["read"]["bytes"] == 0, f"{label}: fio read data")
+            print(f"{label}: {engine_lines[0].strip()}")
+        # numjobs=2, offset_increment=16m: the second clone starts at the end.
+        h.write_job(job, "[global]\n{TARGET}rw=read\nbs=4k\nsize=1m\nnumjobs=2\noffset_increment=16m\n"
+                         "group_reporting=0\n[offset]\n")
+        proc, result = h.run_fio(job, t, timeout=60)
+        t.stop()
+    check(result is not None, f"numjobs=2: fio's JSON does not parse:\n{proc.stdout[-2000:]}")
+    engine_lines = [line for line in proc.stderr.splitlines() if "is at or beyond the end" in line]
+    check(proc.returncode != 0 and len(engine_lines) == 1 and f"offset={size} " in engine_lines[0],
+          f"numjobs=2: expected one line for the second clone (rc {proc.returncode}):\n{proc.stderr[-2000:]}")
+    errors = [j["error"] for j in result["jobs"]]
+    reads = [j["read"]["io_bytes"] for j in result["jobs"]]
+    check(errors == [0, errno.EINVAL] and reads == [1 << 20, 0],
+          f"numjobs=2: expected the first clone to read 1 MiB and the second to fail, got errors {errors}, reads {reads}")
+    print(f"numjobs=2, offset_increment=16m: {engine_lines[0].strip()}")
+
+
 def test_wrong_nqn():
     wd = h.workdir()
     with h.target(wd) as t:
@@ -138,6 +190,27 @@ def test_nothing_listening():
     proc, _ = h.run_fio(h.shortened_job("randread-4k.fio", wd), dead)
     expect_clean_failure(proc, "listen")
     check(time.monotonic() - start < 60, "nothing listening took too long to report")
+
+
+def test_connect_error_json(mode):
+    """A job whose connect fails has a non-zero "error" in fio's JSON report
+    (ECONNREFUSED for nothing listening), with the report still one JSON
+    document, whether the connect ran in a probe process or in fio's thread."""
+    wd = h.workdir()
+    with h.target(wd) as t:  # find a free port, then stop the target
+        port = t.port
+    dead = type("T", (), {"address": "127.0.0.1", "port": port})()
+    job = wd + "/refused.fio"
+    threads = "thread=1\n" if mode == "thread" else ""
+    h.write_job(job, f"[global]\n{{TARGET}}{threads}rw=read\nbs=4k\nsize=1m\n[refused]\n")
+    proc, result = h.run_fio(job, dead, timeout=60)
+    check(proc.returncode != 0, "fio exited 0 although nothing listens")
+    check(result is not None, f"fio's JSON report does not parse:\n{proc.stdout[-2000:]}")
+    errors = {j["jobname"]: j["error"] for j in result["jobs"]}
+    check(errors == {"refused": errno.ECONNREFUSED},
+          f"expected the job's error to be ECONNREFUSED ({errno.ECONNREFUSED}), JSON says {errors}; "
+          f"stderr:\n{proc.stderr[-2000:]}")
+    print(f"{mode}: JSON error {errors['refused']} ({os.strerror(errors['refused'])})")
 
 
 def test_target_drops_connection():
@@ -621,8 +694,10 @@ TESTS = {
     "restart": test_restart_verify,
     "bad-option": test_bad_option,
     "unaligned": test_unaligned,
+    "offset-past-end": test_offset_past_end,
     "wrong-nqn": test_wrong_nqn,
     "nothing-listening": test_nothing_listening,
+    "connect-error-json": test_connect_error_json,
     "target-drops": test_target_drops_connection,
     "version-mismatch": test_version_mismatch,
     "io-timeout": test_io_timeout,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <optional>
 #include <thread>
 
 #include "nvmeof/nvmeof.hpp"
@@ -132,6 +133,39 @@ TEST(Connect, UnreachableAddress) {
     EXPECT_TRUE(e.cause() == ConnectFailure::address_unreachable || e.cause() == ConnectFailure::timeout)
         << e.what();
     EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+}
+
+// A path that cannot even be resolved is skipped like one that cannot connect,
+// whichever place it has in the list, and one line names it; the controller
+// works on the path that resolves. With none resolving, the first's error stands.
+TEST(Connect, UnresolvablePathIsSkipped) {
+    TargetProcess target;
+    const std::string good = target.address() + ":" + std::to_string(target.port());
+    const std::string bad = "256.1.1.1:" + std::to_string(target.port());
+    for (const std::string& list : {good + "," + bad, bad + "," + good}) {
+        Options o = target.options(5s);
+        o.target = list;
+        ::testing::internal::CaptureStderr();
+        std::optional<Controller> ctrl;
+        EXPECT_NO_THROW(ctrl.emplace(Controller::connect(o))) << list;
+        const std::string said = ::testing::internal::GetCapturedStderr();
+        if (!ctrl) {
+            continue;
+        }
+        EXPECT_EQ(ctrl->limits().target_address, good) << list;
+        EXPECT_NE(said.find("path 256.1.1.1:" + std::to_string(target.port()) + " skipped"),
+                  std::string::npos)
+            << list << ": " << said;
+        Namespace ns = ctrl->namespace_at(1);
+        MemoryRegion block = ctrl->allocate(ns.lba_size());
+        EXPECT_NO_THROW(ns.write(block, 0, 1)) << list;
+        EXPECT_NO_THROW(ns.read(block, 0, 1)) << list;
+    }
+    Options o = target.options(5s);
+    o.target = "256.1.1.1,256.2.2.2";
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_EQ(e.cause(), ConnectFailure::address_unreachable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'256.1.1.1'"), std::string::npos) << e.what();
 }
 
 TEST(Connect, BadSourceAddress) {

@@ -69,6 +69,10 @@ public:
     int cm_status() const { return details_.cm_status; }
     wire::Status status() const { return details_.status; }
     std::uint32_t result() const { return details_.result; }
+    // An errno for callers that speak errno (fio's job error): sys_errno() when
+    // a system call failed, else the nearest errno to the cause (ECONNREFUSED
+    // for nothing listening, ETIMEDOUT, EHOSTUNREACH, EACCES, ...).
+    int error_number() const noexcept;
 
 private:
     ConnectFailure cause_;

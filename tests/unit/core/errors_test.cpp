@@ -43,3 +43,18 @@ TEST(ConnectError, NamesCauseAndStep) {
     EXPECT_TRUE((std::is_base_of_v<Error, TransportError>));
     EXPECT_TRUE((std::is_base_of_v<Error, InvalidArgument>));
 }
+
+TEST(ConnectError, ErrorNumberIsTheSystemCallsElseTheCauses) {
+    ConnectError::Details d;
+    d.sys_errno = ENOMEM;
+    EXPECT_EQ(ConnectError(ConnectFailure::device_error, "ibv_reg_mr", "-", d).error_number(),
+              ENOMEM);
+    EXPECT_EQ(ConnectError(ConnectFailure::device_error, "-", "-").error_number(), ENODEV);
+    EXPECT_EQ(ConnectError(ConnectFailure::no_listener, "-", "-").error_number(), ECONNREFUSED);
+    EXPECT_EQ(ConnectError(ConnectFailure::timeout, "-", "-").error_number(), ETIMEDOUT);
+    EXPECT_EQ(ConnectError(ConnectFailure::address_unreachable, "-", "-").error_number(),
+              EHOSTUNREACH);
+    EXPECT_EQ(ConnectError(ConnectFailure::invalid_options, "-", "-").error_number(), EINVAL);
+    EXPECT_EQ(ConnectError(ConnectFailure::authentication, "-", "-").error_number(), EACCES);
+    EXPECT_EQ(ConnectError(ConnectFailure::command_failed, "-", "-").error_number(), EIO);
+}
