@@ -283,7 +283,7 @@ void Controller::close() noexcept {
     }
 }
 
-bool Controller::is_open() const noexcept { return impl_ && impl_->open(); }
+bool Controller::is_open() const noexcept { return impl_ && impl_->usable(); }
 
 bool Controller::keep_alive(std::string* why) noexcept {
     if (!impl_) {

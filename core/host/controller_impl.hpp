@@ -67,6 +67,10 @@ public:
     void connect();
     void close() noexcept;
     bool open() const noexcept { return state_ == ControllerState::live; }
+    // Controller::is_open: live, and not failed for good. With no reconnect
+    // (ctrl_loss_tmo 0) a failed queue or keep-alive ends the association
+    // though the state stays live (close() still has to tear it down).
+    bool usable() const noexcept { return open() && (reconnect_enabled() || !target_lost()); }
     void require_open(const char* what) const;
 
     NamespaceInfo identify_namespace(std::uint32_t nsid);

@@ -54,6 +54,7 @@ struct ControllerState {
     // thread waits. Guarded by `mutex`.
     std::unordered_map<std::uint64_t, std::optional<nvmeof::CompletionStatus>> finished;
     std::uint64_t next_token = 1;
+    bool closed = false;  // by close(): tells a closed controller from a failed one
 
     ControllerState() = default;
     ControllerState(const ControllerState&) = delete;
@@ -72,7 +73,8 @@ struct ControllerState {
     }
 
     // Live, or riding out an outage (ctrl_loss_tmo_ms: its queues answer busy
-    // meanwhile); a controller given up after one raises controller_lost.
+    // meanwhile); a controller given up after one raises controller_lost, one
+    // that failed with no reconnect configured raises disconnected.
     nvmeof::Controller& open() {
         if (controller && (controller->is_open() || controller->is_reconnecting())) {
             return *controller;
@@ -81,6 +83,13 @@ struct ControllerState {
             throw nvmeof::TransportError(nvmeof::TransportErrc::controller_lost, ENODEV,
                                          "the controller was given up after its outage: " +
                                              controller->reconnect_stats().lost_reason);
+        }
+        if (controller && !closed) {
+            throw nvmeof::TransportError(
+                nvmeof::TransportErrc::disconnected, ENOTCONN,
+                "the controller failed (a queue or its keep-alive failed: the target is gone "
+                "or stopped answering) and, with ctrl_loss_tmo_ms 0, is not reconnected: "
+                "close it and connect again");
         }
         throw nvmeof::TransportError(nvmeof::TransportErrc::closed, 0, "the controller is closed");
     }
@@ -252,7 +261,8 @@ struct RequestEntry {
 };
 
 // Lets go of the owning requests that are done, or that can no longer reach
-// their memory (the controller closed or was given up: its queues are gone).
+// their memory (the controller closed, failed or was given up: its queues are
+// gone or in error).
 // Called with the GIL held; checks the requests with it released.
 void sweep_requests(ControllerState& state) {
     if (state.owning_requests.empty()) {
@@ -487,6 +497,7 @@ struct PyController {
         {
             py::gil_scoped_release no_gil;
             std::lock_guard lock(state->mutex);
+            state->closed = true;
             if (state->controller) {
                 state->controller->close();
             }
@@ -929,11 +940,15 @@ outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Rais
                  c.close();
                  return false;
              })
-        .def_property_readonly("is_open",
-                               [](PyController& c) {
-                                   std::lock_guard lock(c.state->mutex);
-                                   return c.state->controller && c.state->controller->is_open();
-                               })
+        .def_property_readonly(
+            "is_open",
+            [](PyController& c) {
+                std::lock_guard lock(c.state->mutex);
+                return c.state->controller && c.state->controller->is_open();
+            },
+            "False once closed, given up after an outage, or failed with no reconnect "
+            "(ctrl_loss_tmo_ms 0: a queue or the keep-alive failed); a failed controller's calls "
+            "raise TransportError (code \"disconnected\") until it is closed.")
         .def_property_readonly(
             "limits",
             [](PyController& c) {

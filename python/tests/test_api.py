@@ -365,6 +365,38 @@ def test_transport_errors():
         assert caught.value.code == "closed"
 
 
+@pytest.mark.parametrize("failure", ["target killed", "I/O never answered"])
+def test_a_controller_whose_queue_failed_is_no_longer_open(failure):
+    """Without ctrl_loss_tmo_ms a queue failure ends the association: is_open
+    turns False, and later calls fail saying so, not as if close() was called."""
+    extra = ("--fault", "ignore-io=2") if failure == "I/O never answered" else ()
+    with start_target(*extra) as target:
+        controller = connect(target, timeout=2.0)
+        namespace = controller.namespace(1)
+        block = controller.allocate(512)
+        namespace.read(block, slba=0)
+        assert controller.is_open
+        if failure == "target killed":
+            target.proc.kill()
+            target.proc.wait()
+        with pytest.raises(nvmeof.TransportError) as caught:
+            namespace.read(block, slba=0)
+        assert caught.value.code in ("queue_error", "disconnected", "timeout"), str(caught.value)
+        assert not controller.is_open
+        for call in (lambda: namespace.read(block, slba=0), lambda: controller.namespace(1),
+                     lambda: controller.allocate(512)):
+            with pytest.raises(nvmeof.TransportError) as caught:
+                call()
+            assert caught.value.code == "disconnected", str(caught.value)
+            assert "failed" in str(caught.value) and "not reconnected" in str(caught.value)
+        block.close()  # nothing of it is in flight on a failed queue
+        controller.close()
+        assert not controller.is_open
+        with pytest.raises(nvmeof.TransportError) as caught:
+            controller.namespace(1)
+        assert caught.value.code == "closed"
+
+
 def test_reconnect_rides_out_an_outage_with_data_intact():
     """ctrl_loss_tmo_ms: the target drops every connection after 40 commands and
     stops listening for 700 ms; blocking calls wait the outage out, and every

@@ -358,6 +358,7 @@ TEST(Faults, NoAnswerTimesOut) {
     EXPECT_GE(std::chrono::steady_clock::now() - start, 2s);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
     EXPECT_TRUE(io.failed());
+    EXPECT_FALSE(ctrl.is_open());  // no reconnect configured: the failure ends it
     const auto closing = std::chrono::steady_clock::now();
     ctrl.close();
     EXPECT_LT(std::chrono::steady_clock::now() - closing, 8s);

@@ -83,6 +83,8 @@ public:
 
     // I/O queues, shutdown (CC.SHN, CSTS.SHST), admin queue. Idempotent.
     void close() noexcept;
+    // False once closed, given up after an outage, or failed with nothing to
+    // bring it back: a queue or the keep-alive failed and ctrl_loss_tmo is 0.
     bool is_open() const noexcept;
 
     const Limits& limits() const;
