@@ -551,10 +551,41 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
     options.host_id = nvmeof::format_uuid(id);
     options.host_nqn = host_nqn.value_or(nvmeof::host_nqn_from_id(id));
 
+    // The connect waits with the GIL released, so Python's signal handlers
+    // (Ctrl-C's KeyboardInterrupt) would run only once it returned: the core
+    // asks this hook while it waits, and one that raised cancels the connect.
+    struct Interrupt {
+        std::optional<py::error_already_set> error;  // touched with the GIL held
+    };
+    const auto interrupt = std::make_shared<Interrupt>();
+    auto cancelled = [interrupt] {
+        py::gil_scoped_acquire gil;
+        if (!interrupt->error && PyErr_CheckSignals() != 0) {
+            interrupt->error.emplace();  // takes the raised exception
+        }
+        return interrupt->error.has_value();
+    };
+    const auto raise_interrupt = [&interrupt] {
+        py::error_already_set error = std::move(*interrupt->error);
+        interrupt->error.reset();
+        throw error;
+    };
     PyController result;
-    {
+    try {
         py::gil_scoped_release no_gil;
-        result.state->controller.emplace(nvmeof::Controller::connect(options));
+        result.state->controller.emplace(nvmeof::Controller::connect(options, cancelled));
+    } catch (const nvmeof::ConnectError& e) {
+        if (e.cause() == nvmeof::ConnectFailure::cancelled && interrupt->error) {
+            raise_interrupt();  // the connect released what it made
+        }
+        throw;
+    }
+    if (interrupt->error) {  // a handler raised after the connect's last wait
+        {
+            py::gil_scoped_release no_gil;
+            result.state->controller.reset();
+        }
+        raise_interrupt();
     }
     return result;
 }
@@ -635,6 +666,8 @@ std::string_view identifier(nvmeof::ConnectFailure cause) {
             return "discovery_log";
         case authentication:
             return "authentication";
+        case cancelled:
+            return "cancelled";
     }
     return "unknown";
 }
@@ -931,7 +964,9 @@ that picks the RDMA device. ctrl_loss_tmo_ms: reconnect after a queue failure fo
 long (0 = off: a failure fails what is in flight), re-sending the transfers in flight; a
 blocking call waits the outage out; target may list several paths ("10.0.0.2,10.0.0.3").
 reconnect_delay_ms: between attempts (10000). fast_io_fail_tmo_ms: after this long in an
-outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Raises ConnectError (.cause, .step) or ValueError; releases the GIL.)")
+outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Raises ConnectError (.cause, .step) or ValueError; releases the GIL.
+Ctrl-C interrupts it within about 50 ms (on the main thread): it releases what it made and
+raises KeyboardInterrupt (or whatever a signal handler raised).)")
         .def("close", &PyController::close,
              "Shuts the controller down and deregisters its buffers. Idempotent.")
         .def("__enter__", [](py::object self) { return self; })

@@ -7,6 +7,7 @@ import json
 import os
 import pydoc
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -395,6 +396,60 @@ def test_a_controller_whose_queue_failed_is_no_longer_open(failure):
         with pytest.raises(nvmeof.TransportError) as caught:
             controller.namespace(1)
         assert caught.value.code == "closed"
+
+
+# Connects to a target that never answers; the parent sends SIGINT once it is waiting.
+INTERRUPTED_CONNECT = """\
+import os, sys, time
+import nvmeof
+address, nqn, port, unused_port = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+try:  # the RDMA stack's lasting descriptors are opened by a first, failing, connect
+    nvmeof.Controller.connect(address, nqn, port=unused_port, timeout=5.0)
+except nvmeof.ConnectError:
+    pass
+before = sorted(os.listdir("/proc/self/fd"))
+print("connecting", flush=True)
+try:
+    nvmeof.Controller.connect(address, nqn, port=port, timeout=8.0)
+except KeyboardInterrupt:
+    print("descriptors", before == sorted(os.listdir("/proc/self/fd")), flush=True)
+    raise
+print("connect returned", flush=True)
+"""
+
+
+@pytest.mark.parametrize("silence", ["target stopped", "commands never answered"])
+def test_ctrl_c_interrupts_a_connect_promptly(silence):
+    extra = ("--fault", "stop-answering-after=0") if silence == "commands never answered" else ()
+    with start_target(*extra) as target:
+        if silence == "target stopped":
+            target.proc.send_signal(signal.SIGSTOP)
+        try:
+            child = subprocess.Popen(
+                [SOFTVERBS_RUN, sys.executable, "-c", INTERRUPTED_CONNECT, target.address,
+                 target.nqn, str(target.port), str(free_tcp_port())],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                assert child.stdout.readline() == "connecting\n"
+                time.sleep(1.0)
+                assert child.poll() is None, "the connect to a silent target ended by itself"
+                child.send_signal(signal.SIGINT)
+                interrupted = time.monotonic()
+                out, err = child.communicate(timeout=15)
+                took = time.monotonic() - interrupted
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.communicate()
+        finally:
+            if silence == "target stopped":
+                target.proc.send_signal(signal.SIGCONT)
+    assert "KeyboardInterrupt" in err, err
+    assert child.returncode == -signal.SIGINT, (child.returncode, err)
+    # Promptly: about 50 ms to notice, then the exit; a connect left to its
+    # timeout, or to softverbs giving the stopped target up (3 s), takes 2 s or more.
+    assert took < 1.0, f"SIGINT honoured {took:.2f} s after it was sent"
+    assert out == "descriptors True\n", "the interrupted connect left descriptors open: " + out
 
 
 def test_reconnect_rides_out_an_outage_with_data_intact():

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,7 +73,12 @@ struct ReconnectStats {
 class Controller {
 public:
     // Throws ConnectError (cause() and step() say what failed) or InvalidArgument.
-    static Controller connect(const Options& options);
+    // `cancelled`, when given, is asked on this thread about every 50 ms while
+    // the connect waits for the target; once it returns true the connect stops
+    // with ConnectError(cancelled), having released what it made without
+    // waiting for the target (e.g. Ctrl-C in an interactive caller). It is not
+    // kept past this call.
+    static Controller connect(const Options& options, std::function<bool()> cancelled = {});
 
     Controller(Controller&&) noexcept;
     Controller& operator=(Controller&&) noexcept;
