@@ -464,8 +464,12 @@ struct PyIoQueue {
 
     nvmeof::IoQueue queue(nvmeof::Controller& c) const { return admin ? c.admin() : c.io(0); }
 
+    // The core checks that the command's data lies in data_owner's registration.
     PyRequest submit(const nvmeof::wire::Sqe& command, const py::object& data_owner) {
         Buffer* owner = data_owner.is_none() ? nullptr : &buffer_of(data_owner);
+        if (owner != nullptr && owner->state != state) {
+            throw py::value_error("data_owner: the buffer is registered with another controller");
+        }
         auto entry = std::make_shared<RequestEntry>(state.get(), data_owner);
         entry->request.emplace(locked(state, [&](nvmeof::Controller& c) {
             return queue(c).submit(command, owner != nullptr ? &owner->region : nullptr);
@@ -931,7 +935,9 @@ PYBIND11_MODULE(_core, m) {
     py::class_<PyIoQueue>(m, "IoQueue", "A queue of the controller: submit() and poll().")
         .def("submit", &PyIoQueue::submit, py::arg("command"), py::arg("data_owner") = py::none(),
              "Posts `command` (nvmeof.protocol builders); returns a Request. `data_owner` is the "
-             "registered buffer the command's data lives in. TransportError when no slot is free.")
+             "registered buffer the command's data lives in: ValueError, with nothing posted, "
+             "when the command reaches memory outside it (or has data and no data_owner). "
+             "TransportError when no slot is free.")
         .def("poll", &PyIoQueue::poll,
              "Makes progress (never blocks); also sends keep-alives when due.")
         .def_property_readonly(

@@ -452,6 +452,35 @@ def test_ctrl_c_interrupts_a_connect_promptly(silence):
     assert out == "descriptors True\n", "the interrupted connect left descriptors open: " + out
 
 
+def test_low_level_submit_refuses_a_data_owner_that_does_not_hold_the_data():
+    # Every answer late: a request that did go out would still be in flight below.
+    with start_target("--fault", "delay-ms=300") as target, connect(target) as controller:
+        namespace = controller.namespace(1)
+        buffer = controller.allocate(4096)
+        other = controller.allocate(4096)
+        command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=0, blocks=2,
+                                      buffer=buffer, lba_size=namespace.lba_size, offset=1024)
+        with pytest.raises(ValueError, match=r"data_owner.*1024 bytes"):
+            controller.io.submit(command)
+        with pytest.raises(ValueError, match="rkey"):
+            controller.io.submit(command, data_owner=other)
+        assert controller.io.in_flight == 0, "a refused command was posted"
+        # Nothing holds the buffer: closing it harms no request and no queue.
+        buffer.close()
+        with controller.allocate(512) as check:
+            namespace.read(check, slba=0)
+        assert controller.is_open
+        with connect(target) as second:
+            foreign = second.allocate(4096)
+            command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=0, blocks=1,
+                                          buffer=foreign, lba_size=namespace.lba_size)
+            with pytest.raises(ValueError, match="another controller"):
+                controller.io.submit(command, data_owner=foreign)
+            foreign.close()
+        assert controller.io.in_flight == 0
+        other.close()
+
+
 def test_reconnect_rides_out_an_outage_with_data_intact():
     """ctrl_loss_tmo_ms: the target drops every connection after 40 commands and
     stops listening for 700 ms; blocking calls wait the outage out, and every
