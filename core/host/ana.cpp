@@ -115,7 +115,8 @@ void ControllerImpl::connect_preferred_path() {
             log_error("controller %s: %s; trying the next path for an optimized one",
                       name().c_str(), ana_text().c_str());
         } catch (const ConnectError& e) {
-            if (paths_.size() == 1 || e.cause() == ConnectFailure::invalid_options) {
+            if (paths_.size() == 1 || e.cause() == ConnectFailure::invalid_options ||
+                e.cause() == ConnectFailure::cancelled) {
                 throw;
             }
             log_error("controller %s: path %s failed: %s; trying the next path", name().c_str(),
@@ -143,7 +144,7 @@ void ControllerImpl::connect_preferred_path() {
 void ControllerImpl::move_admin_queue_to(std::size_t index) {
     path_ = index;
     peer_ = paths_[index];
-    reopen_admin_queue(ConnectDeadline(options_.timeout));  // each path gets a whole connect
+    reopen_admin_queue(deadline_.renewed(options_.timeout));  // each path gets a whole connect
 }
 
 void ControllerImpl::check_path_usable() {

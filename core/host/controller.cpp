@@ -289,10 +289,10 @@ Controller::Controller(Controller&&) noexcept = default;
 Controller& Controller::operator=(Controller&&) noexcept = default;
 Controller::~Controller() = default;
 
-Controller Controller::connect(const Options& options) {
+Controller Controller::connect(const Options& options, std::function<bool()> cancelled) {
     detail::claim_rdma_for_this_process();
     auto impl = std::make_unique<detail::ControllerImpl>(options);
-    impl->connect();  // on a throw, ~ControllerImpl closes what was opened
+    impl->connect(std::move(cancelled));  // on a throw, ~ControllerImpl closes what was opened
     return Controller(std::move(impl));
 }
 
@@ -302,7 +302,7 @@ void Controller::close() noexcept {
     }
 }
 
-bool Controller::is_open() const noexcept { return impl_ && impl_->open(); }
+bool Controller::is_open() const noexcept { return impl_ && impl_->usable(); }
 
 bool Controller::keep_alive(std::string* why) noexcept {
     if (!impl_) {

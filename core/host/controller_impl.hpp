@@ -1,6 +1,7 @@
 // ControllerImpl: the state behind nvmeof::Controller (internal).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,10 +64,15 @@ public:
     ControllerImpl(const ControllerImpl&) = delete;
     ControllerImpl& operator=(const ControllerImpl&) = delete;
 
-    // The whole bring-up (§9.1); throws ConnectError.
-    void connect();
+    // The whole bring-up (§9.1); throws ConnectError. `cancelled`: see
+    // Controller::connect.
+    void connect(std::function<bool()> cancelled);
     void close() noexcept;
     bool open() const noexcept { return state_ == ControllerState::live; }
+    // Controller::is_open: live, and not failed for good. With no reconnect
+    // (ctrl_loss_tmo 0) a failed queue or keep-alive ends the association
+    // though the state stays live (close() still has to tear it down).
+    bool usable() const noexcept { return open() && (reconnect_enabled() || !target_lost()); }
     void require_open(const char* what) const;
 
     NamespaceInfo identify_namespace(std::uint32_t nsid);

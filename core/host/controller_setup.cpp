@@ -110,10 +110,10 @@ wire::RemoteBuffer ControllerImpl::scratch(std::size_t offset, std::size_t lengt
     return {reinterpret_cast<std::uint64_t>(scratch_.get() + offset), length, scratch_mr_->rkey};
 }
 
-void ControllerImpl::connect() {
+void ControllerImpl::connect(std::function<bool()> cancelled) {
     validate_options();
     load_dhchap_secrets();
-    deadline_ = ConnectDeadline(options_.timeout);
+    deadline_ = ConnectDeadline(options_.timeout, std::move(cancelled));
     identity_ = resolve_host_identity(options_);
     // "a,b": several paths to the subsystem; a reconnect moves to the next. A
     // path whose address does not resolve is left out of the list, as one that
@@ -160,13 +160,14 @@ void ControllerImpl::connect() {
                 peer_);
             break;
         } catch (const ConnectError& e) {
-            if (path_ + 1 >= paths_.size() || e.cause() == ConnectFailure::invalid_options) {
+            if (path_ + 1 >= paths_.size() || e.cause() == ConnectFailure::invalid_options ||
+                e.cause() == ConnectFailure::cancelled) {
                 throw;
             }
             log_error("controller %s: path %s failed: %s; trying the next path", name().c_str(),
                       peer_.target_text.c_str(), e.what());
             peer_ = paths_[++path_];
-            deadline_ = ConnectDeadline(options_.timeout);
+            deadline_ = deadline_.renewed(options_.timeout);
         }
     }
     if (ibv_query_device(admin_->device(), &device_) != 0) {
@@ -216,6 +217,7 @@ void ControllerImpl::connect() {
         }
     }
     state_ = ControllerState::live;
+    deadline_.forget_cancel();
     arm_async_event();
     log_debug("controller %u live: %u I/O queues of %u entries, MDTS %llu bytes",
               unsigned{limits_.cntlid}, limits_.io_queues, unsigned{limits_.queue_size},
@@ -242,6 +244,9 @@ Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, con
         Request request(&queue, queue.submit_command(command));
         while (!request.done()) {
             queue.progress();
+            if (associating()) {
+                deadline_.check_cancelled(step);
+            }
             if (!request.done()) {
                 std::this_thread::yield();
             }
@@ -528,8 +533,9 @@ void ControllerImpl::close() noexcept {
         queue->fail_held(TransportErrc::closed, ESHUTDOWN);
     }
     // Nothing waits on a target already known dead or stalled: no shutdown
-    // (CC.SHN would only time out), no wait for DISCONNECTED.
-    const bool healthy = !target_lost();
+    // (CC.SHN would only time out), no wait for DISCONNECTED. Nor after the
+    // caller cancelled the connect: it wants out now.
+    const bool healthy = !target_lost() && !deadline_.was_cancelled();
     keep_alive_.reset();  // its request slot belongs to the admin queue
     async_event_.reset();
     for (auto& queue : io_) {

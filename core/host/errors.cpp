@@ -22,6 +22,7 @@ std::string_view connect_failure_name(ConnectFailure cause) {
         case ConnectFailure::forked_after_use: return "process forked after RDMA use";
         case ConnectFailure::discovery_log: return "discovery log unreadable";
         case ConnectFailure::authentication: return "authentication failed";
+        case ConnectFailure::cancelled: return "cancelled";
     }
     return "unknown";
 }

@@ -1,9 +1,49 @@
 // The public IoQueue / Request / Response facade over RdmaQueue.
+#include <charconv>
+#include <string>
+
 #include "nvmeof/namespace.hpp"
 #include "nvmeof/queue.hpp"
 #include "transport/rdma_queue.hpp"
 
 namespace nvmeof {
+namespace {
+
+std::string hex(std::uint64_t value) {
+    char digits[16];
+    const auto end = std::to_chars(digits, digits + sizeof digits, value, 16).ptr;
+    return "0x" + std::string(digits, end);
+}
+
+// The target reaches a keyed SGL's memory by RDMA while the command runs, so
+// that memory must be the data owner's, which the caller keeps registered
+// until the command is done: a command pointing anywhere else could have its
+// memory deregistered under it (failing the queue) or reach memory it was
+// never meant to.
+void check_data_owner(const wire::SglDescriptor& sgl, const MemoryRegion* data_owner) {
+    if (!sgl.is_keyed() || sgl.keyed_length() == 0) {
+        return;
+    }
+    const std::uint64_t length = sgl.keyed_length();
+    const std::string data = "the command's data (" + std::to_string(length) + " bytes at " +
+                             hex(sgl.address) + ", rkey " + hex(sgl.keyed_key()) + ")";
+    if (data_owner == nullptr) {
+        throw InvalidArgument("data_owner: " + data +
+                              " is registered memory, but no data_owner names it");
+    }
+    const wire::RemoteBuffer owner = data_owner->remote();
+    if (sgl.keyed_key() != owner.rkey) {
+        throw InvalidArgument("data_owner: " + data + " is not under the data_owner's rkey " +
+                              hex(owner.rkey));
+    }
+    if (sgl.address < owner.address || sgl.address - owner.address > owner.length ||
+        length > owner.length - (sgl.address - owner.address)) {
+        throw InvalidArgument("data_owner: " + data + " is outside the data_owner's " +
+                              std::to_string(owner.length) + " bytes at " + hex(owner.address));
+    }
+}
+
+}  // namespace
 
 void Response::raise_for_status() const {
     if (status.transport != TransportErrc::none) {
@@ -63,6 +103,7 @@ Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner
     if (data_owner != nullptr && !data_owner->valid()) {
         throw InvalidArgument("the data owner memory region is not registered");
     }
+    check_data_owner(command.dptr, data_owner);
     return Request(queue_, queue_->submit_command(command));
 }
 

@@ -225,15 +225,15 @@ RdmaQueue::~RdmaQueue() {
 }
 
 verbs::CmEvent RdmaQueue::expect_event(const char* step) {
-    const std::string queue = "qid " + std::to_string(config_.qid);
+    const std::string what = std::string(step) + " (qid " + std::to_string(config_.qid) + ")";
     const ConnectDeadline& deadline = config_.connect_deadline;
-    deadline.check(std::string(step) + " (" + queue + ")");
     try {
-        if (auto event = channel_.wait(deadline.left())) {
-            return std::move(*event);
+        for (;;) {
+            deadline.check(what);  // cancelled, or the time is up
+            if (auto event = channel_.wait(deadline.next_wait())) {
+                return std::move(*event);
+            }
         }
-        throw ConnectError(ConnectFailure::timeout, std::string(step) + " (" + queue + ")",
-                           deadline.ran_out(), with_errno(ETIMEDOUT));
     } catch (const std::system_error& e) {
         throw ConnectError(ConnectFailure::device_error, step, e.what(),
                            with_errno(e.code().value()));

@@ -54,6 +54,7 @@ struct ControllerState {
     // thread waits. Guarded by `mutex`.
     std::unordered_map<std::uint64_t, std::optional<nvmeof::CompletionStatus>> finished;
     std::uint64_t next_token = 1;
+    bool closed = false;  // by close(): tells a closed controller from a failed one
 
     ControllerState() = default;
     ControllerState(const ControllerState&) = delete;
@@ -72,7 +73,8 @@ struct ControllerState {
     }
 
     // Live, or riding out an outage (ctrl_loss_tmo_ms: its queues answer busy
-    // meanwhile); a controller given up after one raises controller_lost.
+    // meanwhile); a controller given up after one raises controller_lost, one
+    // that failed with no reconnect configured raises disconnected.
     nvmeof::Controller& open() {
         if (controller && (controller->is_open() || controller->is_reconnecting())) {
             return *controller;
@@ -81,6 +83,13 @@ struct ControllerState {
             throw nvmeof::TransportError(nvmeof::TransportErrc::controller_lost, ENODEV,
                                          "the controller was given up after its outage: " +
                                              controller->reconnect_stats().lost_reason);
+        }
+        if (controller && !closed) {
+            throw nvmeof::TransportError(
+                nvmeof::TransportErrc::disconnected, ENOTCONN,
+                "the controller failed (a queue or its keep-alive failed: the target is gone "
+                "or stopped answering) and, with ctrl_loss_tmo_ms 0, is not reconnected: "
+                "close it and connect again");
         }
         throw nvmeof::TransportError(nvmeof::TransportErrc::closed, 0, "the controller is closed");
     }
@@ -252,7 +261,8 @@ struct RequestEntry {
 };
 
 // Lets go of the owning requests that are done, or that can no longer reach
-// their memory (the controller closed or was given up: its queues are gone).
+// their memory (the controller closed, failed or was given up: its queues are
+// gone or in error).
 // Called with the GIL held; checks the requests with it released.
 void sweep_requests(ControllerState& state) {
     if (state.owning_requests.empty()) {
@@ -454,8 +464,12 @@ struct PyIoQueue {
 
     nvmeof::IoQueue queue(nvmeof::Controller& c) const { return admin ? c.admin() : c.io(0); }
 
+    // The core checks that the command's data lies in data_owner's registration.
     PyRequest submit(const nvmeof::wire::Sqe& command, const py::object& data_owner) {
         Buffer* owner = data_owner.is_none() ? nullptr : &buffer_of(data_owner);
+        if (owner != nullptr && owner->state != state) {
+            throw py::value_error("data_owner: the buffer is registered with another controller");
+        }
         auto entry = std::make_shared<RequestEntry>(state.get(), data_owner);
         entry->request.emplace(locked(state, [&](nvmeof::Controller& c) {
             return queue(c).submit(command, owner != nullptr ? &owner->region : nullptr);
@@ -487,6 +501,7 @@ struct PyController {
         {
             py::gil_scoped_release no_gil;
             std::lock_guard lock(state->mutex);
+            state->closed = true;
             if (state->controller) {
                 state->controller->close();
             }
@@ -540,10 +555,41 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
     options.host_id = nvmeof::format_uuid(id);
     options.host_nqn = host_nqn.value_or(nvmeof::host_nqn_from_id(id));
 
+    // The connect waits with the GIL released, so Python's signal handlers
+    // (Ctrl-C's KeyboardInterrupt) would run only once it returned: the core
+    // asks this hook while it waits, and one that raised cancels the connect.
+    struct Interrupt {
+        std::optional<py::error_already_set> error;  // touched with the GIL held
+    };
+    const auto interrupt = std::make_shared<Interrupt>();
+    auto cancelled = [interrupt] {
+        py::gil_scoped_acquire gil;
+        if (!interrupt->error && PyErr_CheckSignals() != 0) {
+            interrupt->error.emplace();  // takes the raised exception
+        }
+        return interrupt->error.has_value();
+    };
+    const auto raise_interrupt = [&interrupt] {
+        py::error_already_set error = std::move(*interrupt->error);
+        interrupt->error.reset();
+        throw error;
+    };
     PyController result;
-    {
+    try {
         py::gil_scoped_release no_gil;
-        result.state->controller.emplace(nvmeof::Controller::connect(options));
+        result.state->controller.emplace(nvmeof::Controller::connect(options, cancelled));
+    } catch (const nvmeof::ConnectError& e) {
+        if (e.cause() == nvmeof::ConnectFailure::cancelled && interrupt->error) {
+            raise_interrupt();  // the connect released what it made
+        }
+        throw;
+    }
+    if (interrupt->error) {  // a handler raised after the connect's last wait
+        {
+            py::gil_scoped_release no_gil;
+            result.state->controller.reset();
+        }
+        raise_interrupt();
     }
     return result;
 }
@@ -624,6 +670,8 @@ std::string_view identifier(nvmeof::ConnectFailure cause) {
             return "discovery_log";
         case authentication:
             return "authentication";
+        case cancelled:
+            return "cancelled";
     }
     return "unknown";
 }
@@ -887,7 +935,9 @@ PYBIND11_MODULE(_core, m) {
     py::class_<PyIoQueue>(m, "IoQueue", "A queue of the controller: submit() and poll().")
         .def("submit", &PyIoQueue::submit, py::arg("command"), py::arg("data_owner") = py::none(),
              "Posts `command` (nvmeof.protocol builders); returns a Request. `data_owner` is the "
-             "registered buffer the command's data lives in. TransportError when no slot is free.")
+             "registered buffer the command's data lives in: ValueError, with nothing posted, "
+             "when the command reaches memory outside it (or has data and no data_owner). "
+             "TransportError when no slot is free.")
         .def("poll", &PyIoQueue::poll,
              "Makes progress (never blocks); also sends keep-alives when due.")
         .def_property_readonly(
@@ -920,7 +970,9 @@ that picks the RDMA device. ctrl_loss_tmo_ms: reconnect after a queue failure fo
 long (0 = off: a failure fails what is in flight), re-sending the transfers in flight; a
 blocking call waits the outage out; target may list several paths ("10.0.0.2,10.0.0.3").
 reconnect_delay_ms: between attempts (10000). fast_io_fail_tmo_ms: after this long in an
-outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Raises ConnectError (.cause, .step) or ValueError; releases the GIL.)")
+outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Raises ConnectError (.cause, .step) or ValueError; releases the GIL.
+Ctrl-C interrupts it within about 50 ms (on the main thread): it releases what it made and
+raises KeyboardInterrupt (or whatever a signal handler raised).)")
         .def("close", &PyController::close,
              "Shuts the controller down and deregisters its buffers. Idempotent.")
         .def("__enter__", [](py::object self) { return self; })
@@ -929,11 +981,15 @@ outage, transfers fail (0 = off). The kernel's timers; see reconnect_stats. Rais
                  c.close();
                  return false;
              })
-        .def_property_readonly("is_open",
-                               [](PyController& c) {
-                                   std::lock_guard lock(c.state->mutex);
-                                   return c.state->controller && c.state->controller->is_open();
-                               })
+        .def_property_readonly(
+            "is_open",
+            [](PyController& c) {
+                std::lock_guard lock(c.state->mutex);
+                return c.state->controller && c.state->controller->is_open();
+            },
+            "False once closed, given up after an outage, or failed with no reconnect "
+            "(ctrl_loss_tmo_ms 0: a queue or the keep-alive failed); a failed controller's calls "
+            "raise TransportError (code \"disconnected\") until it is closed.")
         .def_property_readonly(
             "limits",
             [](PyController& c) {

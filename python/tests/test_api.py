@@ -7,6 +7,7 @@ import json
 import os
 import pydoc
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -363,6 +364,121 @@ def test_transport_errors():
         with pytest.raises(nvmeof.TransportError) as caught:
             namespace.read(block, slba=0)
         assert caught.value.code == "closed"
+
+
+@pytest.mark.parametrize("failure", ["target killed", "I/O never answered"])
+def test_a_controller_whose_queue_failed_is_no_longer_open(failure):
+    """Without ctrl_loss_tmo_ms a queue failure ends the association: is_open
+    turns False, and later calls fail saying so, not as if close() was called."""
+    extra = ("--fault", "ignore-io=2") if failure == "I/O never answered" else ()
+    with start_target(*extra) as target:
+        controller = connect(target, timeout=2.0)
+        namespace = controller.namespace(1)
+        block = controller.allocate(512)
+        namespace.read(block, slba=0)
+        assert controller.is_open
+        if failure == "target killed":
+            target.proc.kill()
+            target.proc.wait()
+        with pytest.raises(nvmeof.TransportError) as caught:
+            namespace.read(block, slba=0)
+        assert caught.value.code in ("queue_error", "disconnected", "timeout"), str(caught.value)
+        assert not controller.is_open
+        for call in (lambda: namespace.read(block, slba=0), lambda: controller.namespace(1),
+                     lambda: controller.allocate(512)):
+            with pytest.raises(nvmeof.TransportError) as caught:
+                call()
+            assert caught.value.code == "disconnected", str(caught.value)
+            assert "failed" in str(caught.value) and "not reconnected" in str(caught.value)
+        block.close()  # nothing of it is in flight on a failed queue
+        controller.close()
+        assert not controller.is_open
+        with pytest.raises(nvmeof.TransportError) as caught:
+            controller.namespace(1)
+        assert caught.value.code == "closed"
+
+
+# Connects to a target that never answers; the parent sends SIGINT once it is waiting.
+INTERRUPTED_CONNECT = """\
+import os, sys, time
+import nvmeof
+address, nqn, port, unused_port = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+try:  # the RDMA stack's lasting descriptors are opened by a first, failing, connect
+    nvmeof.Controller.connect(address, nqn, port=unused_port, timeout=5.0)
+except nvmeof.ConnectError:
+    pass
+before = sorted(os.listdir("/proc/self/fd"))
+print("connecting", flush=True)
+try:
+    nvmeof.Controller.connect(address, nqn, port=port, timeout=8.0)
+except KeyboardInterrupt:
+    print("descriptors", before == sorted(os.listdir("/proc/self/fd")), flush=True)
+    raise
+print("connect returned", flush=True)
+"""
+
+
+@pytest.mark.parametrize("silence", ["target stopped", "commands never answered"])
+def test_ctrl_c_interrupts_a_connect_promptly(silence):
+    extra = ("--fault", "stop-answering-after=0") if silence == "commands never answered" else ()
+    with start_target(*extra) as target:
+        if silence == "target stopped":
+            target.proc.send_signal(signal.SIGSTOP)
+        try:
+            child = subprocess.Popen(
+                [SOFTVERBS_RUN, sys.executable, "-c", INTERRUPTED_CONNECT, target.address,
+                 target.nqn, str(target.port), str(free_tcp_port())],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                assert child.stdout.readline() == "connecting\n"
+                time.sleep(1.0)
+                assert child.poll() is None, "the connect to a silent target ended by itself"
+                child.send_signal(signal.SIGINT)
+                interrupted = time.monotonic()
+                out, err = child.communicate(timeout=15)
+                took = time.monotonic() - interrupted
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.communicate()
+        finally:
+            if silence == "target stopped":
+                target.proc.send_signal(signal.SIGCONT)
+    assert "KeyboardInterrupt" in err, err
+    assert child.returncode == -signal.SIGINT, (child.returncode, err)
+    # Promptly: about 50 ms to notice, then the exit; a connect left to its
+    # timeout, or to softverbs giving the stopped target up (3 s), takes 2 s or more.
+    assert took < 1.0, f"SIGINT honoured {took:.2f} s after it was sent"
+    assert out == "descriptors True\n", "the interrupted connect left descriptors open: " + out
+
+
+def test_low_level_submit_refuses_a_data_owner_that_does_not_hold_the_data():
+    # Every answer late: a request that did go out would still be in flight below.
+    with start_target("--fault", "delay-ms=300") as target, connect(target) as controller:
+        namespace = controller.namespace(1)
+        buffer = controller.allocate(4096)
+        other = controller.allocate(4096)
+        command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=0, blocks=2,
+                                      buffer=buffer, lba_size=namespace.lba_size, offset=1024)
+        with pytest.raises(ValueError, match=r"data_owner.*1024 bytes"):
+            controller.io.submit(command)
+        with pytest.raises(ValueError, match="rkey"):
+            controller.io.submit(command, data_owner=other)
+        assert controller.io.in_flight == 0, "a refused command was posted"
+        # Nothing holds the buffer: closing it harms no request and no queue.
+        buffer.close()
+        with controller.allocate(512) as check:
+            namespace.read(check, slba=0)
+        assert controller.is_open
+        with connect(target) as second:
+            foreign = second.allocate(4096)
+            command = protocol.rw_command(protocol.OPC_READ, namespace.nsid, slba=0, blocks=1,
+                                          buffer=foreign, lba_size=namespace.lba_size)
+            with pytest.raises(ValueError, match="another controller"):
+                controller.io.submit(command, data_owner=foreign)
+            foreign.close()
+        assert controller.io.in_flight == 0
+        other.close()
 
 
 def test_reconnect_rides_out_an_outage_with_data_intact():

@@ -294,6 +294,43 @@ TEST(Faults, NoAnswerDuringConnectNamesTheStep) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
 }
 
+// Controller::connect's `cancelled` ends a connect the target never answers
+// (here its admin Fabrics Connect) within the hook's polling, not the timeout,
+// asking the hook only now and then; a connect that succeeds lets it go.
+TEST(Faults, CancelledConnectStopsPromptly) {
+    REQUIRE_CONFIGURABLE();
+    {
+        TargetProcess silent({"--fault", "stop-answering-after=0"});
+        const auto start = std::chrono::steady_clock::now();
+        int asked = 0;
+        const ConnectError e = expect_connect_error([&] {
+            Controller::connect(silent.options(8s), [&] {
+                ++asked;
+                return std::chrono::steady_clock::now() - start >= 300ms;
+            });
+        });
+        const auto took = std::chrono::steady_clock::now() - start;
+        EXPECT_EQ(e.cause(), ConnectFailure::cancelled) << e.what();
+        EXPECT_EQ(e.step(), "Fabrics Connect (qid 0)") << e.what();
+        EXPECT_EQ(e.sys_errno(), ECANCELED);
+        EXPECT_GE(took, 300ms);
+        EXPECT_LT(took, 1s);  // released without waiting for the silent target either
+        EXPECT_LE(asked, 20) << "asked about every 50 ms, not spun";
+    }
+    TargetProcess target;
+    int asked = 0;
+    auto ctrl = Controller::connect(target.options(), [&] {
+        ++asked;
+        return false;
+    });
+    const int during_connect = asked;
+    auto ns = ctrl.namespace_at(1);
+    auto buf = ctrl.allocate(ns.lba_size());
+    ns.read(buf, 0, 1);
+    ctrl.close();
+    EXPECT_EQ(asked, during_connect) << "the hook was asked after connect() returned";
+}
+
 TEST(Faults, NvmeErrorStatusOfOneIo) {
     REQUIRE_CONFIGURABLE();
     TargetProcess target({"--fault", "fail-io=2:2/0x81"});
@@ -392,6 +429,7 @@ TEST(Faults, NoAnswerTimesOut) {
     EXPECT_GE(std::chrono::steady_clock::now() - start, 2s);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
     EXPECT_TRUE(io.failed());
+    EXPECT_FALSE(ctrl.is_open());  // no reconnect configured: the failure ends it
     const auto closing = std::chrono::steady_clock::now();
     ctrl.close();
     EXPECT_LT(std::chrono::steady_clock::now() - closing, 8s);

@@ -77,6 +77,48 @@ TEST(Io, HappyPathReadWriteFlushWithDataChecked) {
     }
 }
 
+// The low-level submit posts no command whose keyed SGL lies outside its data
+// owner: none named, another registration's rkey, or past either end.
+TEST(Io, LowLevelSubmitChecksTheDataOwner) {
+    TargetProcess target;
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    const std::uint32_t lba = ns.lba_size();
+    auto buf = ctrl.allocate(4 * lba);
+    auto other = ctrl.allocate(4 * lba);
+    auto io = ctrl.io();
+    const auto read = [&](const wire::RemoteBuffer& data) {
+        return wire::rw_command(wire::IoOpcode::read, ns.nsid(), 0,
+                                static_cast<std::uint32_t>(data.length / lba), data, lba);
+    };
+    const auto refused = [&](const wire::Sqe& command, const MemoryRegion* owner,
+                             const std::string& why) {
+        try {
+            io.submit(command, owner);
+            ADD_FAILURE() << "submitted, though " << why;
+        } catch (const InvalidArgument& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+    };
+    refused(read(buf.remote(lba, lba)), nullptr, "no data_owner");
+    refused(read(buf.remote(lba, lba)), &other, "not under the data_owner's rkey");
+    wire::RemoteBuffer past_the_end = buf.remote(2 * lba, 2 * lba);
+    past_the_end.address += lba;
+    refused(read(past_the_end), &buf, "outside the data_owner");
+    wire::RemoteBuffer before_the_start = buf.remote(0, lba);
+    before_the_start.address -= lba;
+    refused(read(before_the_start), &buf, "outside the data_owner");
+    EXPECT_EQ(io.in_flight(), 0u);
+    // Inside it up to its last byte, and a command without data, go out.
+    auto request = io.submit(read(buf.remote(3 * lba, lba)), &buf);
+    auto flush = io.submit(wire::flush_command(ns.nsid()));
+    while (!request.done() || !flush.done()) {
+        io.poll();
+    }
+    request.response().raise_for_status();
+    flush.response().raise_for_status();
+}
+
 TEST(Io, WritesAboveMdtsAreSplitAndSubmittedTogether) {
     REQUIRE_CONFIGURABLE();
     TargetProcess target({"--mdts", "1"});  // 8 KiB per command

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,7 +73,12 @@ struct ReconnectStats {
 class Controller {
 public:
     // Throws ConnectError (cause() and step() say what failed) or InvalidArgument.
-    static Controller connect(const Options& options);
+    // `cancelled`, when given, is asked on this thread about every 50 ms while
+    // the connect waits for the target; once it returns true the connect stops
+    // with ConnectError(cancelled), having released what it made without
+    // waiting for the target (e.g. Ctrl-C in an interactive caller). It is not
+    // kept past this call.
+    static Controller connect(const Options& options, std::function<bool()> cancelled = {});
 
     Controller(Controller&&) noexcept;
     Controller& operator=(Controller&&) noexcept;
@@ -83,6 +89,8 @@ public:
 
     // I/O queues, shutdown (CC.SHN, CSTS.SHST), admin queue. Idempotent.
     void close() noexcept;
+    // False once closed, given up after an outage, or failed with nothing to
+    // bring it back: a queue or the keep-alive failed and ctrl_loss_tmo is 0.
     bool is_open() const noexcept;
 
     const Limits& limits() const;

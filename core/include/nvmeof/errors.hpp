@@ -44,6 +44,7 @@ enum class ConnectFailure : std::uint8_t {
     forked_after_use,        // this process was forked from one that had used RDMA
     discovery_log,           // the discovery log was malformed or kept changing while read
     authentication,          // DH-HMAC-CHAP failed, or the target requires it and no key was set
+    cancelled,               // the caller's `cancelled` hook said so (Controller::connect)
 };
 
 std::string_view connect_failure_name(ConnectFailure cause);

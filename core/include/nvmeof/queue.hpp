@@ -109,6 +109,10 @@ public:
     const CompletionStatus& last_error() const noexcept;
 
     // Low level. Throws TransportError when no slot is free or the queue failed.
+    // A command whose SGL is keyed (and not empty) names the memory it reaches
+    // as `data_owner`: the SGL's rkey must be the owner's and its range inside
+    // the owner's, else InvalidArgument and nothing is posted. Keep the owner
+    // registered until the request is done.
     Request submit(const wire::Sqe& command, const MemoryRegion* data_owner = nullptr);
     void poll() noexcept;
 
