@@ -18,9 +18,10 @@ READY = re.compile(r"listening on (\S+):(\d+)")
 
 
 class Target:
-    def __init__(self, proc, address, port, stats_path):
+    def __init__(self, proc, address, port, stats_path, log):
         self.proc, self.address, self.port, self.stats_path = proc, address, port, stats_path
         self.nqn = NQN
+        self._log = log
 
     def stats(self):
         """The target's statistics (written when it stops)."""
@@ -36,7 +37,8 @@ class Target:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError("nvmeof-target did not stop within 15 s of SIGTERM")
-        return self.proc.stderr.read()
+        self._log.seek(0)
+        return self._log.read()
 
 
 @contextmanager
@@ -44,7 +46,10 @@ def start_target(*extra, namespace="ram:16M:512", port=0, env=None):
     stats = os.path.join(tempfile.gettempdir(), f"nvmeof-python-stats-{os.getpid()}-{time.monotonic_ns()}.json")
     cmd = [SOFTVERBS_RUN, TARGET, "--listen", "127.0.0.1", "--port", str(port),
            "--subsystem", NQN, "--namespace", namespace, "--stats", stats, *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # The target logs every controller to stderr: a file, since a pipe nobody
+    # reads until the end would stop it after a few hundred connections.
+    log = tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True,
                             env=dict(os.environ, **(env or {})))
     deadline = time.monotonic() + 30
     line = ""
@@ -55,13 +60,15 @@ def start_target(*extra, namespace="ram:16M:512", port=0, env=None):
     match = READY.search(line)
     if not match:
         proc.kill()
-        _, err = proc.communicate(timeout=10)
-        raise AssertionError(f"nvmeof-target did not start: {line!r} {err}")
-    target = Target(proc, match.group(1), int(match.group(2)), stats)
+        proc.communicate(timeout=10)
+        log.seek(0)
+        raise AssertionError(f"nvmeof-target did not start: {line!r} {log.read()}")
+    target = Target(proc, match.group(1), int(match.group(2)), stats, log)
     try:
         yield target
     finally:
         target.stop()
+        log.close()
 
 
 @pytest.fixture(scope="module")

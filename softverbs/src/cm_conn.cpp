@@ -48,7 +48,7 @@ CmPayload make_payload(const rdma_conn_param* p, const Qp* qp, std::size_t max_p
 }
 
 void note_addresses(Conn* c) {
-  if (!c->qp || !c->qp->stats) return;
+  if (!c->qp || !core().stats.keeps_records()) return;  // the sink has no addresses
   c->qp->stats->local = addr_str(c->local);
   c->qp->stats->remote = addr_str(c->peer);
 }

@@ -26,7 +26,7 @@ void push_cqe(Cq* cq, const ibv_wc& wc) {
     // Hardware turns an overrun into a CQ error and an async event; we drop the
     // entry and report the same event (or abort in strict mode, to find the bug).
     if (core().cfg.strict_cq) fatal("CQ %p overrun (cqe=%d)", static_cast<void*>(cq), cq->cq.cqe);
-    if (cq->stats) ++cq->stats->overruns;
+    ++cq->stats->overruns;
     if (!cq->overrun) {
       cq->overrun = true;
       ibv_async_event ev{};
@@ -41,7 +41,7 @@ void push_cqe(Cq* cq, const ibv_wc& wc) {
   // consistent with the arm below: a poller that armed and then found the CQ
   // empty is sure to get the channel event.
   cq->tail.store(tail + 1);
-  if (cq->stats) ++cq->stats->completions;
+  ++cq->stats->completions;
   if (cq->cq.channel && cq->armed.load() && cq->armed.exchange(false)) {
     ibv_cq* p = &cq->cq;
     (void)!::write(to_ch(cq->cq.channel)->wfd.get(), &p, sizeof p);
@@ -145,7 +145,7 @@ int ibv_destroy_cq(ibv_cq* ibcq) {
   Cq* cq = to_cq(ibcq);
   if (cq->qp_refs > 0) return EBUSY;
   // A forked child's stats no longer hold its parent's CQs.
-  if (cq->stats && !inherited(to_ctx(ibcq->context))) cq->stats->destroyed = true;
+  if (!inherited(to_ctx(ibcq->context))) core().stats.retire(cq->stats);
   core().live_cqs.erase(ibcq);
   delete cq;
   return 0;

@@ -3,7 +3,7 @@
 //   fault <rules>   add fault rules (grammar in faults.h)
 //   clear           remove all fault rules
 //   drop <port|-1>  reset established connections now
-//   stats <path>    dump per-QP counters as JSON
+//   stats <path>    dump per-QP and per-CQ counters as JSON (kept with SOFTVERBS_STATS)
 // One command per connection, one reply line: "ok ..." or "error ...".
 // Example: python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX);
 //          s.connect(sys.argv[1]); s.sendall(b"drop -1\n"); print(s.recv(99))' PATH

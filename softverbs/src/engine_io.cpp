@@ -98,7 +98,7 @@ void note_payload_size(InParser& in) {
 // Counts payload bytes of data messages that went through staging.
 void count_staged(Conn* c, std::size_t n) {
   const Sink s = c->in.sink;
-  if (c->qp && c->qp->stats && (s == Sink::kWrite || s == Sink::kRecv || s == Sink::kReadResp))
+  if (c->qp && (s == Sink::kWrite || s == Sink::kRecv || s == Sink::kReadResp))
     c->qp->stats->bytes_staged += n;
 }
 

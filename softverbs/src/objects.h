@@ -80,7 +80,7 @@ struct Cq {
   std::atomic<bool> armed{false};        // ibv_req_notify_cq: the next CQE writes to the channel
   bool overrun = false;                  // core().mu
   int qp_refs = 0;  // QPs using the CQ (destroy refuses with EBUSY)
-  CqStats* stats = nullptr;  // lives on after the CQ, for the exit dump
+  CqStats* stats = nullptr;  // never null once created (see Stats::add_cq)
 };
 
 // One posted send-queue work request, retired strictly in post order.  Slots
@@ -115,7 +115,7 @@ struct Qp {
   uint8_t min_rnr_timer = 12;
   uint8_t max_rd_atomic = 0;
   uint8_t max_dest_rd_atomic = 0;
-  QpStats* stats = nullptr;     // lives on after the QP, for the exit dump
+  QpStats* stats = nullptr;     // never null once created (see Stats::add_qp)
   static constexpr uint8_t kRnrRetryDefault = 7;
 };
 

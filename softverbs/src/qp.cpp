@@ -23,7 +23,7 @@ ibv_wc make_wc(Qp* qp, uint64_t wr_id, ibv_wc_status st, ibv_wc_opcode op) {
 void flush_recv_queue(Qp* qp) {
   for (std::size_t i = 0; i < qp->rq.size(); ++i) {
     push_cqe(to_cq(qp->qp.recv_cq), make_wc(qp, qp->rq[i].wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV));
-    if (qp->stats) ++qp->stats->flushed;
+    ++qp->stats->flushed;
   }
   qp->rq.clear();
 }
@@ -59,10 +59,8 @@ void qp_to_error(Qp* qp, ibv_wc_status first_status) {
     // Error completions are generated even for unsignaled WRs, as on hardware.
     ibv_wc_status st = first ? first_status : IBV_WC_WR_FLUSH_ERR;
     push_cqe(to_cq(qp->qp.send_cq), make_wc(qp, e.wr_id, st, e.opcode));
-    if (qp->stats) {
-      ++qp->stats->flushed;
-      if (st != IBV_WC_WR_FLUSH_ERR) ++qp->stats->errors;
-    }
+    ++qp->stats->flushed;
+    if (st != IBV_WC_WR_FLUSH_ERR) ++qp->stats->errors;
     first = false;
   }
   qp->sq.clear();
@@ -209,7 +207,8 @@ int ibv_destroy_qp(ibv_qp* ibqp) {
   }
   --to_cq(qp->qp.send_cq)->qp_refs;
   --to_cq(qp->qp.recv_cq)->qp_refs;
-  if (qp->stats) qp->stats->destroyed = true;
+  // A forked child's stats no longer hold its parent's QPs.
+  if (!inherited(to_ctx(ibqp->context))) core().stats.retire(qp->stats);
   delete qp;
   // Also written here, not only at exit: forked workers (fio jobs) leave with
   // _exit(), which skips atexit handlers.

@@ -43,7 +43,7 @@ void complete(Qp* qp, const SqEntry& e, ibv_wc_status st) {
   wc.byte_len = e.byte_len;
   wc.qp_num = qp->qp.qp_num;
   push_cqe(to_cq(qp->qp.send_cq), wc);
-  if (qp->stats) ++qp->stats->completions;
+  ++qp->stats->completions;
 }
 
 // Retires entries acknowledged by a cumulative ACK up to msn (READs excluded:
@@ -64,7 +64,7 @@ void flush_one(Qp* qp, const ibv_send_wr* wr, ibv_wc_opcode op) {
   e.opcode = op;
   e.signaled = true;
   complete(qp, e, IBV_WC_WR_FLUSH_ERR);
-  if (qp->stats) ++qp->stats->flushed;
+  ++qp->stats->flushed;
 }
 
 // SEND/WRITE payload with an SGE in GPU memory: the whole payload is copied
@@ -208,12 +208,11 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
     ch->materialize();  // corrupt a private copy, never the application's buffer
     ch->owned[static_cast<std::size_t>(flip) % ch->owned.size()] ^= kCorruptMask;
   }
-  if (QpStats* st = qp->stats) {
-    if (is_read) ++st->reads;
-    else if (op.wc == IBV_WC_RDMA_WRITE) ++st->writes;
-    else ++st->sends;
-    if (!is_read) st->bytes_out += total;
-  }
+  QpStats* st = qp->stats;
+  if (is_read) ++st->reads;
+  else if (op.wc == IBV_WC_RDMA_WRITE) ++st->writes;
+  else ++st->sends;
+  if (!is_read) st->bytes_out += total;
   if (qp->sq.empty()) ++qp->conn->acks;  // a new wait starts now, not at the last ACK
   SqEntry& e = add_entry();
   if (is_read) e.read_sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
@@ -289,7 +288,7 @@ void req_on_read_resp(Conn* c) {
     qp_to_error(qp, static_cast<ibv_wc_status>(c->in.status));
     return;
   }
-  if (qp->stats) qp->stats->bytes_in += c->in.hdr.len;
+  qp->stats->bytes_in += c->in.hdr.len;
   complete(qp, qp->sq.front(), IBV_WC_SUCCESS);
   qp->sq.pop_front();
 }

@@ -29,7 +29,7 @@ void responder_error(Qp* qp) {
   ev.event_type = IBV_EVENT_QP_ACCESS_ERR;
   ev.element.qp = &qp->qp;
   post_async_event(to_ctx(qp->qp.context), ev);
-  if (qp->stats) ++qp->stats->errors;
+  ++qp->stats->errors;
   qp_to_error(qp, IBV_WC_WR_FLUSH_ERR);
 }
 
@@ -53,7 +53,7 @@ bool handle_rnr(Conn* c, Qp* qp) {
     return false;
   }
   c->in.parked = true;
-  if (qp->stats) ++qp->stats->rnr_parks;
+  ++qp->stats->rnr_parks;
   if (!forever) {
     uint64_t s = c->serial;
     c->rnr_timer = core().engine.add_timer(kRnrRetryIntervalMs, [s] { rnr_expire(s); });
@@ -189,10 +189,8 @@ void complete_recv(Conn* c, Qp* qp, Op op, ibv_wc_status st) {
     wc.invalidated_rkey = c->in.hdr.imm;
   }
   push_cqe(to_cq(qp->qp.recv_cq), wc);
-  if (qp->stats) {
-    ++qp->stats->recvs;
-    ++qp->stats->completions;
-  }
+  ++qp->stats->recvs;
+  ++qp->stats->completions;
 }
 
 // Remote status for the requester when the responder's own receive failed.
@@ -225,10 +223,8 @@ void serve_read(Conn* c, Qp* qp) {
   }
   dp_flush_ack(c);  // keep ACKs ahead of the response, in msn order
   c->recv_msn = h.msn;
-  if (qp->stats) {
-    ++qp->stats->reads_in;
-    qp->stats->bytes_out += h.rd_len;
-  }
+  ++qp->stats->reads_in;
+  qp->stats->bytes_out += h.rd_len;
   OutChunk& ch = core().engine.queue(c);
   ch.hdr.op = static_cast<uint8_t>(Op::kReadResp);
   ch.hdr.msn = h.msn;
@@ -269,11 +265,9 @@ void dp_on_message(Conn* c) {
     return;
   }
   if (op == Op::kReadReq) return serve_read(c, qp);
-  if (qp->stats) {
-    qp->stats->bytes_in += in.hdr.len;
-    if (op == Op::kWrite || op == Op::kWriteImm) ++qp->stats->writes_in;
-    else ++qp->stats->sends_in;
-  }
+  qp->stats->bytes_in += in.hdr.len;
+  if (op == Op::kWrite || op == Op::kWriteImm) ++qp->stats->writes_in;
+  else ++qp->stats->sends_in;
   if (needs_recv(op)) complete_recv(c, qp, op, IBV_WC_SUCCESS);
   c->recv_msn = in.hdr.msn;
   c->ack_pending = true;

@@ -12,46 +12,117 @@ namespace {
 // control characters), so plain quoting is enough here.
 std::string q(const std::string& s) { return "\"" + s + "\""; }
 
+struct QpCounter {
+  const char* name;
+  uint64_t QpStats::*field;
+};
+
+// In dump order; folding walks the same list, so no counter is left out of it.
+constexpr QpCounter kQpCounters[] = {
+    {"sends", &QpStats::sends},         {"writes", &QpStats::writes},
+    {"reads", &QpStats::reads},         {"recvs", &QpStats::recvs},
+    {"sends_in", &QpStats::sends_in},   {"writes_in", &QpStats::writes_in},
+    {"reads_in", &QpStats::reads_in},   {"bytes_out", &QpStats::bytes_out},
+    {"bytes_in", &QpStats::bytes_in},   {"bytes_staged", &QpStats::bytes_staged},
+    {"completions", &QpStats::completions}, {"errors", &QpStats::errors},
+    {"flushed", &QpStats::flushed},     {"rnr_parks", &QpStats::rnr_parks},
+};
+
+void qp_counters_json(std::ostream& o, const QpStats& s) {
+  for (const QpCounter& c : kQpCounters) o << ", \"" << c.name << "\": " << s.*c.field;
+}
+
+// Keeps the newest kKeptDestroyed destroyed records; older ones go into fold.
+template <class Record, class Fold>
+void forget_oldest(std::map<uint32_t, Record>& records, std::deque<uint32_t>& destroyed, Fold fold) {
+  while (destroyed.size() > Stats::kKeptDestroyed) {
+    if (auto it = records.find(destroyed.front()); it != records.end()) {
+      fold(it->second);
+      records.erase(it);
+    }
+    destroyed.pop_front();
+  }
+}
+
 }  // namespace
 
 QpStats* Stats::add_qp(uint32_t qp_num, const std::string& device) {
-  QpStats& s = qps_.emplace_back();
+  if (!keep_) return &qp_sink_;
+  QpStats& s = qps_[qp_num] = QpStats{};
   s.qp_num = qp_num;
   s.device = device;
   return &s;
 }
 
 CqStats* Stats::add_cq(uint32_t handle, int cqe) {
-  CqStats& s = cqs_.emplace_back();
+  if (!keep_) return &cq_sink_;
+  CqStats& s = cqs_[handle] = CqStats{};
   s.handle = handle;
   s.cqe = cqe;
   return &s;
 }
 
+void Stats::retire(QpStats* s) {
+  if (s == &qp_sink_) return;
+  s->destroyed = true;
+  destroyed_qps_.push_back(s->qp_num);
+  forget_oldest(qps_, destroyed_qps_, [this](const QpStats& r) {
+    for (const QpCounter& c : kQpCounters) folded_qp_.*c.field += r.*c.field;
+    ++folded_qps_;
+  });
+}
+
+void Stats::retire(CqStats* s) {
+  if (s == &cq_sink_) return;
+  s->destroyed = true;
+  destroyed_cqs_.push_back(s->handle);
+  forget_oldest(cqs_, destroyed_cqs_, [this](const CqStats& r) {
+    folded_cq_.completions += r.completions;
+    folded_cq_.overruns += r.overruns;
+    ++folded_cqs_;
+  });
+}
+
+void Stats::clear() {
+  qps_.clear();
+  cqs_.clear();
+  destroyed_qps_.clear();
+  destroyed_cqs_.clear();
+  folded_qp_ = QpStats{};
+  folded_cq_ = CqStats{};
+  folded_qps_ = folded_cqs_ = 0;
+}
+
 std::string Stats::to_json(uint64_t faults_fired) const {
   std::ostringstream o;
-  o << "{\"softverbs\": 1, \"pid\": " << getpid() << ", \"faults_fired\": " << faults_fired << ", \"qps\": [";
+  o << "{\"softverbs\": 1, \"pid\": " << getpid() << ", \"faults_fired\": " << faults_fired
+    << ", \"recording\": " << (keep_ ? "true" : "false") << ", \"qps\": [";
   bool first = true;
-  for (const QpStats& s : qps_) {
+  for (const auto& [num, s] : qps_) {
     o << (first ? "\n" : ",\n") << "  {\"qp_num\": " << s.qp_num << ", \"device\": " << q(s.device)
-      << ", \"local\": " << q(s.local) << ", \"remote\": " << q(s.remote) << ", \"sends\": " << s.sends
-      << ", \"writes\": " << s.writes << ", \"reads\": " << s.reads << ", \"recvs\": " << s.recvs
-      << ", \"sends_in\": " << s.sends_in << ", \"writes_in\": " << s.writes_in << ", \"reads_in\": " << s.reads_in
-      << ", \"bytes_out\": " << s.bytes_out << ", \"bytes_in\": " << s.bytes_in
-      << ", \"bytes_staged\": " << s.bytes_staged
-      << ", \"completions\": " << s.completions << ", \"errors\": " << s.errors << ", \"flushed\": " << s.flushed
-      << ", \"rnr_parks\": " << s.rnr_parks << ", \"destroyed\": " << (s.destroyed ? "true" : "false") << "}";
+      << ", \"local\": " << q(s.local) << ", \"remote\": " << q(s.remote);
+    qp_counters_json(o, s);
+    o << ", \"destroyed\": " << (s.destroyed ? "true" : "false") << "}";
     first = false;
   }
   o << "\n], \"cqs\": [";
   first = true;
-  for (const CqStats& s : cqs_) {
+  for (const auto& [handle, s] : cqs_) {
     o << (first ? "\n" : ",\n") << "  {\"handle\": " << s.handle << ", \"cqe\": " << s.cqe
       << ", \"completions\": " << s.completions << ", \"overruns\": " << s.overruns
       << ", \"destroyed\": " << (s.destroyed ? "true" : "false") << "}";
     first = false;
   }
-  o << "\n]}\n";
+  o << "\n]";
+  // Only once records were folded, so a short run's dump lists every object and nothing else.
+  if (folded_qps_ > 0 || folded_cqs_ > 0) {
+    o << ", \"folded\": {\"qps\": " << folded_qps_ << ", \"cqs\": " << folded_cqs_ << ", \"qp_totals\": {";
+    std::ostringstream counters;
+    qp_counters_json(counters, folded_qp_);
+    o << counters.str().substr(2) << "}, \"cq_totals\": {\"completions\": " << folded_cq_.completions
+      << ", \"overruns\": " << folded_cq_.overruns << "}}";
+  }
+  o << "}\n";
   return o.str();
 }
 

@@ -1,8 +1,17 @@
-// Per-QP and per-CQ counters, kept after the QP or CQ is destroyed, dumped as
-// JSON to SOFTVERBS_STATS at exit or on demand (softverbs_stats_dump).
+// Per-QP and per-CQ counters, dumped as JSON to SOFTVERBS_STATS at exit or on
+// demand (softverbs_stats_dump).  Records are kept only when SOFTVERBS_STATS is
+// set; otherwise every object counts into a sink that is never reported, so the
+// data path does not test whether stats are on, and a process that creates and
+// destroys objects forever (a service reconnecting, fio jobs) keeps nothing.
+//
+// A destroyed object's record stays for the dump, but only the newest
+// kKeptDestroyed of them: older ones are folded into totals, which the dump
+// reports apart, so the dump and its cost stay bounded too.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 
 namespace sv {
@@ -31,20 +40,36 @@ struct CqStats {
 
 class Stats {
  public:
+  static constexpr std::size_t kKeptDestroyed = 256;  // per kind
+
+  // Decided once, before the first object is created.
+  void keep_records(bool keep) { keep_ = keep; }
+  bool keeps_records() const { return keep_; }
+  // Never null: the object's record, or the sink when no records are kept.
   QpStats* add_qp(uint32_t qp_num, const std::string& device);
   CqStats* add_cq(uint32_t handle, int cqe);
-  bool empty() const { return qps_.empty() && cqs_.empty(); }
-  void clear() {
-    qps_.clear();
-    cqs_.clear();
-  }
+  // The object is gone; the pointer add_* returned is not used again.
+  void retire(QpStats* s);
+  void retire(CqStats* s);
+  bool empty() const { return qps_.empty() && cqs_.empty() && folded_qps_ == 0 && folded_cqs_ == 0; }
+  // A forked child: the parent's objects are not its to report.
+  void clear();
   std::string to_json(uint64_t faults_fired) const;
   // Writes the JSON atomically (tmp + rename); "%p" in path becomes the pid.
   bool dump(const std::string& path, uint64_t faults_fired) const;
 
  private:
-  std::deque<QpStats> qps_;  // deque: pointers stay valid as it grows
-  std::deque<CqStats> cqs_;
+  bool keep_ = false;
+  // By qp_num and handle, which grow with every object: the dump lists records
+  // in creation order, and pointers stay valid while others come and go.
+  std::map<uint32_t, QpStats> qps_;
+  std::map<uint32_t, CqStats> cqs_;
+  std::deque<uint32_t> destroyed_qps_, destroyed_cqs_;  // oldest first
+  QpStats folded_qp_;  // counters of the records folded away
+  CqStats folded_cq_;
+  uint64_t folded_qps_ = 0, folded_cqs_ = 0;
+  QpStats qp_sink_;
+  CqStats cq_sink_;
 };
 
 }  // namespace sv

@@ -74,6 +74,7 @@ void fork_child() {
 Core* make_core() {
   auto* c = new Core;
   c->cfg = load_config();
+  c->stats.keep_records(!c->cfg.stats_path.empty());
   c->next_key = static_cast<uint32_t>(getpid() & 0xffff) << 8;
   int idx = 0;
   for (const DeviceSpec& s : c->cfg.devices) {

@@ -36,7 +36,8 @@ std::string sibling(const char* name) {
 // A running sv_peer; killed (and reaped) on destruction so nothing leaks.
 class PeerProcess {
  public:
-  // extra_env: "NAME=value" entries added to the inherited environment.
+  // extra_env: "NAME=value" entries added to the inherited environment (replacing
+  // its entry of that name).
   explicit PeerProcess(const std::string& mode, std::vector<std::string> extra_env = {}) {
     // sv_peer is built next to this test binary (SV_PEER overrides).
     std::string exe = std::getenv("SV_PEER") ? std::getenv("SV_PEER") : sibling("sv_peer");
@@ -47,7 +48,13 @@ class PeerProcess {
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, out[0]);
     std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    for (char** e = environ; *e; ++e) {
+      const std::string entry = *e;
+      const std::string name = entry.substr(0, entry.find('=') + 1);
+      bool replaced = false;
+      for (const std::string& x : extra_env) replaced = replaced || x.rfind(name, 0) == 0;
+      if (!replaced) env.push_back(entry);
+    }
     env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<char*> envp;
     for (auto& s : env) envp.push_back(s.data());
@@ -322,6 +329,35 @@ TEST(CrossProcess, ControlSocketDropsConnection) {
   auto w = poll_n(c.s.cq, 1);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].status, IBV_WC_WR_FLUSH_ERR);
+  std::remove(sock.c_str());
+}
+
+// Without SOFTVERBS_STATS (unset or empty) no record is kept, so a process that
+// connects and closes forever does not grow; an on-demand dump says so.
+TEST(CrossProcess, WithoutStatsNothingIsRecorded) {
+  const std::string tag = std::to_string(getpid());
+  const std::string sock = ::testing::TempDir() + "sv_ctl_nostats_" + tag + ".sock";
+  const std::string path = ::testing::TempDir() + "sv_nostats_" + tag + ".json";
+  PeerProcess peer("serve", {"SOFTVERBS_STATS=", "SOFTVERBS_CTL=" + sock});
+  ASSERT_NE(peer.port(), 0);
+  Client c;
+  ASSERT_TRUE(c.connect(peer.port()));
+  Capsule rd{};  // the peer's data path runs, and counts into nothing
+  rd.op = static_cast<uint32_t>(PeerOp::kReadFrom);
+  rd.len = 4096;
+  rd.raddr = c.s.addr(0);
+  rd.rkey = c.s.mr->rkey;
+  for (uint32_t i = 0; i < rd.len; ++i) c.s.buf[i] = pattern(0, i);  // what the peer checks
+  EXPECT_EQ(c.call(rd).status, 0u);
+  EXPECT_EQ(control(sock, "stats " + path).rfind("ok", 0), 0u);
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string js = ss.str();
+  EXPECT_NE(js.find("\"recording\": false"), std::string::npos) << js;
+  EXPECT_EQ(js.find("\"qp_num\""), std::string::npos) << js;
+  EXPECT_EQ(js.find("\"handle\""), std::string::npos) << js;
+  std::remove(path.c_str());
   std::remove(sock.c_str());
 }
 

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +50,44 @@ std::string cq_counters(ibv_cq* cq) {
                   &completions, &overruns) != 2)
     return "";
   return "completions=" + std::to_string(completions) + " overruns=" + std::to_string(overruns);
+}
+
+// Sums the numbers following "key": in js[from, to).
+uint64_t sum(const std::string& js, std::size_t from, std::size_t to, const std::string& key) {
+  const std::string needle = "\"" + key + "\": ";
+  uint64_t total = 0;
+  for (std::size_t at = js.find(needle, from); at < to; at = js.find(needle, at + 1))
+    total += std::strtoull(js.c_str() + at + needle.size(), nullptr, 10);
+  return total;
+}
+
+std::size_t count(const std::string& js, std::size_t from, std::size_t to, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = js.find(needle, from); at < to; at = js.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// What a dump holds, records listed and folded together.
+struct Totals {
+  uint64_t qps = 0, qp_flushed = 0, cqs = 0, cq_completions = 0;
+  std::size_t listed_destroyed_qps = 0, listed_destroyed_cqs = 0;
+  bool folded = false;
+};
+
+Totals totals(const std::string& js) {
+  const std::size_t qps = js.find("\"qps\": [");
+  const std::size_t cqs = js.find("\"cqs\": [", qps);
+  const std::size_t folded = std::min(js.find("\"folded\": {", cqs), js.size());
+  const std::size_t cq_totals = std::min(js.find("\"cq_totals\": {", folded), js.size());
+  Totals t;
+  t.qps = count(js, qps, cqs, "\"qp_num\": ") + sum(js, folded, cq_totals, "qps");
+  t.qp_flushed = sum(js, qps, cqs, "flushed") + sum(js, folded, cq_totals, "flushed");
+  t.cqs = count(js, cqs, folded, "\"handle\": ") + sum(js, folded, cq_totals, "cqs");
+  t.cq_completions = sum(js, cqs, folded, "completions") + sum(js, cq_totals, js.size(), "completions");
+  t.listed_destroyed_qps = count(js, qps, cqs, "\"destroyed\": true");
+  t.listed_destroyed_cqs = count(js, cqs, folded, "\"destroyed\": true");
+  t.folded = folded < js.size();
+  return t;
 }
 
 TEST(CqStats, CountEveryCompletionTheCqProduced) {
@@ -151,6 +190,55 @@ TEST(QpStats, LargeWritePayloadsBypassStaging) {
   ASSERT_GE(staged, 0);
   // The first read's batch (the staging buffer, 64 KiB) plus 1/32 of the data.
   EXPECT_LE(staged, 64 * 1024 + total / 32) << "of " << total << " bytes";
+}
+
+// A process that creates and destroys QPs and CQs forever (a service that
+// reconnects, one fio job after another) keeps only the newest 256 destroyed
+// records of each kind; older ones are folded into totals, so no count is lost.
+TEST(Stats, DestroyedRecordsAreBoundedAndFoldedIntoTotals) {
+  ASSERT_NE(std::getenv("SOFTVERBS_STATS"), nullptr) << "records are kept only with SOFTVERBS_STATS set";
+  constexpr uint64_t kCycles = 300;
+  ibv_device** list = ibv_get_device_list(nullptr);
+  ASSERT_NE(list, nullptr);
+  ibv_context* ctx = ibv_open_device(list[0]);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  const Totals before = totals(stats_json());
+  for (uint64_t i = 0; i < kCycles; ++i) {
+    ibv_cq* cq = ibv_create_cq(ctx, 4, nullptr, nullptr, 0);
+    ASSERT_NE(cq, nullptr);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(pd, &qa);
+    ASSERT_NE(qp, nullptr);
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    ASSERT_EQ(ibv_modify_qp(qp, &attr, IBV_QP_STATE), 0);
+    // A SEND on an errored QP completes at once, flushed: one count on each object.
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    wr.wr_id = i;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ASSERT_EQ(ibv_post_send(qp, &wr, &bad), 0);
+    ASSERT_EQ(poll_n(cq, 1).size(), 1u);
+    ASSERT_EQ(ibv_destroy_qp(qp), 0);
+    ASSERT_EQ(ibv_destroy_cq(cq), 0);
+  }
+  const std::string js = stats_json();
+  const Totals after = totals(js);
+  EXPECT_LE(after.listed_destroyed_qps, 256u) << js.size() << " bytes of stats";
+  EXPECT_LE(after.listed_destroyed_cqs, 256u);
+  EXPECT_TRUE(after.folded) << js.substr(js.size() > 400 ? js.size() - 400 : 0);
+  EXPECT_EQ(after.qps - before.qps, kCycles);
+  EXPECT_EQ(after.qp_flushed - before.qp_flushed, kCycles);
+  EXPECT_EQ(after.cqs - before.cqs, kCycles);
+  EXPECT_EQ(after.cq_completions - before.cq_completions, kCycles);
+  ibv_dealloc_pd(pd);
+  ibv_close_device(ctx);
+  ibv_free_device_list(list);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "nvmeof/nvmeof.hpp"
@@ -83,10 +84,37 @@ std::string dump_stats() {
     return text.str();
 }
 
+// The records of one list of the stats dump ("qps" or "cqs"), one per line.
+std::vector<std::string> records(const std::string& json, const std::string& list) {
+    std::vector<std::string> out;
+    const auto start = json.find("\"" + list + "\": [");
+    if (start == std::string::npos)
+        return out;
+    std::istringstream lines(json.substr(start, json.find("\n]", start) - start));
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("  {", 0) == 0)
+            out.push_back(line);
+    }
+    return out;
+}
+
+std::uint64_t field(const std::string& record, const std::string& key) {
+    const auto values = numbers(record, key);
+    return values.empty() ? 0 : values.front();
+}
+
+// The newest record's key (qp_num, handle: they grow with every object), 0 if
+// none.  Records created later are this test's, wherever the list starts: the
+// dump folds the oldest destroyed ones away.
+std::uint64_t newest(const std::string& list, const std::string& key) {
+    const auto all = records(dump_stats(), list);
+    return all.empty() ? 0 : field(all.back(), key);
+}
+
 TEST(Softverbs, EveryRemoteAccessFellInsideRegisteredMemory) {
     if (softverbs_active() == 0) GTEST_SKIP() << "not running on softverbs";
     // Counters of QPs from earlier tests (fault tests have errors) are skipped.
-    const std::size_t earlier = numbers(dump_stats(), "qp_num").size();
+    const std::uint64_t earlier = newest("qps", "qp_num");
     TargetProcess target({"--mdts", "2"});
     {
         auto ctrl = Controller::connect(target.options());
@@ -100,37 +128,32 @@ TEST(Softverbs, EveryRemoteAccessFellInsideRegisteredMemory) {
     }
     const std::string json = dump_stats();
     ASSERT_FALSE(json.empty());
-    const auto reads = numbers(json, "reads_in"), writes = numbers(json, "writes_in"),
-               errors = numbers(json, "errors");
-    ASSERT_GT(reads.size(), earlier);
     std::uint64_t reads_in = 0, writes_in = 0;
-    for (std::size_t i = earlier; i < reads.size(); ++i) reads_in += reads[i];
-    for (std::size_t i = earlier; i < writes.size(); ++i) writes_in += writes[i];
+    std::size_t ours = 0;
+    for (const std::string& qp : records(json, "qps")) {
+        if (field(qp, "qp_num") <= earlier)
+            continue;
+        ++ours;
+        reads_in += field(qp, "reads_in");
+        writes_in += field(qp, "writes_in");
+        EXPECT_EQ(field(qp, "errors"), 0u) << qp;
+    }
+    ASSERT_GT(ours, 0u) << json;
     EXPECT_GE(reads_in, 4u * (1 << 20) / (16 * 1024)) << json;   // the target READ our writes
     EXPECT_GE(writes_in, 4u * (1 << 20) / (16 * 1024)) << json;  // and WROTE our reads
-    for (std::size_t i = earlier; i < errors.size(); ++i) EXPECT_EQ(errors[i], 0u) << json;
 }
 
 namespace {
 
-// Completions produced by the CQs created after the first `earlier` ones
+// Completions produced by the CQs created after the one with handle `earlier`
 // (this process's CQs only: the target runs in its own).
-std::uint64_t cq_completions(std::size_t earlier) {
-    const std::string json = dump_stats();
-    const auto at = json.find("\"cqs\"");
-    if (at == std::string::npos)
-        return 0;
-    const auto counts = numbers(json.substr(at), "completions");
+std::uint64_t cq_completions(std::uint64_t earlier) {
     std::uint64_t sum = 0;
-    for (std::size_t i = earlier; i < counts.size(); ++i)
-        sum += counts[i];
+    for (const std::string& cq : records(dump_stats(), "cqs")) {
+        if (field(cq, "handle") > earlier)
+            sum += field(cq, "completions");
+    }
     return sum;
-}
-
-std::size_t cq_count() {
-    const std::string json = dump_stats();
-    const auto at = json.find("\"cqs\"");
-    return at == std::string::npos ? 0 : numbers(json.substr(at), "completions").size();
 }
 
 // Reads at queue depth 32 on the first I/O queue until `total` are done.
@@ -168,7 +191,7 @@ TEST(Softverbs, OneCompletionPerIoInSteadyState) {
     TargetProcess target;
     Options options = target.options();
     options.queue_depth = 64;
-    const std::size_t earlier = cq_count();  // CQs of earlier tests' controllers
+    const std::uint64_t earlier = newest("cqs", "handle");  // CQs of earlier tests' controllers
     auto ctrl = Controller::connect(options);
     auto ns = ctrl.namespace_at(1);
     auto buf = ctrl.allocate(32 * ns.lba_size());

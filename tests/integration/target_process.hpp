@@ -38,6 +38,8 @@ public:
     // Every --port's real port, in order (port() is the first).
     const std::vector<std::uint16_t>& ports() const { return ports_; }
     const std::string& nqn() const { return nqn_; }
+    // The target's process id; -1 when external or stopped.
+    pid_t pid() const { return pid_; }
     Options options(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
     // Stops the target (SIGTERM) and returns its stats JSON ("" when external).

@@ -33,7 +33,9 @@ uint64_t softverbs_faults_fired(void);
  * completions and DISCONNECTED.  Returns how many were dropped, or -ENOSYS. */
 int softverbs_drop_connections(int port);
 
-/* Writes the per-QP counters as JSON to path ("%p" = pid).  0 or -errno. */
+/* Writes the per-QP and per-CQ counters as JSON to path ("%p" = pid).  They
+ * are kept only when SOFTVERBS_STATS is set; otherwise the lists are empty and
+ * "recording" is false.  0 or -errno. */
 int softverbs_stats_dump(const char* path);
 
 #ifdef __cplusplus
