@@ -53,6 +53,7 @@ int ConnectError::error_number() const noexcept {
         case ConnectFailure::device_error: return ENODEV;
         case ConnectFailure::forked_after_use: return EPERM;
         case ConnectFailure::authentication: return EACCES;
+        case ConnectFailure::cancelled: return ECANCELED;
         case ConnectFailure::controller_fatal:
         case ConnectFailure::command_failed: break;
     }
