@@ -138,7 +138,7 @@ void Engine::flush(Conn* c) {
       left -= rest;
       bool data = is_request(static_cast<Op>(ch.hdr.op));
       c->out.pop_front();
-      if (data && ++c->faults.msgs_sent == static_cast<uint64_t>(c->faults.drop_after_msgs)) {
+      if (data && c->faults.drop_now()) {
         debug_log("fault: dropping connection after %lld messages", static_cast<long long>(c->faults.drop_after_msgs));
         on_conn_lost(c, ECONNRESET);
         return;
