@@ -78,6 +78,8 @@ struct ConnFaults {
   std::shared_ptr<int64_t> drops_left;  // the drop rule's times=K budget; null = no limit
   // Counts one data message sent; true when it is the one to reset the connection after.
   bool drop_now();
+  // The count of data messages sent after which a reset is still to come; -1: none.
+  int64_t drop_armed_at() const;
 };
 
 struct Conn {

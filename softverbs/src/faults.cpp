@@ -107,6 +107,11 @@ bool ConnFaults::drop_now() {
   return true;
 }
 
+int64_t ConnFaults::drop_armed_at() const {
+  if (drop_after_msgs <= static_cast<int64_t>(msgs_sent) || (drops_left && *drops_left <= 0)) return -1;
+  return drop_after_msgs;
+}
+
 bool Faults::should_fail(const char* obj) {
   for (FaultRule& r : rules_) {
     if (r.action == FaultAction::kFail && r.obj == obj && r.count > 0) {
