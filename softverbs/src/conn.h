@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fd.h"
@@ -74,6 +75,11 @@ struct ConnFaults {
   uint64_t reads_in = 0;
   int delay_ms = 0;
   int64_t drop_after_msgs = -1;
+  std::shared_ptr<int64_t> drops_left;  // the drop rule's times=K budget; null = no limit
+  // Counts one data message sent; true when it is the one to reset the connection after.
+  bool drop_now();
+  // The count of data messages sent after which a reset is still to come; -1: none.
+  int64_t drop_armed_at() const;
 };
 
 struct Conn {

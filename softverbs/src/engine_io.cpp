@@ -111,10 +111,15 @@ void Engine::flush(Conn* c) {
     // Only a delayed message (fault injection) needs the clock; one behind an
     // undelayed front waits for the next round of this loop.
     const int64_t now = c->out.front().not_before_ms != 0 ? now_ms() : 0;
+    // Fault "drop": the batch ends with the message the reset comes after, so
+    // none behind it reaches the peer (loopback delivers what sendmsg took).
+    const int64_t drop_at = c->faults.drop_armed_at();
+    int64_t data_msgs = static_cast<int64_t>(c->faults.msgs_sent);
     for (std::size_t i = 0; i < c->out.size(); ++i) {
       const OutChunk& ch = c->out[i];
       if (ch.not_before_ms > now) break;  // fault "delay": a timer flushes later
       if (!append_iov(ch, iov)) break;
+      if (drop_at > 0 && is_request(static_cast<Op>(ch.hdr.op)) && ++data_msgs == drop_at) break;
     }
     if (iov.n == 0) break;
     msghdr mh{};
@@ -138,7 +143,7 @@ void Engine::flush(Conn* c) {
       left -= rest;
       bool data = is_request(static_cast<Op>(ch.hdr.op));
       c->out.pop_front();
-      if (data && ++c->faults.msgs_sent == static_cast<uint64_t>(c->faults.drop_after_msgs)) {
+      if (data && c->faults.drop_now()) {
         debug_log("fault: dropping connection after %lld messages", static_cast<long long>(c->faults.drop_after_msgs));
         on_conn_lost(c, ECONNRESET);
         return;

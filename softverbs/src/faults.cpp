@@ -48,12 +48,15 @@ bool parse_rule(const std::string& text, FaultRule* r, std::string* err) {
     else if (k == "status") r->status = static_cast<int>(n);
     else if (k == "reason") r->reason = static_cast<int>(n);
     else if (k == "count") r->count = n;
+    else if (k == "times" && n < 0) return *err = "times must not be negative", false;
+    else if (k == "times") r->drops_left = std::make_shared<int64_t>(n);
     else if (k == "byte") r->byte = n;
     else if (k == "max_qp_wr") r->max_qp_wr = static_cast<int>(n);
     else if (k == "max_cqe") r->max_cqe = static_cast<int>(n);
     else if (k == "max_sge") r->max_sge = static_cast<int>(n);
     else return *err = "unknown key '" + k + "'", false;
   }
+  if (r->drops_left && r->action != FaultAction::kDrop) return *err = "times is for drop rules", false;
   if (r->op < 0) return *err = "op must be write, read, send or any", false;
   if (r->action == FaultAction::kFail && r->obj != "pd" && r->obj != "mr" && r->obj != "cq" && r->obj != "qp")
     return *err = "fail needs obj=pd|mr|cq|qp", false;
@@ -87,12 +90,26 @@ void Faults::apply_conn(Conn* c, int off) {
     if (!matches(r, c, off)) continue;
     if (r.action == FaultAction::kDrop) {
       c->faults.drop_after_msgs = r.after;
+      c->faults.drops_left = r.drops_left;
       ++r.fired;
     } else if (r.action == FaultAction::kDelay) {
       c->faults.delay_ms = r.ms;
       ++r.fired;
     }
   }
+}
+
+bool ConnFaults::drop_now() {
+  if (++msgs_sent != static_cast<uint64_t>(drop_after_msgs)) return false;
+  if (!drops_left) return true;
+  if (*drops_left <= 0) return false;
+  --*drops_left;
+  return true;
+}
+
+int64_t ConnFaults::drop_armed_at() const {
+  if (drop_after_msgs <= static_cast<int64_t>(msgs_sent) || (drops_left && *drops_left <= 0)) return -1;
+  return drop_after_msgs;
 }
 
 bool Faults::should_fail(const char* obj) {

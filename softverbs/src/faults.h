@@ -1,6 +1,8 @@
 // Fault-injection rules: SOFTVERBS_FAULTS="rule;rule" at start, or
 // softverbs_fault_add() at run time.  A rule is "action[,key=value]...":
-//   drop,after=N[,port=P]           reset the connection after N data messages sent
+//   drop,after=N[,port=P][,times=K] reset the connection after N data messages sent;
+//                                   with times=K, only the first K connections that get
+//                                   there (reconnects then run clean)
 //   delay,ms=X[,port=P]             hold every outbound message X ms
 //   nak,op=write|read|any[,nth=N][,status=S][,port=P]
 //                                   answer the Nth incoming WRITE/READ with NAK status S
@@ -12,6 +14,7 @@
 //   cap[,max_qp_wr=N][,max_cqe=N][,max_sge=N]   lower the device limits
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,9 @@ struct FaultRule {
   int reason = 28;
   std::string obj;
   int64_t count = 1;
+  // drop: resets left to make over every connection (shared with them: a
+  // rule cleared while they live still counts); null = no limit.
+  std::shared_ptr<int64_t> drops_left;
   int max_qp_wr = -1;
   int max_cqe = -1;
   int max_sge = -1;

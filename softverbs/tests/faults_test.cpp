@@ -66,6 +66,60 @@ TEST_F(Faults, DropAfterMessagesLosesThePeer) {
   p.expect_send_works();
 }
 
+TEST_F(Faults, DropComesRightAfterTheNthMessageOfABatch) {
+  add("drop,after=2");
+  Pair p;
+  ASSERT_TRUE(p.connect());
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(p.server.post_recv(static_cast<uint64_t>(i), 64u * i, 64), 0);
+  // Four SENDs in one post list go out in one batch; the reset comes after
+  // the second, so the last two never reach the server.
+  ibv_sge sge[4];
+  ibv_send_wr wr[4]{};
+  for (int i = 0; i < 4; ++i) {
+    sge[i] = {p.client.addr(), 8, p.client.mr->lkey};
+    wr[i].wr_id = static_cast<uint64_t>(i);
+    wr[i].opcode = IBV_WR_SEND;
+    wr[i].sg_list = &sge[i];
+    wr[i].num_sge = 1;
+    wr[i].send_flags = IBV_SEND_SIGNALED;
+    wr[i].next = i < 3 ? &wr[i + 1] : nullptr;
+  }
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(p.client.qp(), wr, &bad), 0);
+  auto r = poll_n(p.server.cq, 4);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(r[1].status, IBV_WC_SUCCESS);
+  EXPECT_NE(r[2].status, IBV_WC_SUCCESS);
+  EXPECT_NE(r[3].status, IBV_WC_SUCCESS);
+}
+
+TEST_F(Faults, DropTimesLimitsTheResets) {
+  add("drop,after=2,times=1");
+  Pair p;
+  ASSERT_TRUE(p.connect());
+  ASSERT_EQ(p.server.post_recv(1, 0, 64), 0);
+  ASSERT_EQ(p.server.post_recv(2, 0, 64), 0);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(p.client.post(IBV_WR_SEND, 10u + i, 0, 8), 0);
+  auto w = poll_n(p.client.cq, 3);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_NE(w[2].status, IBV_WC_SUCCESS);
+  expect_event(p.client.ch, RDMA_CM_EVENT_DISCONNECTED);
+  // The one reset is spent: a later connection gets past two messages.
+  Pair q;
+  ASSERT_TRUE(q.connect());
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(q.server.post_recv(static_cast<uint64_t>(i), 64u * i, 64), 0);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(q.client.post(IBV_WR_SEND, static_cast<uint64_t>(i), 0, 8), 0);
+  auto r = poll_n(q.server.cq, 4);
+  ASSERT_EQ(r.size(), 4u);
+  for (const auto& wc : r) EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  auto sent = poll_n(q.client.cq, 4);
+  ASSERT_EQ(sent.size(), 4u);
+  for (const auto& wc : sent) EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  char err[128] = "";
+  EXPECT_EQ(softverbs_fault_add("nak,times=1", err, sizeof err), -EINVAL);
+}
+
 TEST_F(Faults, DelayStillDeliversInOrder) {
   add("delay,ms=20");
   Pair p;
