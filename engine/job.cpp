@@ -259,7 +259,7 @@ void Job::record_facts(const EngineOptions& options) const {
         c.usable_slots = limits.usable_slots;
         c.mdts_bytes = limits.mdts_bytes;
         c.max_transfer_bytes = limits.max_transfer_bytes;
-        c.kas_ms = limits.kas * kKasUnitMs;
+        c.kas_ms = limits.kas_ms;
         c.keep_alive_ms = options.keep_alive_ms;
         c.source = limits.source_address;
         c.device = limits.device_name;

@@ -48,22 +48,6 @@ void check_numeric_options(const NumericOptions& o) {
     }
 }
 
-void check_keep_alive_granularity(unsigned int keep_alive_ms, unsigned int kas) {
-    if (keep_alive_ms == 0) {
-        return;
-    }
-    if (kas == 0) {
-        refuse("keep_alive_ms", keep_alive_ms,
-               "the controller does not support keep-alive (Identify KAS is 0); use 0");
-    }
-    const unsigned int granularity = kas * kKasUnitMs;
-    if (keep_alive_ms < granularity) {
-        refuse("keep_alive_ms", keep_alive_ms,
-               "below the controller's keep-alive granularity (KAS) of " +
-                   std::to_string(granularity) + " ms");
-    }
-}
-
 std::string ignored_option_names(std::uint64_t given) {
     std::string names;
     for (std::size_t i = 0; i < kSpdkIgnoredOptions.size(); ++i) {

@@ -16,7 +16,6 @@ inline constexpr unsigned kMinQueueSize = 2;      // one entry always stays free
 inline constexpr unsigned kMaxIoQueues =
     65534;  // Set Features Number of Queues: 0's based, 0xFFFF reserved
 inline constexpr unsigned kMinKeepAliveMs = 1000;
-inline constexpr unsigned kKasUnitMs = 100;  // Identify Controller KAS unit
 
 // The numeric options as fio stored them (0 where fio's default is 0).
 struct NumericOptions {
@@ -30,9 +29,6 @@ struct NumericOptions {
     unsigned int fast_io_fail_tmo_ms = 0;  // 0: off
 };
 void check_numeric_options(const NumericOptions& options);
-
-// keep_alive_ms against the controller's KAS (100 ms units; 0: no keep-alive).
-void check_keep_alive_granularity(unsigned int keep_alive_ms, unsigned int kas);
 
 // SPDK's fio plugins' option names (spdk/app/fio/nvme and the bdev plugin)
 // that have no effect on NVMe/RDMA here: accepted so that SPDK job files run

@@ -165,6 +165,7 @@ public:
     wire::Bytes auth_receive(RdmaQueue& queue, const std::string& step);
     void enable();
     void identify_controller();
+    void check_keep_alive_granularity() const;
     void create_io_queues();
     void shutdown() noexcept;
     // A queue failed (timeout, WC error, lost connection) or keep-alive did: the

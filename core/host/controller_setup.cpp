@@ -401,12 +401,34 @@ void ControllerImpl::identify_controller() {
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
     limits_.kas = id.kas;
+    limits_.kas_ms = id.kas * wire::kKasUnitMs;
     ana_reporting_ = (id.cmic & wire::kCmicAnaReporting) != 0;
     limits_.discovery = id.cntrltype == wire::kControllerTypeDiscovery ||
                         options_.subsystem_nqn == wire::kDiscoveryNqn;
     limits_.model = std::string(id.model());
     limits_.serial = std::string(id.serial());
     limits_.firmware = std::string(id.firmware());
+    check_keep_alive_granularity();
+}
+
+// Options::keep_alive_ms against Identify KAS, for every caller (the engine,
+// Python, the tools): a timeout finer than the controller's granularity, or
+// keep-alive asked of a controller without it, is refused, naming the option.
+void ControllerImpl::check_keep_alive_granularity() const {
+    if (options_.keep_alive_ms == 0) {
+        return;
+    }
+    const std::string option = "keep_alive_ms=" + std::to_string(options_.keep_alive_ms) + ": ";
+    if (limits_.kas_ms == 0) {
+        throw ConnectError(ConnectFailure::invalid_options, "Identify Controller",
+                           option + "the controller does not support keep-alive (Identify KAS "
+                                    "is 0); use 0");
+    }
+    if (options_.keep_alive_ms < limits_.kas_ms) {
+        throw ConnectError(ConnectFailure::invalid_options, "Identify Controller",
+                           option + "below the controller's keep-alive granularity (KAS) of " +
+                               std::to_string(limits_.kas_ms) + " ms");
+    }
 }
 
 void ControllerImpl::create_io_queues() {

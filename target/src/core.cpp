@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core_internal.hpp"
+#include "nvmeof/wire/identify.hpp"
 #include "nvmeof/wire/registers.hpp"
 
 namespace nvmeof::target {
@@ -406,7 +407,7 @@ std::uint32_t CommandCore::effective_kato_ms(const Controller& ctrl,
         // Disabled for I/O controllers; nvmet and SPDK give discovery 120 s.
         return ctrl.subsystem != nullptr && ctrl.subsystem->discovery ? kDiscoveryKatoMs : 0;
     }
-    const std::uint32_t unit = std::max<std::uint32_t>(config_.limits.kas, 1) * kKasUnitMs;
+    const std::uint32_t unit = std::max<std::uint32_t>(config_.limits.kas, 1) * wire::kKasUnitMs;
     return (requested + unit - 1) / unit * unit;
 }
 

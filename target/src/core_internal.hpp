@@ -11,7 +11,6 @@ namespace nvmeof::target {
 inline constexpr std::uint16_t kMaxControllerId = 0xFFEF;  // valid dynamic IDs are 1..0xFFEF
 inline constexpr std::uint32_t kDiscoveryKatoMs =
     120000;                                             // nvmet/SPDK when a discovery host sends 0
-inline constexpr std::uint32_t kKasUnitMs = 100;        // KAS granularity unit
 inline constexpr std::uint8_t kReadyTimeout500ms = 15;  // CAP.TO: 7.5 s, as nvmet
 inline constexpr std::uint8_t kConnectAttrDisableSqFlowControl = 1u << 2;  // CATTR DISSQFC
 // VS 1.3: Linux then asks CNS 0x03 but not CNS 0x08 (digest §10.16).

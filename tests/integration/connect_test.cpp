@@ -259,6 +259,36 @@ TEST(KeepAlive, TargetRefusingTheTimeoutIsNamed) {
     EXPECT_NE(std::string(e.what()).find("refuses KATO 3000 ms"), std::string::npos) << e.what();
 }
 
+// The keep-alive granularity rule lives in the core: every caller (engine,
+// Python, tools) is refused a timeout finer than Identify KAS, naming the
+// option; a timeout at the granularity connects.
+TEST(KeepAlive, TimeoutBelowTheControllersGranularityIsRefused) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--kas", "20"});  // 2000 ms
+    Options o = target.options();
+    o.keep_alive_ms = 1500;
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_EQ(e.cause(), ConnectFailure::invalid_options) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "keep_alive_ms=1500: below the controller's keep-alive granularity (KAS) of 2000 ms"),
+              std::string::npos)
+        << e.what();
+    o.keep_alive_ms = 2000;
+    Controller c = Controller::connect(o);
+    EXPECT_EQ(c.limits().kas_ms, 2000u);
+}
+
+TEST(KeepAlive, AskedOfAControllerWithoutKeepAliveIsRefused) {
+    REQUIRE_CONFIGURABLE();
+    TargetProcess target({"--kas", "0"});
+    Options o = target.options();
+    o.keep_alive_ms = 1000;
+    const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
+    EXPECT_NE(std::string(e.what()).find("does not support keep-alive (Identify KAS is 0)"),
+              std::string::npos)
+        << e.what();
+}
+
 TEST(Faults, CmRejectNamesTheRejectStatus) {
     REQUIRE_CONFIGURABLE();
     TargetProcess target({"--fault", "reject-connect=6"});

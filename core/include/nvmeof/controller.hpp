@@ -42,6 +42,7 @@ struct Limits {
     std::uint32_t mqes_entries = 0;      // CAP.MQES + 1
     std::uint32_t namespaces = 0;        // Identify NN
     std::uint16_t kas = 0;               // Identify KAS: keep-alive granularity, 100 ms units
+    std::uint32_t kas_ms = 0;            // the same in milliseconds; 0: no keep-alive
     std::string queue_size_limit;        // what bound queue_size ("requested", "CAP.MQES", ...)
     std::string source_address;          // local address the connection used
     std::string device_name;             // RDMA device

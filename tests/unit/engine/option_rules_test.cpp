@@ -75,21 +75,6 @@ TEST(OptionRules, ReconnectTimers) {
     EXPECT_NE(late.find("ctrl_loss_tmo_ms=1000"), std::string::npos) << late;
 }
 
-TEST(OptionRules, KeepAliveAgainstKas) {
-    EXPECT_NO_THROW(e::check_keep_alive_granularity(0, 0));      // off: nothing to check
-    EXPECT_NO_THROW(e::check_keep_alive_granularity(1000, 10));  // 1000 ms granularity
-    EXPECT_NO_THROW(e::check_keep_alive_granularity(5000, 50));
-    try {
-        e::check_keep_alive_granularity(1500, 20);
-        FAIL() << "1500 ms is below a 2000 ms granularity";
-    } catch (const e::SpecError& error) {
-        EXPECT_EQ(std::string(error.what()),
-                  "keep_alive_ms=1500: below the controller's keep-alive granularity (KAS) of "
-                  "2000 ms");
-    }
-    EXPECT_THROW(e::check_keep_alive_granularity(1000, 0), e::SpecError);
-}
-
 TEST(OptionRules, IgnoredSpdkOptionNames) {
     EXPECT_EQ(e::ignored_option_names(0), "");
     std::uint64_t given = 0;

@@ -37,6 +37,9 @@ inline constexpr std::uint16_t kOncsWriteZeroes = 1u << 3;
 inline constexpr std::uint8_t kVwcPresent = 1u << 0;
 inline constexpr std::uint32_t kCapsuleUnit = 16;  // IOCCSZ, IORCSZ, ICDOFF are in 16-byte units
 
+// Identify Controller KAS (keep-alive granularity) counts in these units.
+inline constexpr std::uint32_t kKasUnitMs = 100;
+
 // Identify Controller data (CNS 0x01). Only the fields NVMe-oF needs are named.
 struct IdentifyController {
     std::uint16_t vid;
@@ -67,7 +70,7 @@ struct IdentifyController {
     std::uint8_t elpe;
     std::uint8_t npss;
     std::uint8_t reserved264[56];
-    std::uint16_t kas;  // keep-alive granularity, 100 ms units; 0 = unsupported
+    std::uint16_t kas;  // keep-alive granularity, kKasUnitMs units; 0 = unsupported
     std::uint8_t reserved322[20];
     std::uint8_t anatt;   // ANA transition time, seconds
     std::uint8_t anacap;  // ANA states reported (wire/ana.hpp kAnacap*)
