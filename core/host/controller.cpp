@@ -17,6 +17,28 @@
 #include "transport/transfer_split.hpp"
 
 namespace nvmeof {
+
+void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
+    const std::string what = "namespace " + std::to_string(ns.nsid);
+    if (t.op != Op::flush &&
+        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
+        throw InvalidArgument(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
+                              std::to_string(t.blocks) + ") is outside the namespace (" +
+                              std::to_string(ns.size_lbas) + " blocks)");
+    }
+    if ((t.op != Op::read && t.op != Op::write) || t.memory == nullptr) {
+        return;  // a missing or closed region is the submission's to refuse
+    }
+    const std::uint64_t size = t.memory->size();
+    if (t.blocks > size / ns.lba_size || t.offset > size ||
+        t.blocks * ns.lba_size > size - t.offset) {
+        throw InvalidArgument(what + ": " + std::to_string(t.blocks) + " blocks of " +
+                              std::to_string(ns.lba_size) + " bytes at buffer offset " +
+                              std::to_string(t.offset) + " do not fit the " +
+                              std::to_string(size) + "-byte memory region");
+    }
+}
+
 namespace detail {
 
 void ControllerImpl::require_open(const char* what) const {
@@ -220,26 +242,12 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     require_open("I/O");
-    const std::string what = "namespace " + std::to_string(ns.nsid);
-    if (t.op != Op::flush &&
-        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
-        throw InvalidArgument(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
-                              std::to_string(t.blocks) + ") is outside the namespace (" +
-                              std::to_string(ns.size_lbas) + " blocks)");
-    }
-    if (t.op == Op::read || t.op == Op::write) {
-        if (t.memory == nullptr || !t.memory->valid() || t.memory->record()->owner != this) {
-            throw InvalidArgument(what + ": the memory region is not registered with this controller "
-                                         "(closed, reset or moved from)");
-        }
-        const std::uint64_t size = t.memory->size();
-        if (t.blocks > size / ns.lba_size || t.offset > size ||
-            t.blocks * ns.lba_size > size - t.offset) {
-            throw InvalidArgument(what + ": " + std::to_string(t.blocks) + " blocks of " +
-                                  std::to_string(ns.lba_size) + " bytes at buffer offset " +
-                                  std::to_string(t.offset) + " do not fit the " +
-                                  std::to_string(size) + "-byte memory region");
-        }
+    check_transfer(ns, t);
+    if ((t.op == Op::read || t.op == Op::write) &&
+        (t.memory == nullptr || !t.memory->valid() || t.memory->record()->owner != this)) {
+        throw InvalidArgument("namespace " + std::to_string(ns.nsid) +
+                              ": the memory region is not registered with this controller "
+                              "(closed, reset or moved from)");
     }
     RdmaQueue& queue = *io_.front();
     const NamespaceRef ref{ns.nsid, static_cast<std::uint32_t>(std::countr_zero(ns.lba_size)),

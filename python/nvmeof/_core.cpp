@@ -340,35 +340,13 @@ void reap(ControllerState& state, nvmeof::IoQueue queue) {
     } while (count == out.size());
 }
 
-// The range checks of the core's blocking Namespace calls, with their messages
-// (the non-blocking submit only says "invalid argument").
-void check_transfer(const nvmeof::NamespaceInfo& ns, const nvmeof::Transfer& t) {
-    const std::string what = "namespace " + std::to_string(ns.nsid);
-    if (t.op != nvmeof::Op::flush &&
-        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
-        throw py::value_error(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
-                              std::to_string(t.blocks) + ") is outside the namespace (" +
-                              std::to_string(ns.size_lbas) + " blocks)");
-    }
-    if (t.memory != nullptr) {
-        const std::uint64_t size = t.memory->size();
-        if (t.blocks > size / ns.lba_size || t.offset > size ||
-            t.blocks * ns.lba_size > size - t.offset) {
-            throw py::value_error(what + ": " + std::to_string(t.blocks) + " blocks of " +
-                                  std::to_string(ns.lba_size) + " bytes at buffer offset " +
-                                  std::to_string(t.offset) + " do not fit the " +
-                                  std::to_string(size) + "-byte buffer");
-        }
-    }
-}
-
 // A Namespace call, blocking as the core's are (split at MDTS, the CUDA
 // ordering, keep-alive while waiting, the first error raised), but on the
 // public non-blocking queue API: the lock is held to submit and for each poll,
 // and let go between polls, so other threads submit and poll meanwhile. The
 // caller has released the GIL.
 void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns, nvmeof::Transfer t) {
-    check_transfer(ns.info(), t);
+    nvmeof::check_transfer(ns.info(), t);  // InvalidArgument: ValueError
     std::unique_lock lock(state.mutex);
     const std::uint64_t token = state.next_token++;
     t.user_data = token;

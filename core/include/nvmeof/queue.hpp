@@ -42,6 +42,15 @@ struct Transfer {
     std::uint64_t user_data = 0;              // handed back in Completion
 };
 
+struct NamespaceInfo;
+// A transfer's range rules, with the reason: its LBA range inside the
+// namespace, and a read's or write's blocks inside its memory region from
+// `offset` (a region not given is not checked here). Throws InvalidArgument
+// naming what does not fit. The blocking
+// calls (Namespace, Python) check with this; the data path's submit checks
+// the same without building text and answers SubmitResult::invalid.
+void check_transfer(const NamespaceInfo& ns, const Transfer& transfer);
+
 enum class SubmitResult : std::uint8_t {
     queued,   // accepted: posted, or partly waiting for slots that poll() frees
     busy,     // no free slot for the transfer (or the queue is reconnecting); nothing was posted
