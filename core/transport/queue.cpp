@@ -25,20 +25,21 @@ void check_data_owner(const wire::SglDescriptor& sgl, const MemoryRegion* data_o
         return;
     }
     const std::uint64_t length = sgl.keyed_length();
-    const std::string data = "the command's data (" + std::to_string(length) + " bytes at " +
-                             hex(sgl.address) + ", rkey " + hex(sgl.keyed_key()) + ")";
+    // Built only for a refusal: a command that passes allocates nothing.
+    const auto data = [&] {
+        return "data_owner: the command's data (" + std::to_string(length) + " bytes at " +
+               hex(sgl.address) + ", rkey " + hex(sgl.keyed_key()) + ")";
+    };
     if (data_owner == nullptr) {
-        throw InvalidArgument("data_owner: " + data +
-                              " is registered memory, but no data_owner names it");
+        throw InvalidArgument(data() + " is registered memory, but no data_owner names it");
     }
     const wire::RemoteBuffer owner = data_owner->remote();
     if (sgl.keyed_key() != owner.rkey) {
-        throw InvalidArgument("data_owner: " + data + " is not under the data_owner's rkey " +
-                              hex(owner.rkey));
+        throw InvalidArgument(data() + " is not under the data_owner's rkey " + hex(owner.rkey));
     }
     if (sgl.address < owner.address || sgl.address - owner.address > owner.length ||
         length > owner.length - (sgl.address - owner.address)) {
-        throw InvalidArgument("data_owner: " + data + " is outside the data_owner's " +
+        throw InvalidArgument(data() + " is outside the data_owner's " +
                               std::to_string(owner.length) + " bytes at " + hex(owner.address));
     }
 }
