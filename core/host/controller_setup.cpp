@@ -402,6 +402,7 @@ void ControllerImpl::identify_controller() {
     limits_.namespaces = id.nn;
     limits_.kas = id.kas;
     limits_.kas_ms = id.kas * wire::kKasUnitMs;
+    limits_.keep_alive_ms = options_.keep_alive_ms;
     ana_reporting_ = (id.cmic & wire::kCmicAnaReporting) != 0;
     limits_.discovery = id.cntrltype == wire::kControllerTypeDiscovery ||
                         options_.subsystem_nqn == wire::kDiscoveryNqn;

@@ -33,6 +33,10 @@ wire::RemoteBuffer MemoryRegion::remote(std::uint64_t offset, std::uint64_t leng
     return {reinterpret_cast<std::uint64_t>(record_->address) + offset, length, record_->rkey};
 }
 
+std::uint32_t MemoryRegion::rkey() const noexcept { return valid() ? record_->rkey : 0; }
+
+std::uint32_t MemoryRegion::lkey() const noexcept { return valid() ? record_->lkey : 0; }
+
 void MemoryRegion::reset() noexcept {
     if (record_) {
         record_->close();

@@ -1,18 +1,34 @@
-"""NVMe over Fabrics (RDMA) from Python, on the nvmeof C++ core.
+"""NVMe over Fabrics (RDMA) from Python, on the nvmeof C++ core, with the API of
+the reference `nvmeof` package (rdma4py) and more: several I/O queues,
+asynchronous transfers, keep-alive and reconnecting.
 
     import nvmeof
     with nvmeof.Controller.connect(target_ip, subsystem_nqn, source=initiator_ip) as controller:
         namespace = controller.namespace(1)
         with controller.allocate(4096) as block:
             namespace.read(block, slba=0, blocks=1)
+            payload = block.read()
 
 Blocking calls release the GIL. Threads may share a controller: each call
 into it is serialised, but a blocking read or write holds the controller only
 to submit and to poll, so several threads' transfers are in flight together.
+Diagnostics go to the `logging` logger "nvmeof".
 """
-from nvmeof._core import Buffer, Controller, IoQueue, Namespace, Request, Response
-from nvmeof.errors import ConnectError, Error, NvmeError, TransportError
-from nvmeof import protocol
 
-__all__ = ["Buffer", "Controller", "IoQueue", "Namespace", "Request", "Response",
-           "Error", "ConnectError", "NvmeError", "TransportError", "protocol"]
+from nvmeof._version import __version__
+from nvmeof._core import Buffer, IoQueue, Request, Response
+from nvmeof.controller import Controller, Namespace
+from nvmeof.errors import (CommandTimeoutError, ConnectError, Error, NvmeError, QueueFullError,
+                           TransportError)
+from nvmeof.futures import TransferFuture
+from nvmeof import protocol, rdma
+from nvmeof.protocol import (NVME_RDMA_PORT, Completion, ControllerInfo, NamespaceInfo,
+                             NVMeStatusError)
+from nvmeof.rdma import HostBuffer, RDMAQueue
+
+__all__ = [
+    "__version__", "Buffer", "CommandTimeoutError", "Completion", "ConnectError", "Controller",
+    "ControllerInfo", "Error", "HostBuffer", "IoQueue", "Namespace", "NamespaceInfo",
+    "NvmeError", "NVMeStatusError", "NVME_RDMA_PORT", "QueueFullError", "RDMAQueue", "Request",
+    "Response", "TransferFuture", "TransportError", "protocol", "rdma",
+]

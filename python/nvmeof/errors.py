@@ -1,11 +1,15 @@
 """The exceptions of the nvmeof package, mirroring the C++ core's.
 
-    Error                 base of everything the package raises itself
-    +-- ConnectError      connect failed: .cause (why), .step (where)
-    +-- TransportError    a queue failed: .code (timeout, queue_error, closed, busy, ...)
-    +-- NvmeError         a command completed with an NVMe error status
+    Error                   base of everything the package raises itself
+    +-- ConnectError        connect failed: .cause (why), .step (where)
+    +-- TransportError      a queue failed: .code (timeout, queue_error, closed, busy, ...)
+    |   +-- QueueFullError       no free slot (also a RuntimeError, as the reference's)
+    |   +-- CommandTimeoutError  a command timed out (also a TimeoutError)
+    +-- NvmeError           an NVMe error status (also an OSError with errno EIO: the
+                            reference package's NVMeStatusError)
 Bad arguments (ranges, buffers, options) raise ValueError.
 """
+import errno as _errno
 
 
 class Error(Exception):
@@ -24,18 +28,55 @@ class ConnectError(Error):
 
 class TransportError(Error):
     """A request failed without an NVMe status: `code` is "timeout", "queue_error",
-    "disconnected", "protocol_error", "closed" or "busy"; `errno` the errno equivalent."""
+    "disconnected", "protocol_error", "closed", "busy", "path_failed",
+    "controller_lost" or "path_error"; `errno` the errno equivalent."""
 
     def __init__(self, message, *, code, errno=0):
         super().__init__(message)
         self.code, self.errno = code, errno
 
 
-class NvmeError(Error):
-    """A command completed with an NVMe error status: `status` (the CQE status
-    field), `sct`, `sc`, `dnr`, `name` (the specification's name) and `command`."""
+class QueueFullError(TransportError, RuntimeError):
+    """Every command slot of the queue is in use (code "busy")."""
 
-    def __init__(self, message, *, status, sct, sc, dnr, name, command):
-        super().__init__(message)
+    def __init__(self, message="NVMe submission queue is full", *, code="busy", errno=_errno.EBUSY):
+        super().__init__(message, code=code, errno=errno)
+
+
+class CommandTimeoutError(TransportError, TimeoutError):
+    """A command was not answered in time (code "timeout")."""
+
+    def __init__(self, message, *, code="timeout", errno=_errno.ETIMEDOUT):
+        TransportError.__init__(self, message, code=code, errno=errno)
+        self.args = (message,)
+
+
+class NvmeError(Error, OSError):
+    """A command completed with an NVMe error status: `status` (the CQE status
+    field), `sct`, `sc`, `dnr`, `name` (the specification's name), `command` (the
+    opcode) and `completion` (a protocol.Completion). An OSError with errno EIO,
+    so code written for the reference package's NVMeStatusError catches it.
+
+    ``NvmeError(completion)`` builds one from a completion, as the reference does."""
+
+    def __init__(self, message, *, status=None, sct=None, sc=None, dnr=None, name=None, command=None):
+        completion = None
+        if not isinstance(message, str):
+            completion = message
+            status = completion.status_field
+            sct, sc, dnr = completion.status_type, completion.status_code, completion.do_not_retry
+            message = "NVMe command %d failed: SCT=%d SC=0x%02x%s" % (
+                completion.command_id, sct, sc, " DNR" if dnr else "")
+        OSError.__init__(self, _errno.EIO, message)
         self.status, self.sct, self.sc, self.dnr = status, sct, sc, dnr
         self.name, self.command = name, command
+        self._completion = completion
+
+    @property
+    def completion(self):
+        """The failed command's completion (status fields only when the error
+        came from a blocking transfer)."""
+        if self._completion is None:
+            from nvmeof.protocol import Completion
+            self._completion = Completion(0, 0, 0, 0, self.status or 0)
+        return self._completion

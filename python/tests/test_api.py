@@ -228,7 +228,10 @@ def test_low_level_submit_and_poll(target):
             numpy.frombuffer(buffer, dtype=numpy.uint8)[:] = pattern(512, 6)
             command = protocol.rw_command(protocol.OPC_WRITE, namespace.nsid, slba=7, blocks=1,
                                           buffer=buffer, lba_size=namespace.lba_size)
-            assert command.opcode == protocol.OPC_WRITE and command.nsid == namespace.nsid
+            # A 64-byte capsule, as the reference package's builders return.
+            assert isinstance(command, bytes) and len(command) == 64
+            decoded = protocol.Command(command)
+            assert decoded.opcode == protocol.OPC_WRITE and decoded.nsid == namespace.nsid
             request = controller.io.submit(command, data_owner=buffer)
             assert request.data_owner is buffer
             while not request.done:

@@ -318,6 +318,9 @@ void RdmaQueue::start_command(Request& req, const std::uint8_t* capsule, std::ui
     ++in_flight_;
     auto& max = nvme_.qid == 0 ? ctx_.stats.max_inflight_admin : ctx_.stats.max_inflight_io;
     max = std::max<std::uint64_t>(max, in_flight_);
+    if (nvme_.qid != 0) {
+        ++ctx_.stats.io_queue_commands[nvme_.qid];
+    }
 
     const std::uint32_t in_capsule_bytes = byte_len - static_cast<std::uint32_t>(wire::kSqeSize);
     req.plan = ctx_.core.plan(nvme_, req.sqe, in_capsule_bytes);

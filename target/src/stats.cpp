@@ -80,6 +80,12 @@ std::string Stats::to_json() const {
     out += ", \"errors\": " + std::to_string(errors);
     out += ", \"max_inflight\": {\"io\": " + std::to_string(max_inflight_io) +
            ", \"admin\": " + std::to_string(max_inflight_admin) + "}";
+    out += ", \"io_queue_commands\": {";
+    for (const auto& [qid, count] : io_queue_commands) {
+        out += (qid == io_queue_commands.begin()->first ? "\"" : ", \"") + std::to_string(qid) +
+               "\": " + std::to_string(count);
+    }
+    out += "}";
     out += ", \"controllers\": " + std::to_string(controllers);
     out += ", \"faults_injected\": " + std::to_string(faults_injected);
     out += ", \"namespaces\": [";

@@ -53,6 +53,9 @@ struct Stats {
     std::uint64_t controllers = 0;
     std::uint64_t faults_injected = 0;
     std::map<std::pair<std::string, std::uint32_t>, NamespaceStats> namespaces;  // (NQN, NSID)
+    // Commands received per I/O queue ID, over every controller: how a host
+    // spreads its work over its queues.
+    std::map<std::uint16_t, std::uint64_t> io_queue_commands;
 
     NamespaceStats& of_namespace(const std::string& nqn, std::uint32_t nsid) {
         return namespaces[{nqn, nsid}];

@@ -43,6 +43,7 @@ struct Limits {
     std::uint32_t namespaces = 0;        // Identify NN
     std::uint16_t kas = 0;               // Identify KAS: keep-alive granularity, 100 ms units
     std::uint32_t kas_ms = 0;            // the same in milliseconds; 0: no keep-alive
+    std::uint32_t keep_alive_ms = 0;     // the keep-alive timeout (KATO) sent; 0: off
     std::string queue_size_limit;        // what bound queue_size ("requested", "CAP.MQES", ...)
     std::string source_address;          // local address the connection used
     std::string device_name;             // RDMA device

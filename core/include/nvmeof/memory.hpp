@@ -45,6 +45,10 @@ public:
     // range is outside the region or the region is closed.
     wire::RemoteBuffer remote(std::uint64_t offset = 0) const;
     wire::RemoteBuffer remote(std::uint64_t offset, std::uint64_t length) const;
+    // The registration's keys: rkey for a keyed SGL built by hand, lkey for a
+    // local work request (0 once closed).
+    std::uint32_t rkey() const noexcept;
+    std::uint32_t lkey() const noexcept;
     // Deregisters now (and frees memory from Controller::allocate).
     void reset() noexcept;
 
