@@ -12,6 +12,7 @@ packages=(
     fio valgrind python3-matplotlib
     pybind11-dev python3-dev python3-numpy python3-pytest
     python3-torch
+    python3-mesonpy python3-venv  # pip install . (pyproject.toml) into a venv, offline
     clang libclang-rt-14-dev  # tools/fuzz.sh: libFuzzer with ASan/UBSan
     libssl-dev
     ccache  # kept between runs on one machine: a rebuild compiles only what changed
