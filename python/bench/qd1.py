@@ -46,7 +46,7 @@ def python_rate(target, low_level):
 
 
 with start_target(namespace="ram:64M:512") as target:
-    cpp, cpp_polled = map(float, subprocess.run([SOFTVERBS_RUN, os.path.join(build, "python", "qd1_read"), target.address,
+    cpp, cpp_polled, _ = map(float, subprocess.run([SOFTVERBS_RUN, os.path.join(build, "python", "qd1_read"), target.address,
                                 target.nqn, str(target.port), str(seconds)],
                                check=True, capture_output=True, text=True).stdout.split())
     blocking = python_rate(target, low_level=False)

@@ -1,12 +1,16 @@
-// QD1 4 KiB reads per second through the C++ API, blocking (Namespace::read)
-// and low level (submit, then poll until done): the baselines that
-// python/bench/qd1.py measures the Python binding's overhead against.
-// Prints the two rates on one line.
+// 4 KiB reads per second through the C++ API at QD 1, blocking
+// (Namespace::read) and low level (submit, then poll until done), and at QD 32
+// (the non-blocking transfer API, refilled as completions come): the
+// baselines that python/bench/qd1.py and queues.py measure the Python
+// binding against. Prints the three rates on one line.
 //   qd1_read TARGET_ADDR SUBSYSTEM_NQN PORT SECONDS
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <span>
+#include <stdexcept>
 
 #include "nvmeof/nvmeof.hpp"
 
@@ -53,7 +57,35 @@ int main(int argc, char** argv) {
             }
             request.response().raise_for_status();
         });
-        std::printf("%.0f %.0f\n", blocking, polled);
+        constexpr std::size_t kDepth = 32;
+        auto window = ctrl.allocate(kReadBytes * kDepth);
+        std::uint64_t issued = 0;
+        const auto submit_next = [&](std::uint64_t slot) {
+            const nvmeof::Transfer t{nvmeof::Op::read, slba_of(issued++), blocks, &window,
+                                     slot * kReadBytes, slot};
+            if (io.submit(ns, t) != nvmeof::SubmitResult::queued) {
+                throw std::runtime_error(nvmeof::describe(io.last_error()));
+            }
+        };
+        for (std::uint64_t slot = 0; slot < kDepth; ++slot) {
+            submit_next(slot);
+        }
+        std::array<nvmeof::Completion, kDepth> done;
+        std::uint64_t completed = 0;
+        const auto start = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - start < span) {
+            for (const auto& c : std::span(done.data(), io.poll(done))) {
+                nvmeof::raise_for_status(c.status);
+                ++completed;
+                submit_next(c.user_data);
+            }
+        }
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        const double deep = static_cast<double>(completed) / took.count();
+        while (io.in_flight() != 0) {
+            io.poll(done);
+        }
+        std::printf("%.0f %.0f %.0f\n", blocking, polled, deep);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "qd1_read: %s\n", e.what());

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "nvmeof/wire/status.hpp"
+#include "nvmeof/wire.hpp"
 
 namespace nvmeof_python {
 

@@ -17,8 +17,7 @@
 #include "buffer.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/queue.hpp"
-#include "nvmeof/wire/command.hpp"
-#include "nvmeof/wire/common.hpp"
+#include "nvmeof/wire.hpp"
 
 namespace nvmeof_python {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "nvmeof/wire/common.hpp"
+#include "nvmeof/wire.hpp"
 
 namespace nvmeof_python {
 
