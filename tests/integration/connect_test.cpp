@@ -9,8 +9,10 @@
 
 #include <ctime>
 #include <optional>
+#include <mutex>
 #include <thread>
 
+#include "nvmeof/keep_alive_thread.hpp"
 #include "nvmeof/nvmeof.hpp"
 #include "nvmeof/wire/io.hpp"
 #include "target_process.hpp"
@@ -218,6 +220,34 @@ TEST(KeepAlive, ServicedControllerOutlivesSeveralTimeouts) {
     const std::string stats = target.stop();
     if (const auto sent = TargetProcess::stat(stats, "commands.keep_alive")) {
         EXPECT_GE(*sent, 5u) << "one Keep Alive per half second expected over 3.2 s";
+    }
+}
+
+// The same with nobody calling keep_alive(): a KeepAliveThread does, under the
+// caller's lock, while the caller sleeps. Idle past three timeouts, the
+// controller is still there; the lock keeps the caller's own I/O apart.
+TEST(KeepAlive, BackgroundThreadKeepsAnIdleControllerConnected) {
+    TargetProcess target;
+    Options o = target.options();
+    o.keep_alive_ms = 1000;
+    auto ctrl = Controller::connect(o);
+    auto ns = ctrl.namespace_at(1);
+    MemoryRegion block = ctrl.allocate(ns.lba_size());
+    std::mutex lock;
+    {
+        KeepAliveThread keeper(ctrl, lock);
+        std::this_thread::sleep_for(3500ms);  // silent: no call into the controller
+        {
+            std::lock_guard guard(lock);
+            ns.read(block, 0, 1);
+            EXPECT_TRUE(ctrl.is_open());
+        }
+        EXPECT_GE(keeper.services(), 20u) << "ticks every eighth of the 1 s timeout";
+    }
+    ctrl.close();
+    const std::string stats = target.stop();
+    if (const auto sent = TargetProcess::stat(stats, "commands.keep_alive")) {
+        EXPECT_GE(*sent, 5u) << "one Keep Alive per half second expected over 3.5 s";
     }
 }
 
