@@ -42,7 +42,7 @@ struct EngineOptions {
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
     char info_file[kOptionTextSize];  // "": none; else one JSON line of start-up facts per job
     unsigned int queue_size;          // I/O queue entries asked for; 0: derived from iodepth
-    unsigned int reconnect_delay_ms;  // reconnect: see README "Reconnect and multipath"
+    unsigned int reconnect_delay_ms;  // reconnect: see docs/reconnect.md
     unsigned int ctrl_loss_tmo_ms;    // 0: no reconnect
     unsigned int fast_io_fail_tmo_ms;  // 0: off
     char dhchap_secret[kOptionTextSize];       // "", DHHC-1 text or "@file"

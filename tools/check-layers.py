@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that every #include follows the layers (README "Layout").
+"""Checks that every #include follows the layers (docs/architecture.md, "The layers").
 
     wire layout <- verbs <- memory <- transport, gpu <- host <- public API
     <- engine, cli, python, examples

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets of tests/fuzz (README "Fuzzing").
+# Runs the libFuzzer targets of tests/fuzz (docs/testing.md, "Fuzzing").
 #   tools/fuzz.sh TARGET SECONDS [LIBFUZZER_ARG...]
 #   tools/fuzz.sh all SECONDS [LIBFUZZER_ARG...]
 #   tools/fuzz.sh list

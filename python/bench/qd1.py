@@ -3,7 +3,7 @@ low-level submit/poll loop) against nvmeof-target on loopback over softverbs.
 Prints one line; a measurement, not a test.
 
     meson compile -C build && softverbs-run python3 python/bench/qd1.py build [SECONDS]
-(with PYTHONPATH=build/python; see the README's Python API section)."""
+(with PYTHONPATH=build/python; see docs/python.md)."""
 import os
 import subprocess
 import sys

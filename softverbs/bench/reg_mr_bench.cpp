@@ -1,7 +1,7 @@
 // Cost of registering memory per I/O (a program, not a test): what an
 // initiator would pay to expose only each I/O's buffer to the target (one
 // ibv_reg_mr before the command, ibv_dereg_mr after its completion) instead
-// of one registration of the whole arena. README "Security: threat model".
+// of one registration of the whole arena. SECURITY.md.
 //
 //   softverbs-run build/softverbs/bench/reg_mr_bench      (the software device)
 //   build/softverbs/bench/reg_mr_bench                     (the first real RDMA device)

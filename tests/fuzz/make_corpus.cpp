@@ -1,4 +1,4 @@
-// Writes the seed corpora of tests/fuzz (README "Fuzzing"): real inputs built
+// Writes the seed corpora of tests/fuzz (docs/testing.md, "Fuzzing"): real inputs built
 // with the wire layer's builders, and the pages, logs and completions the
 // target's command core really answers with.
 //   make-fuzz-corpus DIR   (DIR/<target>/<seed>; existing seeds are overwritten)

@@ -41,9 +41,9 @@ struct Options {
     bool random_host_id = false;       // a fresh random host ID instead of the stable default
     // Deadline of each I/O-queue request; 0 means the same as `timeout`.
     std::chrono::milliseconds io_timeout{0};
-    // Reconnect (the kernel's nvme-fabrics timers; see README "Reconnect and
-    // multipath"). With ctrl_loss_tmo 0 (the default here; the kernel's is
-    // 600 s) a failed queue stays failed and its transfers fail back. Otherwise
+    // Reconnect (the kernel's nvme-fabrics timers; see docs/reconnect.md).
+    // With ctrl_loss_tmo 0 (the default here; the kernel's is 600 s) a failed
+    // queue stays failed and its transfers fail back. Otherwise
     // a queue failure (WC error, disconnect, keep-alive or request timeout)
     // tears every queue down, and every reconnect_delay (kernel: 10 s) the whole
     // association is tried again, on the next address of `target` when it lists
