@@ -9,7 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "nvmeof/nvmeof.hpp"
+// The API's parts one by one: nvmeof/nvmeof.hpp brings the wire layout too,
+// which the engine does not use.
+#include "nvmeof/controller.hpp"
+#include "nvmeof/discovery.hpp"
+#include "nvmeof/errors.hpp"
+#include "nvmeof/memory.hpp"
+#include "nvmeof/namespace.hpp"
+#include "nvmeof/queue.hpp"
 #include "option_rules.hpp"
 #include "target_spec.hpp"
 // After the C++ headers: see fio_headers.hpp.
