@@ -88,6 +88,7 @@
 #include "nvmeof/wire/io.hpp"
 #include "transport/cid_pool.hpp"
 #include "transport/connect_deadline.hpp"
+#include "transport/invariant.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::detail {
@@ -244,6 +245,14 @@ public:
     // Fails every outstanding request with `code` after QP → error and drain.
     void fail(TransportErrc code, int sys_errno, const char* why) noexcept;
 
+    // Builds with invariants: scans the slots and records and aborts when a
+    // counter kept by hand disagrees (queue_counts.hpp). Off the data path.
+    void check_counters() const noexcept {
+        if constexpr (NVMEOF_INVARIANTS) {
+            check_counters_now();
+        }
+    }
+
     const CompletionStatus& last_error() const noexcept { return last_error_; }
     std::uint16_t qid() const noexcept { return config_.qid; }
     std::size_t capacity() const noexcept { return cids_.size(); }
@@ -358,6 +367,8 @@ private:
     // Three hot places do it by hand: the common path's record (from 0 or a
     // stale 1 to 1), start_record (from 0) and complete_piece (one less).
     void set_pieces_left(TransferRecord& record, std::uint32_t pieces) noexcept {
+        NVMEOF_INVARIANT(record.pieces_left < 2 || transfers_awaiting_several_ > 0,
+                         "a record awaiting several pieces is counted");
         transfers_awaiting_several_ -= record.pieces_left >= 2 ? 1 : 0;
         transfers_awaiting_several_ += pieces >= 2 ? 1 : 0;
         record.pieces_left = pieces;
@@ -411,6 +422,7 @@ private:
     void flush_gpu_reads(std::size_t count) noexcept;
     static void gpu_read_failed(CompletionStatus& status, int result) noexcept;
     void check_deadlines(std::chrono::steady_clock::time_point now) noexcept;
+    void check_counters_now() const noexcept;  // rdma_queue_invariants.cpp
     void drain() noexcept;
     [[gnu::cold, gnu::noinline]] SubmitResult refuse(SubmitResult result, TransportErrc code,
                                                      int sys_errno, Op op) noexcept;

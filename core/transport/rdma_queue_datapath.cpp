@@ -67,6 +67,8 @@ void RdmaQueue::prepare_send(Slot& slot, bool with_deadline) noexcept {
     // Built in post order (commit() posts the deferred chain first), so this
     // position is the SEND's place in the send queue.
     const bool ends_interval = (++send_position_ & (kSendsPerSignal - 1)) == 0;
+    NVMEOF_INVARIANT(sends_in_queue() <= send_queue_capacity_,
+                     "a SEND built with no send queue entry free");
     slot.wr.send_flags = ends_interval ? IBV_SEND_SIGNALED : 0;
     if (with_deadline) {
         slot.stamp = stamps_taken_;  // the next clock read gives it its deadline
@@ -116,6 +118,8 @@ void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t
                              bool internal) noexcept {
     ++open_transfers_;
     TransferRecord& record = transfers_[tid];  // every field set: no zeroing first
+    NVMEOF_INVARIANT(record.pieces_left == 0 && !record.held,
+                     "a general-path record reused while its transfer is open");
     record.user_data = t.user_data;
     record.sequence = next_sequence_++;
     record.gpu_read = nullptr;
@@ -233,6 +237,8 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     // The record of a one-command transfer: its status is written when it
     // finishes, its GPU ordering is never set (host memory only).
     TransferRecord& record = transfers_[tid];
+    NVMEOF_INVARIANT(record.pieces_left <= 1 && !record.held && slots_[tid].flags == 0,
+                     "a free command ID whose slot or record is still in use");
     record.user_data = t.user_data;
     record.sequence = next_sequence_++;
     record.pieces_left = 1;  // from 0, or 1 left by the sink (see set_pieces_left)
@@ -314,6 +320,7 @@ SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t
     } else {
         // The rest waits behind any transfer already waiting, so pieces leave in order.
         waiting_next_[tid] = next;
+        NVMEOF_INVARIANT(waiting_count_ <= ring_mask_, "the waiting ring overflows");
         waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
         ++waiting_count_;
         build_waiting();
@@ -332,11 +339,13 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         std::uint16_t cid = 0;
         if (c.as_built) {
             cid = static_cast<std::uint16_t>(tid);
+            NVMEOF_INVARIANT(record_slots_idle_ > 0, "a held record's slot counted idle");
             --record_slots_idle_;  // its slot in flight again
         } else {
             cid = cids_.take();
         }
         Slot& slot = slots_[cid];
+        NVMEOF_INVARIANT(slot.flags == 0, "a piece built into a slot still in use");
         const std::uint64_t blocks = std::min(c.per_piece, c.blocks_left);
         // Built in place in the registered command buffer (every field written:
         // the buffer held the slot's previous command), unless a replay of a
@@ -413,6 +422,8 @@ void RdmaQueue::fail_waiting(const CompletionStatus& status) noexcept {
 }
 
 void RdmaQueue::commit() noexcept {
+    NVMEOF_INVARIANT((deferred_head_ == nullptr) == (deferred_count_ == 0),
+                     "the deferred count matches the deferred chain");
     if (deferred_head_ == nullptr || state_ != QueueState::live) {
         return;
     }
@@ -454,6 +465,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
     commands_[cid] = command;
     commands_[cid].command_id = cid;
     Slot& slot = slots_[cid];
+    NVMEOF_INVARIANT(slot.flags == 0, "a low-level command built into a slot still in use");
     slot.response = Response{};
     slot.response.command = commands_[cid];
     slot.flags = kInFlight | kLowLevel;
@@ -593,6 +605,8 @@ void RdmaQueue::batch_receives_taken_off() noexcept {
         return;
     }
     for (int i = 0; i < batch_size_; ++i) {
+        NVMEOF_INVARIANT(receives_outstanding_ >= (batch_[i].wr_id >> kRecvTagShift),
+                         "a receive taken off the CQ was counted posted");
         receives_outstanding_ -= static_cast<std::uint32_t>(batch_[i].wr_id >> kRecvTagShift);
     }
     batch_ = nullptr;
@@ -673,6 +687,7 @@ void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
         sink_->status = kSucceeded;
         ++sink_;
         cids_.put(cid);
+        NVMEOF_INVARIANT(open_transfers_ > 0, "a transfer handed back was counted open");
         --open_transfers_;
         return;
     }
@@ -683,6 +698,8 @@ void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
 }
 
 void RdmaQueue::complete_piece(std::uint16_t cid, Slot& slot) noexcept {
+    NVMEOF_INVARIANT(slot.transfer != kNoTransfer && (slot.flags & kLowLevel) == 0,
+                     "a transfer's piece completed in a low-level slot");
     const std::uint32_t tid = slot.transfer;
     slot.transfer = kNoTransfer;
     slot.flags = 0;
@@ -692,9 +709,13 @@ void RdmaQueue::complete_piece(std::uint16_t cid, Slot& slot) noexcept {
         ++record_slots_idle_;  // the record keeps its ID until handed back
     }
     // set_pieces_left's bookkeeping, by hand: a piece is answered per command.
+    NVMEOF_INVARIANT(transfers_[tid].pieces_left > 0,
+                     "an answer for a transfer with no piece left");
     const std::uint32_t left = --transfers_[tid].pieces_left;
     if (left <= 1) [[unlikely]] {
         if (left == 1) {
+            NVMEOF_INVARIANT(transfers_awaiting_several_ > 0,
+                             "a record awaiting several pieces is counted");
             --transfers_awaiting_several_;
         } else {
             finish_transfer(tid);
@@ -714,6 +735,8 @@ void RdmaQueue::complete_slot(std::uint16_t cid, const CompletionStatus& status)
         complete_piece(cid, slot);
         return;
     }
+    NVMEOF_INVARIANT((slot.flags & (kInFlight | kLowLevel)) == (kInFlight | kLowLevel),
+                     "a low-level answer for a slot not in flight with a low-level command");
     slot.response.status = status;
     if ((slot.flags & kAbandoned) != 0) {
         slot.flags = 0;
@@ -736,7 +759,8 @@ void RdmaQueue::finish_transfer(std::uint32_t index) noexcept {
         release_record(index);
         return;
     }
-    // At most capacity() transfers exist, so the ring cannot overflow.
+    // Each open transfer has a record and the ring has room for them all.
+    NVMEOF_INVARIANT(finished_count_ <= ring_mask_, "the finished ring overflows");
     finished_[(finished_head_ + finished_count_) & ring_mask_] = index;
     ++finished_count_;
     if (record.gpu_read != nullptr) [[unlikely]] {
@@ -772,6 +796,7 @@ void RdmaQueue::flush_gpu_reads(std::size_t count) noexcept {
             gpu_read_failed(record.status, result);
         }
         record.gpu_read = nullptr;
+        NVMEOF_INVARIANT(gpu_reads_finished_ > 0, "a finished GPU read was counted");
         --gpu_reads_finished_;
     }
 }
@@ -833,14 +858,17 @@ CompletionStatus RdmaQueue::take_transfer(std::uint32_t index) noexcept {
 
 void RdmaQueue::free_command_slot(std::uint16_t cid) noexcept {
     if (cid != setup_slot()) {
-        cids_.release(cid);
+        const bool released = cids_.release(cid);
+        NVMEOF_INVARIANT(released, "a low-level request's command ID was handed out by acquire()");
     }
 }
 
 void RdmaQueue::release_record(std::uint32_t tid) noexcept {
+    NVMEOF_INVARIANT(open_transfers_ > 0, "a transfer handed back was counted open");
     --open_transfers_;
     if (in_record_slot(tid)) {
         cids_.put(static_cast<std::uint16_t>(tid));
+        NVMEOF_INVARIANT(record_slots_idle_ > 0, "a finished record's slot counted idle");
         --record_slots_idle_;
     } else {
         general_records_.put(static_cast<std::uint16_t>(tid - slot_count_));
@@ -877,6 +905,7 @@ void RdmaQueue::check_deadlines(Clock::time_point now) noexcept {
         earliest = std::min(earliest, slot.deadline);
     }
     earliest_deadline_ = earliest;
+    check_counters();  // a scan anyway: now and then while busy, or when quiet
 }
 
 // After the QP went to error: every WR still in it completes with a flush
@@ -956,6 +985,7 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
             ++failed_commands;
         }
     }
+    check_counters();
     // The figures a reader adds up to the controller's "I/Os held" and
     // compares with fio's totals: transfers kept for a replay, commands
     // failed back. A close in an outage (the teardown of the other queues)
@@ -1069,12 +1099,14 @@ std::size_t RdmaQueue::replay_held() noexcept {
             waiting_next_[tid].as_built = true;
         }
         set_pieces_left(record, waiting_next_[tid].unbuilt);
+        NVMEOF_INVARIANT(waiting_count_ <= ring_mask_, "the waiting ring overflows");
         waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
         ++waiting_count_;
     }
     held_count_ = 0;
     build_waiting();
     commit();
+    check_counters();
     return count;
 }
 
@@ -1096,6 +1128,7 @@ std::size_t RdmaQueue::fail_held(TransportErrc code, int sys_errno) noexcept {
         finish_transfer(tid);
         ++count;
     }
+    check_counters();
     return count;
 }
 
