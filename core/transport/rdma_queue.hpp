@@ -4,9 +4,13 @@
 // rdma_connect with the NVMe/RDMA private data. Datapath
 // (rdma_queue_datapath.cpp): a fixed pool of request slots, each with its SQE
 // buffer, SGE and SEND WR prefilled; a ring of 16-byte response buffers with
-// RECV WRs prefilled.
+// RECV WRs prefilled. Finishing a command, shared with recovery, is
+// rdma_queue_completion.hpp; deadlines found passed, failure, drain and
+// outages (hold, replay) are rdma_queue_recovery.cpp; what request handles
+// take back, rdma_queue_handles.cpp; the flush of reads into GPU memory,
+// rdma_queue_gpu.cpp.
 //
-// The per-I/O path, all in rdma_queue_datapath.cpp:
+// The per-I/O path, in rdma_queue_datapath.cpp (with rdma_queue_completion.hpp):
 //   submit           (and submit_transfer, a blocking caller's) checks the
 //                    transfer. A read or write of host memory in one command
 //                    with a slot free and nothing waiting (the common case)
@@ -343,8 +347,9 @@ private:
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
-    // The per-I/O helpers are inlined into their one hot caller (a call and its
-    // register saves cost as much as their bodies).
+    // The per-I/O helpers are named steps of one path, not calls: each is a few
+    // stores, and the path's cost per I/O is what the instruction budget
+    // (bench/instruction-budget.json) holds, so they are inlined where used.
     [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t lba_shift,
                                                                  Op op) const noexcept;
     // 0, or the errno refusing the transfer (range, memory handle, buffer bounds).
@@ -355,8 +360,9 @@ private:
     [[gnu::always_inline]] inline SubmitResult submit_one(const NamespaceRef& ns, const Transfer& t,
                                                           bool internal, std::uint32_t* transfer_index,
                                                           Post post) noexcept;
-    // Everything but the common case (see the header comment).
-    // (Five arguments, as submit_transfer's: its calls here are tail jumps.)
+    // Everything but the common case (see the header comment), refusals
+    // included. It takes the submission as it came: the common case hands
+    // over what it did not take, having built nothing to throw away.
     [[gnu::noinline]] SubmitResult submit_general(const NamespaceRef& ns, const Transfer& t,
                                                   bool internal, std::uint32_t* transfer_index,
                                                   Post post) noexcept;
