@@ -253,7 +253,7 @@ void Job::post_deferred() noexcept {
     }
 }
 
-void Job::reap(std::size_t first, std::size_t count) {
+void Job::finish_unusual(std::size_t first, std::size_t count) {
     for (std::size_t i = first; i < first + count; ++i) {
         const Completion& completion = completions_[i];
         auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
@@ -313,7 +313,7 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
                 q.poll(std::span(completions_.data() + nr_events, max - nr_events), failed);
             if (n != 0) {
                 if (failed != 0 || gpu_verify_) [[unlikely]] {
-                    reap(nr_events, n);
+                    finish_unusual(nr_events, n);
                 }
                 nr_events += n;
                 found += n;

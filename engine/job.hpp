@@ -144,8 +144,9 @@ private:
     // completions_[first, first + count) just polled, some failed or GPU
     // mirrors to copy: called only then, since a successful I/O needs nothing
     // (fio cleared error and resid before queue()). Part of the budget's
-    // "reap" path (perf/nvmeof_perf/budget.py).
-    [[gnu::cold, gnu::noinline]] void reap(std::size_t first, std::size_t count);
+    // "reap" path (perf/nvmeof_perf/budget.py): fails the failed I/Os, copies
+    // GPU mirrors of verified reads back.
+    [[gnu::cold, gnu::noinline]] void finish_unusual(std::size_t first, std::size_t count);
     std::size_t in_flight() const;
     // Whether the next answer on some queue can finish an I/O.
     bool completion_near() const;

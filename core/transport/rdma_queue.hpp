@@ -22,12 +22,13 @@
 //                    submit_general, whose transfer takes a record of its own
 //                    and an ID per piece (build_pieces), so it can wait for slots;
 //   commit           posts the deferred list with one ibv_post_send;
-//   reap             polls (progress) with the caller's array as the sink;
-//   progress         polls up to kPollBatch completions and handles them in
+//   take_completions hands back finished transfers: those waiting, then what
+//                    poll_cq finishes, written straight into the caller's array;
+//   poll_cq          polls up to kPollBatch completions and handles them in
 //   handle_completion  one pass: a response completes its piece (and, with
 //                    the last, the transfer), its receive is re-posted with
 //                    the others of the batch in one ibv_post_recv. A finished
-//                    transfer goes straight into reap()'s array, its ID free
+//                    transfer goes straight into take_completions()' array, its ID free
 //                    at once; without room, polled by anyone else, or a read
 //                    into GPU memory (flushed first), it waits in the finished
 //                    ring for hand_back.
@@ -201,17 +202,18 @@ public:
     void set_in_capsule_limit(std::uint32_t bytes) { in_capsule_limit_ = bytes; }
 
     // --- datapath (rdma_queue_datapath.cpp) ---
-    // A caller's transfer (IoQueue::submit): handed back by reap().
+    // A caller's transfer (IoQueue::submit): handed back by take_completions().
     SubmitResult submit(const NamespaceRef& ns, const Transfer& transfer, Post post) noexcept;
     // `internal`: a blocking caller's, taken by take_transfer(*transfer_index) instead.
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
                                  std::uint32_t* transfer_index, Post post = Post::now) noexcept;
     void commit() noexcept;
     std::size_t deferred() const noexcept { return deferred_count_; }
-    // `failed`: how many of those handed back did not succeed.
-    std::size_t reap(std::span<Completion> out, std::size_t& failed) noexcept;
+    // Finished transfers into `out`: those finished earlier, then what one
+    // poll_cq() finishes. `failed`: how many of those did not succeed.
+    std::size_t take_completions(std::span<Completion> out, std::size_t& failed) noexcept;
     // Takes up to kPollBatch completions off the CQ and handles them; returns how many.
-    int progress() noexcept;
+    int poll_cq() noexcept;
     std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
     // Internal transfers (blocking callers): finished yet? Then take its status.
     bool transfer_finished(std::uint32_t index) const noexcept;
@@ -474,7 +476,7 @@ private:
     std::uint32_t open_transfers_ = 0;
     // Of those, the ones whose pieces_left is 2 or more (set_pieces_left keeps it).
     std::uint32_t transfers_awaiting_several_ = 0;
-    // While reap() polls: where finished transfers go straight to its caller.
+    // While take_completions() polls: where finished transfers go straight to its caller.
     Completion* sink_ = nullptr;
     Completion* sink_end_ = nullptr;
     std::size_t sunk_failed_ = 0;  // of those, how many did not succeed

@@ -422,7 +422,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
                              "qid " + std::to_string(config_.qid) + " is " + queue_state_name(state_));
     }
     if (send_room() == 0) {
-        progress();  // the send queue is full of SENDs answered but not yet retired
+        poll_cq();  // the send queue is full of SENDs answered but not yet retired
     }
     std::uint16_t cid = 0;
     const bool setting_up = state_ != QueueState::live && slots_[setup_slot()].flags == 0;
@@ -449,7 +449,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
     return cid;
 }
 
-int RdmaQueue::progress() noexcept {
+int RdmaQueue::poll_cq() noexcept {
     if (!cq_ || state_ == QueueState::failed || state_ == QueueState::closed) {
         return 0;
     }
@@ -497,7 +497,7 @@ bool RdmaQueue::arm_if_quiet() noexcept {
     }
     // Arming reports only completions that come after it: empty the CQ of
     // those already there, or the wait could sleep with work waiting.
-    while (progress() == kPollBatch) {
+    while (poll_cq() == kPollBatch) {
     }
     return finished_count_ == 0 && !failed();
 }
@@ -647,7 +647,7 @@ void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
     finish_transfer(cid);
 }
 
-std::size_t RdmaQueue::reap(std::span<Completion> out, std::size_t& failed) noexcept {
+std::size_t RdmaQueue::take_completions(std::span<Completion> out, std::size_t& failed) noexcept {
     // Those finished earlier first; what finishes while polling goes straight
     // into the rest of `out` (the ring takes any beyond it).
     failed = 0;
@@ -658,7 +658,7 @@ std::size_t RdmaQueue::reap(std::span<Completion> out, std::size_t& failed) noex
     sink_ = out.data() + earlier;
     sink_end_ = out.data() + out.size();
     sunk_failed_ = 0;
-    progress();
+    poll_cq();
     const auto n = static_cast<std::size_t>(sink_ - out.data());
     sink_ = sink_end_ = nullptr;
     failed += sunk_failed_;
