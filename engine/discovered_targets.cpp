@@ -9,11 +9,6 @@
 namespace nvmeof::engine {
 namespace {
 
-using wire::AddressFamily;
-using wire::DiscoveryRecord;
-using wire::SubsystemType;
-using wire::TransportType;
-
 std::string transport_name(TransportType transport) {
     switch (transport) {
         case TransportType::rdma:

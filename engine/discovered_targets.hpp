@@ -25,7 +25,7 @@ struct DiscoveredTargets {
 // would defeat fio's per-file verify), each with its reason. Throws SpecError
 // naming the discovery service when no record is usable.
 DiscoveredTargets targets_from_discovery(const TargetSpec& discovery,
-                                         const std::vector<wire::DiscoveryRecord>& records);
+                                         const std::vector<DiscoveryRecord>& records);
 
 // "127.0.0.1:4420" or "[::1]:4420": the discovery service, for messages.
 std::string service_name(const TargetSpec& spec);

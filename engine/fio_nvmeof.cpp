@@ -630,7 +630,8 @@ void nvmeof_cleanup(thread_data* td) {
     td->io_ops_data = nullptr;
 }
 
-// Per I/O: tail jumps (queue() and commit() handle their own errors).
+// Per I/O: no exception boundary, since queue() and commit() handle their own
+// errors (the other hooks turn an exception into fio's error).
 fio_q_status nvmeof_queue(thread_data* td, io_u* unit) { return job_of(td)->queue(unit); }
 
 int nvmeof_commit(thread_data* td) { return job_of(td)->commit(); }

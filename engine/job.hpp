@@ -9,7 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "nvmeof/nvmeof.hpp"
+// The API's parts one by one: nvmeof/nvmeof.hpp brings the wire layout too,
+// which the engine does not use.
+#include "nvmeof/controller.hpp"
+#include "nvmeof/discovery.hpp"
+#include "nvmeof/errors.hpp"
+#include "nvmeof/memory.hpp"
+#include "nvmeof/namespace.hpp"
+#include "nvmeof/queue.hpp"
 #include "option_rules.hpp"
 #include "target_spec.hpp"
 // After the C++ headers: see fio_headers.hpp.
@@ -95,11 +102,12 @@ public:
     // Closes every controller: every queue drained, memory deregistered.
     void close() noexcept;
 
-    // Never throws (an error fails the io_u), so fio's hook is a tail jump here.
+    // Never throws: an error fails the io_u, so fio's hook needs no exception
+    // boundary per I/O.
     fio_q_status queue(io_u* unit) noexcept;
     // Posts everything queued since the last commit in one chain per queue.
     int commit() noexcept;
-    // Out of line: commit() with Post::now needs no frame of its own.
+    // Out of line: with nothing deferred (Post::now), commit() is one check.
     [[gnu::noinline]] void post_deferred() noexcept;
     int getevents(unsigned int min, unsigned int max, const timespec* t);
     io_u* event(int index) {
@@ -136,8 +144,9 @@ private:
     // completions_[first, first + count) just polled, some failed or GPU
     // mirrors to copy: called only then, since a successful I/O needs nothing
     // (fio cleared error and resid before queue()). Part of the budget's
-    // "reap" path (perf/nvmeof_perf/budget.py).
-    [[gnu::cold, gnu::noinline]] void reap(std::size_t first, std::size_t count);
+    // "reap" path (perf/nvmeof_perf/budget.py): fails the failed I/Os, copies
+    // GPU mirrors of verified reads back.
+    [[gnu::cold, gnu::noinline]] void finish_unusual(std::size_t first, std::size_t count);
     std::size_t in_flight() const;
     // Whether the next answer on some queue can finish an I/O.
     bool completion_near() const;

@@ -10,9 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "nvmeof/options.hpp"
+
 namespace nvmeof::engine {
 
-inline constexpr std::uint16_t kDefaultPort = 4420;
+using nvmeof::kDefaultPort;  // the library's: one home for NVMe/RDMA's port
 inline constexpr std::uint32_t kDefaultNsid = 1;
 // The well-known NQN of a discovery controller (NVMe Base Specification 4.7).
 inline constexpr std::string_view kDiscoveryNqn = "nqn.2014-08.org.nvmexpress.discovery";

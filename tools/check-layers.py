@@ -4,12 +4,21 @@
     wire layout <- verbs <- memory <- transport, gpu <- host <- public API
     <- engine, cli, python, examples
 
-Each source folder may include only the folders RULES lists for it. An include
-is the project's when it names a layer (`transport/rdma_queue.hpp`,
-`nvmeof/wire/io.hpp`, `<nvmeof/...>`) or, written bare (`"controller_impl.hpp"`),
-a file of core/ that is not beside the includer; system, fio, CUDA and test
-framework headers are not checked. Every source file under core/ must belong
-to a folder RULES knows, so a new folder gets a place in the layers first.
+Each source folder may reach only the layers RULES lists for it, directly or
+through the project headers it includes: the check follows every include that
+names a project header (`transport/rdma_queue.hpp`, `nvmeof/wire/io.hpp`,
+`<nvmeof/...>`, or a bare name beside the includer) and names the chain when
+one ends in a layer the folder may not use. A header of the includer's own
+folder is checked on its own, not followed. A bare name that is a file of core/
+not beside the includer is reported too; system, fio, CUDA and test framework
+headers are not checked. Every source file under core/ must belong to a folder
+RULES knows, so a new folder gets a place in the layers first.
+
+The public API is declared in a few wire types (a completion's Status, the
+low-level submit's Sqe, DiscoveryRecord, HostId): API_SHOWS lists their
+headers, which a user of the API reaches through it but may not include itself.
+A folder that may not use the wire layer also may not name `wire::`: what it
+needs of those types, it calls by the API's names.
 
     tools/check-layers.py [SOURCE_ROOT]   one line per violation, exit 1 on any
     tools/check-layers.py --self-test     shows the check fails on bad includes
@@ -21,8 +30,13 @@ import re
 import sys
 import tempfile
 
-WIRE = "nvmeof/wire"  # the public wire layout (core/include/nvmeof/wire)
+WIRE = "nvmeof/wire"  # the public wire layout (core/include/nvmeof/wire, nvmeof/wire.hpp)
 API = "nvmeof"        # the public API (core/include/nvmeof)
+
+# The wire headers the public API's declarations are made of. Closed under
+# their own includes; a new one here widens what every API user sees.
+API_SHOWS = {f"{WIRE}/{name}" for name in ("status.hpp", "command.hpp", "common.hpp", "sgl.hpp",
+                                           "discovery.hpp")}
 
 # Folder (relative to the source root) -> the layers its files may include.
 # The longest matching folder applies; None: anything (tests reach every layer).
@@ -36,12 +50,16 @@ RULES = {
     "core/transport": {"transport", "memory", "verbs", API, WIRE},
     "core/gpu": {"gpu", "memory", "verbs", API, WIRE},
     "core/host": {"host", "transport", "gpu", "memory", "verbs", "auth", API, WIRE},
-    # Users of the library see its public API only, and the engine not even
-    # the wire layout: it knows nothing of capsules.
+    # The engine uses the public API only: it knows nothing of capsules.
     "engine": {API},
-    "cli": {API},
-    "python": {API},
-    "examples": {API},
+    # nvmeof-discover prints every field of a log entry as nvme-cli does, so it
+    # needs the wire layout's names of TREQ, EFLAGS and the RDMA provider types.
+    "cli": {API, WIRE},
+    # The Python package offers the low-level submit, whose commands are wire
+    # SQEs built by the wire layer, and NVMe status and opcode names.
+    "python": {API, WIRE},
+    # An example shows the low-level submit too (a Flush built by the wire layer).
+    "examples": {API, WIRE},
     # The target shares the wire layout, the verbs owners and DH-HMAC-CHAP,
     # nothing of the initiator.
     "target": {WIRE, "verbs", "auth"},
@@ -51,11 +69,14 @@ RULES = {
 INTERNAL = {"verbs", "memory", "transport", "gpu", "host", "auth", "softverbs"}
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cc")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+NAMES_WIRE = re.compile(r"\bwire::")
+# Where a layer-named include is found, as the build's include directories say.
+INCLUDE_ROOTS = ("core/include", "core")
 
 
 def layer_of(path):
     """The layer an include path names, or None when it names none."""
-    if path.startswith(WIRE + "/"):
+    if path.startswith(WIRE + "/") or path == WIRE + ".hpp":
         return WIRE
     if path.startswith(API + "/"):
         return API
@@ -83,10 +104,64 @@ def core_files_by_name(root):
     return names
 
 
+def includes_of(root, relative):
+    """(line number, quoted?, path) of each #include in a file, and its other lines."""
+    with open(os.path.join(root, relative), encoding="utf-8", errors="replace") as source:
+        lines = source.read().splitlines()
+    found, code = [], []
+    for number, line in enumerate(lines, 1):
+        match = INCLUDE.match(line)
+        if match:
+            found.append((number, match.group(1) == '"', match.group(2)))
+        else:
+            code.append((number, line.split("//", 1)[0]))
+    return found, code
+
+
+def resolve(root, includer, quoted, path):
+    """The project file (relative to root) an include names, or None."""
+    candidates = []
+    if quoted:
+        candidates.append(os.path.join(os.path.dirname(includer), path))
+    if "/" in path:
+        candidates += [os.path.join(prefix, path) for prefix in INCLUDE_ROOTS]
+    for candidate in candidates:
+        if os.path.isfile(os.path.join(root, candidate)):
+            return os.path.normpath(candidate)
+    return None
+
+
+def may_reach(allowed, layer, path):
+    """Whether a folder with `allowed` may use a header of `layer` it reaches."""
+    return layer is None or layer in allowed or (API in allowed and path in API_SHOWS)
+
+
+def first_forbidden(root, start, path, prefix, allowed, cache):
+    """The shortest include chain from `start` (a header named `path`) to one
+    that `prefix` may not reach, as a list of include paths, or None."""
+    seen = {start}
+    queue = [(start, [path])]
+    while queue:
+        file, chain = queue.pop(0)
+        if file not in cache:
+            cache[file] = [(quoted, p, resolve(root, file, quoted, p))
+                           for _, quoted, p in includes_of(root, file)[0]]
+        for quoted, p, target in cache[file]:
+            if target is None or target in seen:
+                continue
+            seen.add(target)
+            if not may_reach(allowed, layer_of(p), p):
+                return chain + [p]
+            if rule_for(target) != prefix:
+                queue.append((target, chain + [p]))
+    return None
+
+
 def check(root):
     """Returns the violations under `root`, one line each."""
     problems = []
     core_names = core_files_by_name(root)
+    cache = {}
     for top in sorted({prefix.split("/", 1)[0] for prefix in RULES}):
         for dirpath, dirnames, files in os.walk(os.path.join(root, top)):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(("build", ".")))
@@ -103,14 +178,9 @@ def check(root):
                 allowed = RULES[prefix]
                 if allowed is None:
                     continue
-                with open(full, encoding="utf-8", errors="replace") as source:
-                    lines = source.read().splitlines()
-                for number, line in enumerate(lines, 1):
-                    match = INCLUDE.match(line)
-                    if not match:
-                        continue
-                    quoted = match.group(1) == '"'
-                    path = match.group(2)
+                may_use = ", ".join(sorted(allowed))
+                includes, code = includes_of(root, relative)
+                for number, quoted, path in includes:
                     layer = layer_of(path)
                     if layer is None:
                         # A bare name reaching into another core folder through
@@ -120,11 +190,24 @@ def check(root):
                                 and path in core_names):
                             problems.append(f"{relative}:{number}: includes \"{path}\", which is "
                                             f"{core_names[path]}, not beside it")
-                        continue
-                    if layer not in allowed:
+                            continue
+                    elif layer not in allowed:
                         problems.append(f"{relative}:{number}: {prefix}/ must not include {path} "
-                                        f"(the {layer} layer); it may include: "
-                                        f"{', '.join(sorted(allowed))}")
+                                        f"(the {layer} layer); it may include: {may_use}")
+                        continue
+                    target = resolve(root, relative, quoted, path)
+                    if target is None or rule_for(target) == prefix:
+                        continue
+                    chain = first_forbidden(root, target, path, prefix, allowed, cache)
+                    if chain:
+                        problems.append(f"{relative}:{number}: includes {' -> '.join(chain)} "
+                                        f"(the {layer_of(chain[-1])} layer; {prefix}/ may use: "
+                                        f"{may_use})")
+                if WIRE not in allowed:
+                    for number, line in code:
+                        if NAMES_WIRE.search(line):
+                            problems.append(f"{relative}:{number}: {prefix}/ names wire:: "
+                                            f"(the {WIRE} layer); it may use: {may_use}")
     return problems
 
 
@@ -145,8 +228,15 @@ def self_test():
         "core/transport/rdma_queue.hpp": '#include <memory>\n#include "memory/memory_record.hpp"\n',
         "core/memory/memory_record.hpp": '#include "verbs/resources.hpp"\n#include "nvmeof/gpu.hpp"\n',
         "core/verbs/resources.hpp": "#include <infiniband/verbs.h>\n",
-        "engine/job.hpp": '#include "fio.h"\n#include "nvmeof/nvmeof.hpp"\n#include "job_facts.hpp"\n',
+        "engine/job.hpp": '#include "fio.h"\n#include "nvmeof/errors.hpp"\n#include "job_facts.hpp"\n',
+        "engine/job.cpp": '#include "job.hpp"\n// wire::Status, as a comment only\n',
         "engine/job_facts.hpp": "#pragma once\n",
+        "core/include/nvmeof/errors.hpp": '#include "nvmeof/wire/status.hpp"\n',
+        "core/include/nvmeof/nvmeof.hpp": '#include "nvmeof/errors.hpp"\n#include "nvmeof/wire.hpp"\n',
+        "core/include/nvmeof/wire.hpp": '#include "nvmeof/wire/io.hpp"\n',
+        "core/include/nvmeof/wire/status.hpp": '#include "nvmeof/wire/command.hpp"\n',
+        "core/include/nvmeof/wire/command.hpp": "#pragma once\n",
+        "core/include/nvmeof/wire/io.hpp": '#include "nvmeof/wire/command.hpp"\n',
         "tests/unit/anything.cpp": '#include "host/controller_impl.hpp"\n',
     }
     cases = [
@@ -160,6 +250,20 @@ def self_test():
          "core/wire/ must not include verbs/resources.hpp"),
         ("the engine including the wire layout", {"engine/bad.cpp": '#include "nvmeof/wire/io.hpp"\n'},
          "engine/ must not include nvmeof/wire/io.hpp"),
+        ("the engine reaching the wire layout through an API header",
+         {"core/include/nvmeof/leaky.hpp": '#include "nvmeof/wire/io.hpp"\n',
+          "engine/bad.cpp": '#include <vector>\n#include "nvmeof/leaky.hpp"\n'},
+         "engine/bad.cpp:2: includes nvmeof/leaky.hpp -> nvmeof/wire/io.hpp (the nvmeof/wire layer; "
+         "engine/ may use: nvmeof)"),
+        ("the engine reaching it two API headers down",
+         {"engine/bad.cpp": '#include "nvmeof/nvmeof.hpp"\n'},
+         "engine/bad.cpp:1: includes nvmeof/nvmeof.hpp -> nvmeof/wire.hpp (the nvmeof/wire layer"),
+        ("an engine header reaching it, reported once (not again in its includers)",
+         {"engine/bad.hpp": '#include "nvmeof/nvmeof.hpp"\n', "engine/bad.cpp": '#include "bad.hpp"\n'},
+         "engine/bad.hpp:1: includes nvmeof/nvmeof.hpp -> nvmeof/wire.hpp"),
+        ("the engine naming the wire namespace",
+         {"engine/bad.cpp": "#include \"job.hpp\"\nusing nvmeof::wire::Status;\n"},
+         "engine/bad.cpp:2: engine/ names wire::"),
         ("a bare name from another core folder",
          {"core/transport/bad.cpp": '#include "controller_impl.hpp"\n'},
          'includes "controller_impl.hpp", which is core/host/controller_impl.hpp'),

@@ -175,7 +175,7 @@ void ControllerImpl::service_async_event(Clock::time_point now) noexcept {
     if (!async_event_ || state_ != ControllerState::live) {
         return;
     }
-    admin_->progress();
+    admin_->poll_cq();
     if (!async_event_->done()) {
         return;
     }

@@ -272,12 +272,12 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
             if (result != SubmitResult::busy) {
                 raise_for_status(queue.last_error());
             }
-            queue.progress();  // other transfers in flight: wait for room
+            queue.poll_cq();      // other transfers in flight: wait for room
             keep_alive(nullptr);  // or a reconnect: it runs from here
             std::this_thread::yield();
         }
         while (!queue.transfer_finished(index)) {
-            queue.progress();
+            queue.poll_cq();
             keep_alive(nullptr);  // a long transfer must not starve the target's timer
             if (!queue.transfer_finished(index)) {
                 std::this_thread::yield();

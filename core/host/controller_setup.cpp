@@ -243,7 +243,7 @@ Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, con
     try {
         Request request(&queue, queue.submit_command(command));
         while (!request.done()) {
-            queue.progress();
+            queue.poll_cq();
             if (associating()) {
                 deadline_.check_cancelled(step);
             }

@@ -6,6 +6,7 @@
 
 #include "nvmeof/errors.hpp"
 #include "nvmeof/options.hpp"
+#include "nvmeof/wire/fabrics.hpp"
 
 namespace nvmeof {
 namespace {

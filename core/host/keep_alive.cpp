@@ -36,7 +36,7 @@ bool KeepAlive::service(Clock::time_point now) noexcept {
     if (!failure_.empty()) {
         return false;
     }
-    admin_.progress();
+    admin_.poll_cq();
     if (in_flight_) {
         if (in_flight_->done()) {
             const CompletionStatus status = in_flight_->response().status;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "transport/invariant.hpp"
+
 namespace nvmeof::detail {
 
 class CidPool {
@@ -15,7 +17,7 @@ public:
         : size_(size),
           free_count_(size),
           free_(std::make_unique<std::uint16_t[]>(size)),
-          outstanding_(std::make_unique<std::uint8_t[]>(size)) {
+          state_(std::make_unique<std::uint8_t[]>(size)) {
         for (std::uint16_t i = 0; i < size; ++i) {
             free_[i] = static_cast<std::uint16_t>(size - 1 - i);  // hand out 0 first
         }
@@ -30,34 +32,52 @@ public:
             return false;
         }
         cid = free_[--free_count_];
-        outstanding_[cid] = 1;
+        NVMEOF_INVARIANT(state_[cid] == kFree, "an ID on the free stack is handed out");
+        state_[cid] = kAcquired;
         return true;
     }
     // For IDs whose holder keeps track of them itself (the data path: a slot
     // in flight has its ID): take() when available() is known to be non-zero,
-    // put() an ID that take() gave. Not marked outstanding, so release() and
-    // is_outstanding() know only acquire()d IDs.
-    std::uint16_t take() noexcept { return free_[--free_count_]; }
-    void put(std::uint16_t cid) noexcept { free_[free_count_++] = cid; }
+    // put() an ID that take() gave. release() and is_outstanding() know only
+    // acquire()d IDs; only builds with invariants record take()n ones, to
+    // check put() (the data path pays no store for it otherwise).
+    std::uint16_t take() noexcept {
+        NVMEOF_INVARIANT(free_count_ > 0, "take() from a pool with no free ID");
+        const std::uint16_t cid = free_[--free_count_];
+        NVMEOF_INVARIANT(state_[cid] == kFree, "an ID on the free stack is handed out");
+        if constexpr (NVMEOF_INVARIANTS) {
+            state_[cid] = kTaken;
+        }
+        return cid;
+    }
+    void put(std::uint16_t cid) noexcept {
+        NVMEOF_INVARIANT(cid < size_ && free_count_ < size_, "put() of an ID the pool cannot hold");
+        if constexpr (NVMEOF_INVARIANTS) {
+            NVMEOF_INVARIANT(state_[cid] == kTaken, "put() of an ID that take() did not hand out");
+            state_[cid] = kFree;
+        }
+        free_[free_count_++] = cid;
+    }
     // False (and nothing changes) for an ID out of range or not outstanding.
     bool release(std::uint16_t cid) noexcept {
         if (!is_outstanding(cid)) {
             return false;
         }
-        outstanding_[cid] = 0;
+        state_[cid] = kFree;
         free_[free_count_++] = cid;  // at most size() IDs are ever free
         return true;
     }
     bool is_outstanding(std::uint16_t cid) const noexcept {
-        return cid < size_ && outstanding_[cid] != 0;
+        return cid < size_ && state_[cid] == kAcquired;
     }
 
 private:
+  // By ID, a byte (no bit masking); kTaken only in builds with invariants.
+  enum : std::uint8_t { kFree = 0, kAcquired = 1, kTaken = 2 };
   std::uint32_t size_ = 0;
   std::uint32_t free_count_ = 0;
   std::unique_ptr<std::uint16_t[]> free_;  // a stack of the free IDs
-  std::unique_ptr<std::uint8_t[]>
-      outstanding_;  // by ID: 1 while handed out (a byte: no bit masking)
+  std::unique_ptr<std::uint8_t[]> state_;
 };
 
 }  // namespace nvmeof::detail

@@ -92,10 +92,10 @@ std::size_t IoQueue::deferred() const noexcept { return queue_->deferred(); }
 
 std::size_t IoQueue::poll(std::span<Completion> out) noexcept {
     std::size_t failed = 0;
-    return queue_->reap(out, failed);
+    return queue_->take_completions(out, failed);
 }
 std::size_t IoQueue::poll(std::span<Completion> out, std::size_t& failed) noexcept {
-    return queue_->reap(out, failed);
+    return queue_->take_completions(out, failed);
 }
 
 const CompletionStatus& IoQueue::last_error() const noexcept { return queue_->last_error(); }
@@ -108,7 +108,7 @@ Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner
     return Request(queue_, queue_->submit_command(command));
 }
 
-void IoQueue::poll() noexcept { queue_->progress(); }
+void IoQueue::poll() noexcept { queue_->poll_cq(); }
 
 std::uint16_t IoQueue::qid() const noexcept { return queue_->qid(); }
 std::size_t IoQueue::capacity() const noexcept { return queue_->capacity(); }

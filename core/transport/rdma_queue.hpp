@@ -4,9 +4,13 @@
 // rdma_connect with the NVMe/RDMA private data. Datapath
 // (rdma_queue_datapath.cpp): a fixed pool of request slots, each with its SQE
 // buffer, SGE and SEND WR prefilled; a ring of 16-byte response buffers with
-// RECV WRs prefilled.
+// RECV WRs prefilled. Finishing a command, shared with recovery, is
+// rdma_queue_completion.hpp; deadlines found passed, failure, drain and
+// outages (hold, replay) are rdma_queue_recovery.cpp; what request handles
+// take back, rdma_queue_handles.cpp; the flush of reads into GPU memory,
+// rdma_queue_gpu.cpp.
 //
-// The per-I/O path, all in rdma_queue_datapath.cpp:
+// The per-I/O path, in rdma_queue_datapath.cpp (with rdma_queue_completion.hpp):
 //   submit           (and submit_transfer, a blocking caller's) checks the
 //                    transfer. A read or write of host memory in one command
 //                    with a slot free and nothing waiting (the common case)
@@ -18,12 +22,13 @@
 //                    submit_general, whose transfer takes a record of its own
 //                    and an ID per piece (build_pieces), so it can wait for slots;
 //   commit           posts the deferred list with one ibv_post_send;
-//   reap             polls (progress) with the caller's array as the sink;
-//   progress         polls up to kPollBatch completions and handles them in
+//   take_completions hands back finished transfers: those waiting, then what
+//                    poll_cq finishes, written straight into the caller's array;
+//   poll_cq          polls up to kPollBatch completions and handles them in
 //   handle_completion  one pass: a response completes its piece (and, with
 //                    the last, the transfer), its receive is re-posted with
 //                    the others of the batch in one ibv_post_recv. A finished
-//                    transfer goes straight into reap()'s array, its ID free
+//                    transfer goes straight into take_completions()' array, its ID free
 //                    at once; without room, polled by anyone else, or a read
 //                    into GPU memory (flushed first), it waits in the finished
 //                    ring for hand_back.
@@ -88,6 +93,7 @@
 #include "nvmeof/wire/io.hpp"
 #include "transport/cid_pool.hpp"
 #include "transport/connect_deadline.hpp"
+#include "transport/invariant.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::detail {
@@ -196,17 +202,18 @@ public:
     void set_in_capsule_limit(std::uint32_t bytes) { in_capsule_limit_ = bytes; }
 
     // --- datapath (rdma_queue_datapath.cpp) ---
-    // A caller's transfer (IoQueue::submit): handed back by reap().
+    // A caller's transfer (IoQueue::submit): handed back by take_completions().
     SubmitResult submit(const NamespaceRef& ns, const Transfer& transfer, Post post) noexcept;
     // `internal`: a blocking caller's, taken by take_transfer(*transfer_index) instead.
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
                                  std::uint32_t* transfer_index, Post post = Post::now) noexcept;
     void commit() noexcept;
     std::size_t deferred() const noexcept { return deferred_count_; }
-    // `failed`: how many of those handed back did not succeed.
-    std::size_t reap(std::span<Completion> out, std::size_t& failed) noexcept;
+    // Finished transfers into `out`: those finished earlier, then what one
+    // poll_cq() finishes. `failed`: how many of those did not succeed.
+    std::size_t take_completions(std::span<Completion> out, std::size_t& failed) noexcept;
     // Takes up to kPollBatch completions off the CQ and handles them; returns how many.
-    int progress() noexcept;
+    int poll_cq() noexcept;
     std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
     // Internal transfers (blocking callers): finished yet? Then take its status.
     bool transfer_finished(std::uint32_t index) const noexcept;
@@ -243,6 +250,14 @@ public:
 
     // Fails every outstanding request with `code` after QP → error and drain.
     void fail(TransportErrc code, int sys_errno, const char* why) noexcept;
+
+    // Builds with invariants: scans the slots and records and aborts when a
+    // counter kept by hand disagrees (queue_counts.hpp). Off the data path.
+    void check_counters() const noexcept {
+        if constexpr (NVMEOF_INVARIANTS) {
+            check_counters_now();
+        }
+    }
 
     const CompletionStatus& last_error() const noexcept { return last_error_; }
     std::uint16_t qid() const noexcept { return config_.qid; }
@@ -334,8 +349,9 @@ private:
     verbs::CmEvent expect_event(const char* step);
 
     // datapath helpers
-    // The per-I/O helpers are inlined into their one hot caller (a call and its
-    // register saves cost as much as their bodies).
+    // The per-I/O helpers are named steps of one path, not calls: each is a few
+    // stores, and the path's cost per I/O is what the instruction budget
+    // (bench/instruction-budget.json) holds, so they are inlined where used.
     [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t lba_shift,
                                                                  Op op) const noexcept;
     // 0, or the errno refusing the transfer (range, memory handle, buffer bounds).
@@ -346,8 +362,9 @@ private:
     [[gnu::always_inline]] inline SubmitResult submit_one(const NamespaceRef& ns, const Transfer& t,
                                                           bool internal, std::uint32_t* transfer_index,
                                                           Post post) noexcept;
-    // Everything but the common case (see the header comment).
-    // (Five arguments, as submit_transfer's: its calls here are tail jumps.)
+    // Everything but the common case (see the header comment), refusals
+    // included. It takes the submission as it came: the common case hands
+    // over what it did not take, having built nothing to throw away.
     [[gnu::noinline]] SubmitResult submit_general(const NamespaceRef& ns, const Transfer& t,
                                                   bool internal, std::uint32_t* transfer_index,
                                                   Post post) noexcept;
@@ -358,6 +375,8 @@ private:
     // Three hot places do it by hand: the common path's record (from 0 or a
     // stale 1 to 1), start_record (from 0) and complete_piece (one less).
     void set_pieces_left(TransferRecord& record, std::uint32_t pieces) noexcept {
+        NVMEOF_INVARIANT(record.pieces_left < 2 || transfers_awaiting_several_ > 0,
+                         "a record awaiting several pieces is counted");
         transfers_awaiting_several_ -= record.pieces_left >= 2 ? 1 : 0;
         transfers_awaiting_several_ += pieces >= 2 ? 1 : 0;
         record.pieces_left = pieces;
@@ -411,6 +430,7 @@ private:
     void flush_gpu_reads(std::size_t count) noexcept;
     static void gpu_read_failed(CompletionStatus& status, int result) noexcept;
     void check_deadlines(std::chrono::steady_clock::time_point now) noexcept;
+    void check_counters_now() const noexcept;  // rdma_queue_invariants.cpp
     void drain() noexcept;
     [[gnu::cold, gnu::noinline]] SubmitResult refuse(SubmitResult result, TransportErrc code,
                                                      int sys_errno, Op op) noexcept;
@@ -456,7 +476,7 @@ private:
     std::uint32_t open_transfers_ = 0;
     // Of those, the ones whose pieces_left is 2 or more (set_pieces_left keeps it).
     std::uint32_t transfers_awaiting_several_ = 0;
-    // While reap() polls: where finished transfers go straight to its caller.
+    // While take_completions() polls: where finished transfers go straight to its caller.
     Completion* sink_ = nullptr;
     Completion* sink_end_ = nullptr;
     std::size_t sunk_failed_ = 0;  // of those, how many did not succeed

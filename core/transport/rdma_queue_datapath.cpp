@@ -1,11 +1,9 @@
-// RdmaQueue datapath: submit, poll, complete, fail (the per-I/O path is
-// described in rdma_queue.hpp). No allocation, no syscall, no exception and no
-// clock read per request on the steady-state path.
+// RdmaQueue datapath: submit, commit, poll and complete (the per-I/O path is
+// described in rdma_queue.hpp; finishing a command is rdma_queue_completion.hpp,
+// failure and outages rdma_queue_recovery.cpp). No allocation, no syscall, no
+// exception and no clock read per request on the steady-state path.
 #include <algorithm>
-#include <bit>
 #include <cerrno>
-#include <cstring>
-#include <thread>
 #include <utility>
 
 #include "memory/memory_record.hpp"
@@ -13,6 +11,7 @@
 #include "transport/log.hpp"
 #include "transport/queue_resources.hpp"
 #include "transport/rdma_queue.hpp"
+#include "transport/rdma_queue_completion.hpp"
 #include "transport/transfer_split.hpp"
 
 namespace nvmeof::detail {
@@ -26,17 +25,6 @@ constexpr CompletionStatus kSucceeded{};
 void set_slba(wire::Sqe& sqe, std::uint64_t slba) {
     sqe.cdw10 = static_cast<std::uint32_t>(slba);
     sqe.cdw11 = static_cast<std::uint32_t>(slba >> wire::kSlbaHighShift);
-}
-
-wire::IoOpcode opcode_of(Op op) {
-    switch (op) {
-        case Op::read: return wire::IoOpcode::read;
-        case Op::write: return wire::IoOpcode::write;
-        case Op::flush: return wire::IoOpcode::flush;
-        case Op::write_zeroes: return wire::IoOpcode::write_zeroes;
-        case Op::deallocate: return wire::IoOpcode::dataset_management;
-    }
-    return wire::IoOpcode::flush;
 }
 
 bool has_data(Op op) { return op == Op::read || op == Op::write; }
@@ -67,6 +55,8 @@ void RdmaQueue::prepare_send(Slot& slot, bool with_deadline) noexcept {
     // Built in post order (commit() posts the deferred chain first), so this
     // position is the SEND's place in the send queue.
     const bool ends_interval = (++send_position_ & (kSendsPerSignal - 1)) == 0;
+    NVMEOF_INVARIANT(sends_in_queue() <= send_queue_capacity_,
+                     "a SEND built with no send queue entry free");
     slot.wr.send_flags = ends_interval ? IBV_SEND_SIGNALED : 0;
     if (with_deadline) {
         slot.stamp = stamps_taken_;  // the next clock read gives it its deadline
@@ -116,6 +106,8 @@ void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t
                              bool internal) noexcept {
     ++open_transfers_;
     TransferRecord& record = transfers_[tid];  // every field set: no zeroing first
+    NVMEOF_INVARIANT(record.pieces_left == 0 && !record.held,
+                     "a general-path record reused while its transfer is open");
     record.user_data = t.user_data;
     record.sequence = next_sequence_++;
     record.gpu_read = nullptr;
@@ -233,6 +225,8 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     // The record of a one-command transfer: its status is written when it
     // finishes, its GPU ordering is never set (host memory only).
     TransferRecord& record = transfers_[tid];
+    NVMEOF_INVARIANT(record.pieces_left <= 1 && !record.held && slots_[tid].flags == 0,
+                     "a free command ID whose slot or record is still in use");
     record.user_data = t.user_data;
     record.sequence = next_sequence_++;
     record.pieces_left = 1;  // from 0, or 1 left by the sink (see set_pieces_left)
@@ -314,6 +308,7 @@ SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t
     } else {
         // The rest waits behind any transfer already waiting, so pieces leave in order.
         waiting_next_[tid] = next;
+        NVMEOF_INVARIANT(waiting_count_ <= ring_mask_, "the waiting ring overflows");
         waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
         ++waiting_count_;
         build_waiting();
@@ -332,11 +327,13 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         std::uint16_t cid = 0;
         if (c.as_built) {
             cid = static_cast<std::uint16_t>(tid);
+            NVMEOF_INVARIANT(record_slots_idle_ > 0, "a held record's slot counted idle");
             --record_slots_idle_;  // its slot in flight again
         } else {
             cid = cids_.take();
         }
         Slot& slot = slots_[cid];
+        NVMEOF_INVARIANT(slot.flags == 0, "a piece built into a slot still in use");
         const std::uint64_t blocks = std::min(c.per_piece, c.blocks_left);
         // Built in place in the registered command buffer (every field written:
         // the buffer held the slot's previous command), unless a replay of a
@@ -395,24 +392,9 @@ void RdmaQueue::build_waiting() noexcept {
     }
 }
 
-void RdmaQueue::fail_waiting(const CompletionStatus& status) noexcept {
-    for (; waiting_count_ > 0; --waiting_count_) {
-        const std::uint32_t tid = waiting_[waiting_head_];
-        waiting_head_ = (waiting_head_ + 1) & ring_mask_;
-        TransferRecord& record = transfers_[tid];
-        if (record.status.ok()) {
-            record.status = status;
-            record.status.opcode = static_cast<std::uint8_t>(opcode_of(waiting_next_[tid].op));
-        }
-        set_pieces_left(record, record.pieces_left - std::exchange(waiting_next_[tid].unbuilt, 0));
-        if (record.pieces_left == 0) {
-            finish_transfer(tid);
-        }
-    }
-    waiting_head_ = 0;
-}
-
 void RdmaQueue::commit() noexcept {
+    NVMEOF_INVARIANT((deferred_head_ == nullptr) == (deferred_count_ == 0),
+                     "the deferred count matches the deferred chain");
     if (deferred_head_ == nullptr || state_ != QueueState::live) {
         return;
     }
@@ -440,7 +422,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
                              "qid " + std::to_string(config_.qid) + " is " + queue_state_name(state_));
     }
     if (send_room() == 0) {
-        progress();  // the send queue is full of SENDs answered but not yet retired
+        poll_cq();  // the send queue is full of SENDs answered but not yet retired
     }
     std::uint16_t cid = 0;
     const bool setting_up = state_ != QueueState::live && slots_[setup_slot()].flags == 0;
@@ -454,6 +436,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
     commands_[cid] = command;
     commands_[cid].command_id = cid;
     Slot& slot = slots_[cid];
+    NVMEOF_INVARIANT(slot.flags == 0, "a low-level command built into a slot still in use");
     slot.response = Response{};
     slot.response.command = commands_[cid];
     slot.flags = kInFlight | kLowLevel;
@@ -466,28 +449,7 @@ std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadl
     return cid;
 }
 
-bool RdmaQueue::slot_done(std::uint16_t slot) const noexcept {
-    return slot < slots_.size() && (slots_[slot].flags & kHeld) != 0;
-}
-
-const Response& RdmaQueue::slot_response(std::uint16_t slot) const noexcept {
-    return slots_[slot].response;
-}
-
-void RdmaQueue::release_request(std::uint16_t slot) noexcept {
-    if (slot >= slots_.size()) {
-        return;
-    }
-    Slot& s = slots_[slot];
-    if ((s.flags & kHeld) != 0) {
-        s.flags = 0;
-        free_command_slot(slot);
-    } else if ((s.flags & kInFlight) != 0) {
-        s.flags |= kAbandoned;
-    }
-}
-
-int RdmaQueue::progress() noexcept {
+int RdmaQueue::poll_cq() noexcept {
     if (!cq_ || state_ == QueueState::failed || state_ == QueueState::closed) {
         return 0;
     }
@@ -535,7 +497,7 @@ bool RdmaQueue::arm_if_quiet() noexcept {
     }
     // Arming reports only completions that come after it: empty the CQ of
     // those already there, or the wait could sleep with work waiting.
-    while (progress() == kPollBatch) {
+    while (poll_cq() == kPollBatch) {
     }
     return finished_count_ == 0 && !failed();
 }
@@ -593,6 +555,8 @@ void RdmaQueue::batch_receives_taken_off() noexcept {
         return;
     }
     for (int i = 0; i < batch_size_; ++i) {
+        NVMEOF_INVARIANT(receives_outstanding_ >= (batch_[i].wr_id >> kRecvTagShift),
+                         "a receive taken off the CQ was counted posted");
         receives_outstanding_ -= static_cast<std::uint32_t>(batch_[i].wr_id >> kRecvTagShift);
     }
     batch_ = nullptr;
@@ -673,6 +637,7 @@ void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
         sink_->status = kSucceeded;
         ++sink_;
         cids_.put(cid);
+        NVMEOF_INVARIANT(open_transfers_ > 0, "a transfer handed back was counted open");
         --open_transfers_;
         return;
     }
@@ -682,101 +647,7 @@ void RdmaQueue::complete_one_command(std::uint16_t cid, Slot& slot) noexcept {
     finish_transfer(cid);
 }
 
-void RdmaQueue::complete_piece(std::uint16_t cid, Slot& slot) noexcept {
-    const std::uint32_t tid = slot.transfer;
-    slot.transfer = kNoTransfer;
-    slot.flags = 0;
-    if (cid != tid) {
-        cids_.put(cid);  // a general path's piece
-    } else {
-        ++record_slots_idle_;  // the record keeps its ID until handed back
-    }
-    // set_pieces_left's bookkeeping, by hand: a piece is answered per command.
-    const std::uint32_t left = --transfers_[tid].pieces_left;
-    if (left <= 1) [[unlikely]] {
-        if (left == 1) {
-            --transfers_awaiting_several_;
-        } else {
-            finish_transfer(tid);
-        }
-    }
-}
-
-void RdmaQueue::complete_slot(std::uint16_t cid, const CompletionStatus& status) noexcept {
-    Slot& slot = slots_[cid];
-    if (slot.transfer != kNoTransfer) {
-        TransferRecord& record = transfers_[slot.transfer];
-        if (slot.transfer == cid) {
-            record.status = status;  // a one-command transfer's only answer
-        } else if (!status.ok() && record.status.ok()) [[unlikely]] {
-            record.status = status;  // the first error wins
-        }
-        complete_piece(cid, slot);
-        return;
-    }
-    slot.response.status = status;
-    if ((slot.flags & kAbandoned) != 0) {
-        slot.flags = 0;
-        free_command_slot(cid);
-        return;
-    }
-    slot.flags = kHeld | kLowLevel;
-}
-
-void RdmaQueue::finish_transfer(std::uint32_t index) noexcept {
-    const TransferRecord& record = transfers_[index];
-    if (record.internal) {
-        return;  // the blocking caller takes it (take_transfer)
-    }
-    if (sink_ != sink_end_ && record.gpu_read == nullptr) {
-        sink_->user_data = record.user_data;
-        sink_->status = record.status;
-        ++sink_;
-        sunk_failed_ += record.status.ok() ? 0 : 1;
-        release_record(index);
-        return;
-    }
-    // At most capacity() transfers exist, so the ring cannot overflow.
-    finished_[(finished_head_ + finished_count_) & ring_mask_] = index;
-    ++finished_count_;
-    if (record.gpu_read != nullptr) [[unlikely]] {
-        ++gpu_reads_finished_;
-    }
-}
-
-void RdmaQueue::gpu_read_failed(CompletionStatus& status, int result) noexcept {
-    if (status.ok()) {
-        status.transport = TransportErrc::queue_error;
-        status.sys_errno = EIO;
-        status.opcode = static_cast<std::uint8_t>(opcode_of(Op::read));
-        status.queue = wire::QueueKind::io;
-    }
-    log_error("cuFlushGPUDirectRDMAWrites after a read into GPU memory failed (CUDA error %d)", result);
-}
-
-// Before the first `count` finished transfers are handed back: one flush per
-// ordering (normally one per batch), for the reads into GPU memory among them.
-void RdmaQueue::flush_gpu_reads(std::size_t count) noexcept {
-    GpuOrdering* last = nullptr;
-    int result = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        TransferRecord& record = transfers_[finished_[(finished_head_ + i) & ring_mask_]];
-        if (record.gpu_read == nullptr) {
-            continue;
-        }
-        if (record.gpu_read != last) {
-            last = record.gpu_read;
-            result = last->after_read();
-        }
-        if (result != 0) {
-            gpu_read_failed(record.status, result);
-        }
-        record.gpu_read = nullptr;
-        --gpu_reads_finished_;
-    }
-}
-
-std::size_t RdmaQueue::reap(std::span<Completion> out, std::size_t& failed) noexcept {
+std::size_t RdmaQueue::take_completions(std::span<Completion> out, std::size_t& failed) noexcept {
     // Those finished earlier first; what finishes while polling goes straight
     // into the rest of `out` (the ring takes any beyond it).
     failed = 0;
@@ -787,7 +658,7 @@ std::size_t RdmaQueue::reap(std::span<Completion> out, std::size_t& failed) noex
     sink_ = out.data() + earlier;
     sink_end_ = out.data() + out.size();
     sunk_failed_ = 0;
-    progress();
+    poll_cq();
     const auto n = static_cast<std::size_t>(sink_ - out.data());
     sink_ = sink_end_ = nullptr;
     failed += sunk_failed_;
@@ -812,291 +683,6 @@ std::size_t RdmaQueue::hand_back(std::span<Completion> out, std::size_t& failed)
     }
     finished_count_ -= n;
     return n;
-}
-
-bool RdmaQueue::transfer_finished(std::uint32_t index) const noexcept {
-    return index < transfers_.size() && transfers_[index].finished();
-}
-
-CompletionStatus RdmaQueue::take_transfer(std::uint32_t index) noexcept {
-    CompletionStatus status = transfers_[index].status;
-    if (transfers_[index].gpu_read != nullptr) [[unlikely]] {
-        // A blocking read into GPU memory: visible to the owner before it returns.
-        if (const int result = transfers_[index].gpu_read->after_read(); result != 0) {
-            gpu_read_failed(status, result);
-        }
-    }
-    transfers_[index] = TransferRecord{};
-    release_record(index);
-    return status;
-}
-
-void RdmaQueue::free_command_slot(std::uint16_t cid) noexcept {
-    if (cid != setup_slot()) {
-        cids_.release(cid);
-    }
-}
-
-void RdmaQueue::release_record(std::uint32_t tid) noexcept {
-    --open_transfers_;
-    if (in_record_slot(tid)) {
-        cids_.put(static_cast<std::uint16_t>(tid));
-        --record_slots_idle_;
-    } else {
-        general_records_.put(static_cast<std::uint16_t>(tid - slot_count_));
-    }
-}
-
-void RdmaQueue::check_deadlines(Clock::time_point now) noexcept {
-    // Nothing can be due yet; but every slot is seen at least every
-    // kStampScanInterval clock reads, so its stamp is read before the ring wraps.
-    if (now < earliest_deadline_ && stamps_taken_ - stamps_at_scan_ < kStampScanInterval) {
-        return;
-    }
-    stamps_at_scan_ = stamps_taken_;
-    auto earliest = Clock::time_point::max();
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-        Slot& slot = slots_[i];
-        if ((slot.flags & (kInFlight | kNoDeadline)) != kInFlight) {
-            continue;
-        }
-        if ((slot.flags & kDeadlineSet) == 0) {
-            if (slot.stamp == stamps_taken_) {
-                continue;  // built since the last clock read: no deadline yet
-            }
-            slot.deadline = stamp_deadlines_[slot.stamp & (kStampRing - 1)];
-            slot.flags |= kDeadlineSet;
-        }
-        if (slot.deadline <= now) {
-            log_error("qid %u: command ID %zu (%s) got no answer within %lld ms", unsigned{config_.qid}, i,
-                      std::string(wire::command_name(commands_[i], config_.kind)).c_str(),
-                      static_cast<long long>(config_.request_timeout.count()));
-            fail(TransportErrc::timeout, ETIMEDOUT, "request timed out");
-            return;
-        }
-        earliest = std::min(earliest, slot.deadline);
-    }
-    earliest_deadline_ = earliest;
-}
-
-// After the QP went to error: every WR still in it completes with a flush
-// (a QP in error flushes all outstanding WRs, signalled or not). SENDs that
-// completed unsignalled cannot be told from those that will still flush, so,
-// as the kernel's ib_drain_qp does, a marker SEND (signalled) is posted on the
-// errored QP: the send queue completes in order, so once its flush is in,
-// nothing posted before it can still complete or touch memory. Its entry is
-// reserved (send_wr_count). Receives are counted instead (every RECV
-// completes, successfully or flushed): a marker RECV would not do on Linux's
-// rxe, whose userspace provider posts receives without waking the kernel, so
-// one posted after the error is never flushed.
-void RdmaQueue::drain() noexcept {
-    if (!cq_ || qp_ == nullptr) {
-        return;
-    }
-    batch_receives_taken_off();  // a failure while a polled batch is handled
-    const auto deadline = Clock::now() + std::min(config_.timeout, kMaxDrainWait);
-    ibv_send_wr send_marker{};
-    send_marker.wr_id = kDrainMarker;
-    send_marker.opcode = IBV_WR_SEND;
-    send_marker.send_flags = IBV_SEND_SIGNALED;
-    ibv_send_wr* bad_send = nullptr;
-    bool send_pending = ibv_post_send(qp_, &send_marker, &bad_send) == 0;
-    if (!send_pending) {
-        log_error("qid %u: cannot post the drain marker (%s)", unsigned{config_.qid},
-                  std::strerror(errno));
-    }
-    ibv_wc wc[kPollBatch];
-    while (send_pending || receives_outstanding_ > 0) {
-        const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
-        for (int i = 0; i < n; ++i) {
-            send_pending = send_pending && wc[i].wr_id != send_marker.wr_id;
-            receives_outstanding_ -= static_cast<std::uint32_t>(wc[i].wr_id >> kRecvTagShift);
-        }
-        if (n < 0 || (n == 0 && Clock::now() >= deadline)) {
-            log_error("qid %u: drain incomplete (%s outstanding)", unsigned{config_.qid},
-                      send_pending ? "sends" : "receives");
-            receives_outstanding_ = 0;
-            return;
-        }
-        if (n == 0) {
-            std::this_thread::yield();
-        }
-    }
-}
-
-void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcept {
-    if (state_ == QueueState::failed || state_ == QueueState::closed) {
-        return;
-    }
-    const QueueState previous = state_;
-    state_ = QueueState::failed;
-    failure_ = code;
-    failure_errno_ = sys_errno;
-    deferred_head_ = deferred_tail_ = nullptr;  // never posted; failed below with the rest
-    deferred_count_ = 0;
-    // The target must not touch memory after we report anything: error, then drain.
-    if (previous != QueueState::resolving && previous != QueueState::resolved) {
-        id_.move_qp_to_error();
-        drain();
-    }
-    const std::size_t held_before = held_count_;
-    if (outage_ == OutagePolicy::hold) {
-        hold_unfinished();  // a reconnect replays them; low-level requests fail below
-    }
-    CompletionStatus status;
-    status.transport = code;
-    status.sys_errno = sys_errno;
-    status.queue = config_.kind;
-    fail_waiting(status);  // first: a transfer then finishes with its last built piece
-    std::size_t failed_commands = 0;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-        if ((slots_[i].flags & kInFlight) != 0) {
-            status.opcode = commands_[i].opcode;
-            complete_slot(static_cast<std::uint16_t>(i), status);
-            ++failed_commands;
-        }
-    }
-    // The figures a reader adds up to the controller's "I/Os held" and
-    // compares with fio's totals: transfers kept for a replay, commands
-    // failed back. A close in an outage (the teardown of the other queues)
-    // says so only when it held something.
-    const std::size_t newly_held = held_count_ - held_before;
-    if (code == TransportErrc::closed) {
-        if (newly_held != 0) {
-            log_error("qid %u: closed for a reconnect: %zu transfers held for it, %zu commands "
-                      "failed back",
-                      unsigned{config_.qid}, newly_held, failed_commands);
-        }
-        return;
-    }
-    log_error("qid %u: queue failed (%s): %s; %zu transfers held for a reconnect, %zu commands "
-              "failed back",
-              unsigned{config_.qid}, std::string(transport_errc_name(code)).c_str(), why,
-              newly_held, failed_commands);
-    if (failure_listener_ != nullptr) {
-        failure_listener_->queue_failed(*this);
-    }
-}
-
-// --- outages (a controller reconnecting; off the data path) ---------------
-
-void RdmaQueue::set_outage_policy(OutagePolicy policy) noexcept {
-    outage_ = policy;
-    if (state_ == QueueState::live) {
-        return;
-    }
-    // What refused submissions report while the queue is down.
-    if (policy == OutagePolicy::fail_fast) {
-        failure_ = TransportErrc::path_failed;
-        failure_errno_ = ENOLINK;
-    } else if (policy == OutagePolicy::lost) {
-        failure_ = TransportErrc::controller_lost;
-        failure_errno_ = ENODEV;
-    }
-}
-
-void RdmaQueue::hold_unfinished() noexcept {
-    // Pieces not yet built: the whole transfer is replayed anyway.
-    for (; waiting_count_ > 0; --waiting_count_) {
-        const std::uint32_t tid = waiting_[waiting_head_];
-        waiting_head_ = (waiting_head_ + 1) & ring_mask_;
-        TransferRecord& record = transfers_[tid];
-        const std::uint32_t unbuilt = std::exchange(waiting_next_[tid].unbuilt, 0);
-        if (!record.status.ok()) {
-            // Already failed by the target: it finishes with that error once its
-            // built pieces are failed back (fail() does that next).
-            set_pieces_left(record, record.pieces_left - unbuilt);
-            if (record.pieces_left == 0) {
-                finish_transfer(tid);
-            }
-        } else if (!record.held) {
-            record.held = true;
-            ++held_count_;
-        }
-    }
-    waiting_head_ = 0;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-        Slot& slot = slots_[i];
-        if ((slot.flags & kInFlight) == 0 || slot.transfer == kNoTransfer) {
-            continue;
-        }
-        TransferRecord& record = transfers_[slot.transfer];
-        const bool record_slot = slot.transfer == i;
-        // (A one-command transfer in flight has no answer yet: its record's
-        // status is written when it finishes.)
-        if (!record_slot && !record.status.ok()) {
-            continue;  // already failed by the target: it completes with that error
-        }
-        if (!record.held) {
-            record.held = true;
-            ++held_count_;
-        }
-        slot.flags = 0;
-        slot.transfer = kNoTransfer;
-        if (record_slot) {
-            ++record_slots_idle_;  // kept, with its SQE, for the replay
-        } else {
-            cids_.put(static_cast<std::uint16_t>(i));  // a general path's piece
-        }
-    }
-}
-
-std::size_t RdmaQueue::replay_held() noexcept {
-    if (held_count_ == 0 || state_ != QueueState::live) {
-        return 0;
-    }
-    std::size_t count = 0;
-    for (std::uint32_t tid = 0; tid < transfers_.size(); ++tid) {
-        if (transfers_[tid].held) {
-            replay_order_[count++] = tid;
-        }
-    }
-    std::sort(replay_order_.begin(), replay_order_.begin() + static_cast<std::ptrdiff_t>(count),
-              [&](std::uint32_t a, std::uint32_t b) {
-                  return transfers_[a].sequence < transfers_[b].sequence;
-              });
-    for (std::size_t i = 0; i < count; ++i) {
-        const std::uint32_t tid = replay_order_[i];
-        TransferRecord& record = transfers_[tid];
-        record.held = false;
-        record.status = CompletionStatus{};  // held: no piece had failed
-        if (!in_record_slot(tid)) {  // the general path's: its start is in origin_
-            waiting_next_[tid] = origin_[tid];
-        } else {
-            waiting_next_[tid] = PieceCursor{};
-            waiting_next_[tid].unbuilt = 1;
-            waiting_next_[tid].op = record.op;
-            waiting_next_[tid].as_built = true;
-        }
-        set_pieces_left(record, waiting_next_[tid].unbuilt);
-        waiting_[(waiting_head_ + waiting_count_) & ring_mask_] = tid;
-        ++waiting_count_;
-    }
-    held_count_ = 0;
-    build_waiting();
-    commit();
-    return count;
-}
-
-std::size_t RdmaQueue::fail_held(TransportErrc code, int sys_errno) noexcept {
-    std::size_t count = 0;
-    for (std::uint32_t tid = 0; tid < transfers_.size() && held_count_ > 0; ++tid) {
-        TransferRecord& record = transfers_[tid];
-        if (!record.held) {
-            continue;
-        }
-        record.held = false;
-        --held_count_;
-        record.status = CompletionStatus{};
-        record.status.transport = code;
-        record.status.sys_errno = sys_errno;
-        record.status.opcode = static_cast<std::uint8_t>(opcode_of(record.op));
-        record.status.queue = config_.kind;
-        set_pieces_left(record, 0);
-        finish_transfer(tid);
-        ++count;
-    }
-    return count;
 }
 
 }  // namespace nvmeof::detail

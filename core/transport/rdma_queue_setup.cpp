@@ -503,7 +503,7 @@ void RdmaQueue::retire_sends() noexcept {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + std::min(config_.timeout, kMaxDrainWait);
     while (fillers != 0 && send_room() < fillers && state_ == QueueState::live) {
-        if (progress() == 0 && Clock::now() >= deadline) {
+        if (poll_cq() == 0 && Clock::now() >= deadline) {
             fail(TransportErrc::timeout, ETIMEDOUT,
                  "send queue did not empty before a deregistration");
             return;
@@ -526,7 +526,7 @@ void RdmaQueue::retire_sends() noexcept {
         send_position_ += fillers;
     }
     while (sends_in_queue() != 0 && state_ == QueueState::live) {
-        if (progress() == 0 && Clock::now() >= deadline) {
+        if (poll_cq() == 0 && Clock::now() >= deadline) {
             fail(TransportErrc::timeout, ETIMEDOUT, "SENDs not retired before a deregistration");
             return;
         }

@@ -18,7 +18,7 @@ added to the data path is the project's cost.
   completion  RdmaQueue::handle_completion (including the receive re-post and
               the finished transfer written into the polling caller's array)
   reap        nvmeof_event (fio's per-I/O take of a finished io_u), and
-              RdmaQueue::hand_back and Job::reap when used (transfers parked
+              RdmaQueue::hand_back and Job::finish_unusual when used (transfers parked
               in the queue's ring, failed I/Os, GPU mirrors)
 and their sum, "engine+core", for each workload of the budget file (by default
 4 KiB random reads and 4 KiB random writes at QD 32: a write's data travels
@@ -37,11 +37,11 @@ from pathlib import Path
 from . import callgrind, runner, suite
 
 PATHS = {
-    # fio's hooks (each a tail jump into Job::queue and Job::commit).
+    # fio's hooks (each calls straight into Job::queue and Job::commit).
     "submit": ("nvmeof_queue(",),
     "commit": ("nvmeof_commit(",),
     "completion": ("RdmaQueue::handle_completion(",),
-    "reap": ("RdmaQueue::hand_back(", "nvmeof::engine::Job::reap(", "nvmeof_event("),
+    "reap": ("RdmaQueue::hand_back(", "nvmeof::engine::Job::finish_unusual(", "nvmeof_event("),
 }
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000

@@ -1,7 +1,7 @@
 // Discovery: what a discovery controller lists (the discovery log page, LID 0x70).
 //
 //   for (const auto& r : nvmeof::discover({.target = "10.0.0.2"})) {
-//       if (r.subtype == nvmeof::wire::SubsystemType::nvm) {
+//       if (r.subtype == nvmeof::SubsystemType::nvm) {
 //           auto ctrl = nvmeof::Controller::connect(
 //               {.target = r.address, .subsystem_nqn = r.subsystem_nqn,
 //                .port = static_cast<std::uint16_t>(std::stoul(r.service_id))});
@@ -25,7 +25,11 @@
 
 namespace nvmeof {
 
+// A log entry and the types of its fields an application decides on.
 using DiscoveryRecord = wire::DiscoveryRecord;
+using SubsystemType = wire::SubsystemType;
+using TransportType = wire::TransportType;
+using AddressFamily = wire::AddressFamily;
 
 struct DiscoveryLog {
     std::uint64_t generation = 0;  // GENCTR of the log the records were read from

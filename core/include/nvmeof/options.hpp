@@ -6,12 +6,13 @@
 #include <string>
 #include <string_view>
 
-#include "nvmeof/wire/fabrics.hpp"
+#include "nvmeof/wire/common.hpp"
 
 namespace nvmeof {
 
 using namespace std::chrono_literals;
 
+inline constexpr std::uint16_t kDefaultPort = wire::kDefaultPort;  // NVMe/RDMA, I/O and discovery
 inline constexpr std::uint16_t kDefaultQueueDepth = 128;
 inline constexpr std::chrono::milliseconds kDefaultTimeout = 30s;
 
@@ -23,7 +24,7 @@ struct Options {
     // own port: "10.0.0.2:4421", "[::1]:4421".
     std::string target{};
     std::string subsystem_nqn{};
-    std::uint16_t port = wire::kDefaultPort;
+    std::uint16_t port = kDefaultPort;
     std::string source{};                // optional local address: binds RDMA-CM, picks the HCA
     std::string host_nqn{};              // default: /etc/nvme/hostnqn, else derived from host_id
     std::string host_id{};               // UUID text; default: /etc/nvme/hostid, else /etc/machine-id

@@ -40,3 +40,36 @@ TEST(CidPool, RecyclesReleasedIds) {
     ASSERT_TRUE(pool.acquire(b));
     EXPECT_EQ(a, b);
 }
+
+// The pool's bookkeeping is checked only in builds with -Dinvariants=true
+// (transport/invariant.hpp); a broken rule aborts with what broke.
+#if NVMEOF_INVARIANTS
+#define REQUIRE_INVARIANTS()
+#else
+#define REQUIRE_INVARIANTS() \
+    GTEST_SKIP() << "built without -Dinvariants=true: nothing checks the pool's bookkeeping"
+#endif
+
+TEST(CidPoolInvariantsDeathTest, PutOfAnIdTakeDidNotHandOutAborts) {
+    REQUIRE_INVARIANTS();
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    CidPool pool(4);
+    const std::uint16_t cid = pool.take();
+    pool.take();
+    pool.put(cid);  // room for one more: the pool is not full, the ID is free
+    EXPECT_DEATH(pool.put(cid),
+                 "transport invariant broken: put\\(\\) of an ID that take\\(\\) did not hand out");
+    std::uint16_t acquired = 0;
+    ASSERT_TRUE(pool.acquire(acquired));
+    EXPECT_DEATH(pool.put(acquired), "put\\(\\) of an ID that take\\(\\) did not hand out");
+}
+
+TEST(CidPoolInvariantsDeathTest, TakeFromAnEmptyPoolAborts) {
+    REQUIRE_INVARIANTS();
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    CidPool pool(1);
+    pool.take();
+    EXPECT_DEATH(
+        pool.take(),
+        "cid_pool.hpp:[0-9]+: transport invariant broken: take\\(\\) from a pool with no free ID");
+}

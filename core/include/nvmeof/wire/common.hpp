@@ -5,6 +5,7 @@
 // checked at compile time; builders fill them, parsers read them.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,10 @@ inline constexpr std::uint16_t kDynamicControllerId = 0xFFFF;  // "give me any" 
 inline constexpr std::uint32_t kBroadcastNsid = 0xFFFFFFFF;
 inline constexpr char kDiscoveryNqn[] = "nqn.2014-08.org.nvmexpress.discovery";
 inline constexpr std::uint32_t kMinLbaDataShift = 9;          // 512-byte blocks at the least
+
+// The host identifier of Connect data (a UUID); here rather than with Connect
+// because the public options carry it too.
+using HostId = std::array<std::uint8_t, 16>;
 
 // A region of memory the peer may reach by RDMA: the address the rkey covers, its
 // length and the key. The transport fills it from a memory registration; the wire

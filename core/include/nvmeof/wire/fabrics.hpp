@@ -94,8 +94,6 @@ ConnectCommand as_connect(const Sqe& sqe);
 PropertyGetCommand as_property_get(const Sqe& sqe);
 PropertySetCommand as_property_set(const Sqe& sqe);
 
-using HostId = std::array<std::uint8_t, 16>;
-
 // The 1024-byte data of a Connect command.
 struct ConnectData {
     HostId host_id;
