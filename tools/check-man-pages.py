@@ -170,6 +170,11 @@ def render_errors(page):
                MAN_DISABLE_SECCOMP="1")
     done = subprocess.run(["man", "--warnings=w", "-l", page], capture_output=True, env=env)
     errors = []
+    with open(page, "rb") as f:
+        for number, line in enumerate(f, 1):
+            if not line.isascii():
+                # man-db converts it (preconv), groff alone and other readers warn.
+                errors.append(f"{page}:{number}: not ASCII: {line.decode('utf-8', 'replace').strip()}")
     stderr = done.stderr.decode("utf-8", "replace").strip()
     if done.returncode != 0 or stderr:
         errors.append(f"{page}: man exited {done.returncode}: {stderr}")
@@ -253,11 +258,11 @@ def self_test():
         return report(failures)
     with tempfile.TemporaryDirectory() as work:
         bad = os.path.join(work, "bad.1")
-        with open(bad, "w") as f:
+        with open(bad, "w", encoding="utf-8") as f:
             f.write(".TH BAD 1\n.SH NAME\nbad \\- a page\n.SH DESCRIPTION\n.undefinedmacro\n"
-                    ".nf\n" + "x" * (WIDTH + 5) + "\n.fi\n")
-        expect("page with an undefined macro and a wide line", render_errors(bad),
-               "macro 'undefinedmacro' not defined", "columns wide")
+                    ".nf\n" + "x" * (WIDTH + 5) + "\n.fi\n2 \u00d7 3\n")
+        expect("page with an undefined macro, a wide line and a non-ASCII character",
+               render_errors(bad), "macro 'undefinedmacro' not defined", "columns wide", "not ASCII")
         fine = os.path.join(work, "fine.1")
         with open(fine, "w") as f:
             f.write(".TH FINE 1\n.SH NAME\nfine \\- a page\n")
