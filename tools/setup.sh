@@ -16,6 +16,7 @@ packages=(
     clang libclang-rt-14-dev  # tools/fuzz.sh: libFuzzer with ASan/UBSan
     libssl-dev
     ccache  # kept between runs on one machine: a rebuild compiles only what changed
+    scdoc man-db  # the man pages (docs/man) and the test that renders them
 )
 
 missing=()

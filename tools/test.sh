@@ -13,9 +13,9 @@ shift || true
 . "$root/tools/ccache-env.sh"
 
 if [ -f "$build/build.ninja" ]; then
-    meson configure "$build" -Dwerror=true -Dengine=enabled "$@" >/dev/null
+    meson configure "$build" -Dwerror=true -Dengine=enabled -Dman=enabled "$@" >/dev/null
 else
-    meson setup "$build" "$root" -Dwerror=true -Dengine=enabled "$@"
+    meson setup "$build" "$root" -Dwerror=true -Dengine=enabled -Dman=enabled "$@"
 fi
 ninja -C "$build"
 

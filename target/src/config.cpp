@@ -69,6 +69,7 @@ Asymmetric namespace access (ANA: every namespace is in group 1; the state is pe
                            a port inaccessible, lost or changing fails with that path status
 
 Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
+  --fault SPEC             inject the fault SPEC, one of:
   reject-connect=STS       reject every CM connect with NVMe/RDMA reject status STS
   connect-status=SCT/SC    fail the Fabrics Connect with that status (DNR set)
   fail-io=N:SCT/SC         fail the Nth I/O command (1-based, counted over all I/O queues)
