@@ -112,6 +112,22 @@ def compare_engine_options(options, page_text, page):
     return errors
 
 
+def compare_markdown_options(options, text, doc):
+    """Errors of the Markdown reference DOC against the engine's options: each is
+    named there (`name`), and each row of its option tables names a real one."""
+    errors = [f"{doc}: engine option '{name}' is not mentioned (fio --enghelp lists it)"
+              for name in options if f"`{name}`" not in text]
+    for line in text.splitlines():
+        cell = re.match(r"\|\s*((?:`[a-z][a-z0-9_]*`(?:,\s*)?)+)\s*\|", line)
+        if cell is None:
+            continue
+        for name in re.findall(r"`([a-z][a-z0-9_]*)`", cell.group(1)):
+            if name not in options:
+                errors.append(f"{doc}: the option table lists '{name}', which the engine does "
+                              "not have (fio --enghelp does not list it)")
+    return errors
+
+
 # --- command-line options ----------------------------------------------------
 
 def help_options(help_text):
@@ -231,6 +247,13 @@ def self_test():
     expect("option gone from the engine",
            compare_engine_options({k: v for k, v in good.items() if k != "alpha"}, page, "p"),
            "documents engine option 'alpha'")
+    markdown = "| option | meaning |\n|---|---|\n| `alpha`, `beta` | a |\n| `gamma` | g |\n`grouped_one` `grouped_two`\n"
+    expect("matching Markdown reference", compare_markdown_options(good, markdown, "m"))
+    expect("option missing from the Markdown reference",
+           compare_markdown_options({**good, "epsilon": "1"}, markdown, "m"), "'epsilon' is not mentioned")
+    expect("Markdown table row of no option",
+           compare_markdown_options({k: v for k, v in good.items() if k != "beta"}, markdown, "m"),
+           "lists 'beta'")
     expect("wrong default", compare_engine_options({**good, "alpha": "8"}, page, "p"),
            "'alpha': the page says \"Default: 4.\", the engine's table 8")
     expect("no default stated", compare_engine_options(good, SELF_PAGE, "p"),
@@ -286,6 +309,8 @@ def main():
     e = sub.add_parser("engine-options")
     e.add_argument("--fio", required=True)
     e.add_argument("--engine", required=True)
+    e.add_argument("--markdown", action="append", default=[],
+                   help="a Markdown reference that must name every option too")
     e.add_argument("page")
     h = sub.add_parser("help-options")
     h.add_argument("--section", action="append", default=[])
@@ -297,8 +322,12 @@ def main():
     a = parser.parse_args()
 
     if a.check == "engine-options":
+        options = fio_engine_options(a.fio, a.engine)
         with open(a.page) as f:
-            errors = compare_engine_options(fio_engine_options(a.fio, a.engine), f.read(), a.page)
+            errors = compare_engine_options(options, f.read(), a.page)
+        for doc in a.markdown:
+            with open(doc) as f:
+                errors += compare_markdown_options(options, f.read(), doc)
     elif a.check == "help-options":
         listed = help_options(run_help([a.command]))
         for subcommand in a.subcommands:
