@@ -85,8 +85,12 @@ rm -f "${results[@]}"
 echo "deb: dpkg-buildpackage -us -uc -b (log: $out/build.log)"
 DEB_BUILD_OPTIONS="werror nocheck noautodbgsym parallel=$(nproc)" \
     dpkg-buildpackage -us -uc -b > "$out/build.log" 2>&1 || {
-    tail -n 40 "$out/build.log"
-    fail "dpkg-buildpackage failed (the end of its log is above; all of it in $out/build.log)"
+    # The errors and warnings (dh_missing names the files it found no package
+    # for in its warnings), then the tree as it was.
+    grep -E '(error|warning):|^FAILED:|Unmet build dependencies' "$out/build.log" | tail -n 30 || true
+    cause=$(grep -m1 -E ': error:|^FAILED:|Unmet build dependencies' "$out/build.log" || echo "see the log")
+    debian/rules clean > "$out/clean.log" 2>&1 || true
+    fail "dpkg-buildpackage failed: $cause (log: $out/build.log)"
 }
 # What meson installed, for the man page checks below, before the clean
 # removes the build directory.
