@@ -13,6 +13,7 @@ packages=(
     pybind11-dev python3-dev python3-numpy python3-pytest
     python3-torch
     python3-mesonpy python3-venv  # pip install . (pyproject.toml) into a venv, offline
+    debhelper dh-python  # the Debian packages (debian/, dpkg-buildpackage; tests/deb/run-checks.sh)
     clang libclang-rt-14-dev  # tools/fuzz.sh: libFuzzer with ASan/UBSan
     libssl-dev
     ccache  # kept between runs on one machine: a rebuild compiles only what changed
