@@ -20,8 +20,7 @@ namespace nvmeof {
 
 void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
     const std::string what = "namespace " + std::to_string(ns.nsid);
-    if (t.op != Op::flush &&
-        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
+    if (!lba_range_fits(t.op, t.slba, t.blocks, ns.size_lbas)) {
         throw InvalidArgument(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
                               std::to_string(t.blocks) + ") is outside the namespace (" +
                               std::to_string(ns.size_lbas) + " blocks)");
@@ -30,8 +29,8 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
         return;  // a missing or closed region is the submission's to refuse
     }
     const std::uint64_t size = t.memory->size();
-    if (t.blocks > size / ns.lba_size || t.offset > size ||
-        t.blocks * ns.lba_size > size - t.offset) {
+    if (!buffer_range_fits(t.blocks, static_cast<std::uint32_t>(std::countr_zero(ns.lba_size)),
+                           t.offset, size)) {
         throw InvalidArgument(what + ": " + std::to_string(t.blocks) + " blocks of " +
                               std::to_string(ns.lba_size) + " bytes at buffer offset " +
                               std::to_string(t.offset) + " do not fit the " +
@@ -236,58 +235,6 @@ bool ControllerImpl::take_wakeups() noexcept {
     return woke;
 }
 
-void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t) {
-    while (reconnecting()) {  // a blocking caller waits out the outage (or its end)
-        keep_alive(nullptr);
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    require_open("I/O");
-    check_transfer(ns, t);
-    if ((t.op == Op::read || t.op == Op::write) &&
-        (t.memory == nullptr || !t.memory->valid() || t.memory->record()->owner != this)) {
-        throw InvalidArgument("namespace " + std::to_string(ns.nsid) +
-                              ": the memory region is not registered with this controller "
-                              "(closed, reset or moved from)");
-    }
-    RdmaQueue& queue = *io_.front();
-    const NamespaceRef ref{ns.nsid, static_cast<std::uint32_t>(std::countr_zero(ns.lba_size)),
-                           ns.size_lbas};
-    // Batches of at most one queue's worth of pieces, each posted together.
-    const std::uint64_t per_piece = (t.op == Op::read || t.op == Op::write)
-                                        ? max_blocks_per_command(limits_.max_transfer_bytes, ns.lba_size)
-                                        : std::uint64_t{wire::kMaxBlocksPerCommand};
-    const std::uint64_t batch_blocks = per_piece * queue.capacity();
-    Transfer piece = t;
-    std::uint64_t done = 0;
-    do {
-        piece.slba = t.slba + done;
-        piece.offset = t.offset + done * ns.lba_size;
-        piece.blocks = t.op == Op::flush ? 0 : std::min(batch_blocks, t.blocks - done);
-        std::uint32_t index = 0;
-        for (;;) {
-            const SubmitResult result = queue.submit_transfer(ref, piece, true, &index);
-            if (result == SubmitResult::queued) {
-                break;
-            }
-            if (result != SubmitResult::busy) {
-                raise_for_status(queue.last_error());
-            }
-            queue.poll_cq();      // other transfers in flight: wait for room
-            keep_alive(nullptr);  // or a reconnect: it runs from here
-            std::this_thread::yield();
-        }
-        while (!queue.transfer_finished(index)) {
-            queue.poll_cq();
-            keep_alive(nullptr);  // a long transfer must not starve the target's timer
-            if (!queue.transfer_finished(index)) {
-                std::this_thread::yield();
-            }
-        }
-        raise_for_status(queue.take_transfer(index));
-        done += piece.blocks;
-    } while (done < t.blocks);
-}
-
 }  // namespace detail
 
 // --- Controller -----------------------------------------------------------
@@ -483,6 +430,10 @@ void Namespace::write(const MemoryRegion& buffer, std::uint64_t slba, std::optio
 }
 
 void Namespace::flush() { controller_->run_transfer(info_, {Op::flush, 0, 0, nullptr, 0, 0}); }
+
+void Namespace::run(const Transfer& transfer, const BetweenPolls& between_polls) {
+    controller_->run_transfer(info_, transfer, between_polls);
+}
 
 void Namespace::write_zeroes(std::uint64_t slba, std::uint64_t blocks) {
     controller_->run_transfer(info_, {Op::write_zeroes, slba, blocks, nullptr, 0, 0});

@@ -84,8 +84,7 @@ SubmitResult RdmaQueue::refuse(SubmitResult result, TransportErrc code, int sys_
 
 int RdmaQueue::check_transfer(const NamespaceRef& ns, const Transfer& t, const MemoryRecord* memory,
                               std::uint32_t lba_shift) const noexcept {
-    if (t.op != Op::flush &&
-        (t.blocks == 0 || t.slba > ns.size_lbas || t.blocks > ns.size_lbas - t.slba)) {
+    if (!lba_range_fits(t.op, t.slba, t.blocks, ns.size_lbas)) {
         return ERANGE;
     }
     if (!has_data(t.op)) {
@@ -94,9 +93,7 @@ int RdmaQueue::check_transfer(const NamespaceRef& ns, const Transfer& t, const M
     if (memory == nullptr || !memory->alive() || memory->owner != owner_) {
         return EBADF;
     }
-    // The first test keeps the shift of the second from overflowing.
-    if (t.blocks > (memory->length >> lba_shift) || t.offset > memory->length ||
-        (t.blocks << lba_shift) > memory->length - t.offset) {
+    if (!buffer_range_fits(t.blocks, lba_shift, t.offset, memory->length)) {
         return EFAULT;
     }
     return 0;

@@ -352,14 +352,6 @@ PYBIND11_MODULE(_core, m) {
                 return c.state->keeper ? c.state->keeper->services() : 0;
             },
             "How often the background keep-alive has run.")
-        .def_property_readonly(
-            "commands_per_queue",
-            [](PyController& c) {
-                py::gil_scoped_release no_gil;
-                std::lock_guard lock(c.state->mutex);
-                return c.state->transfers.commands_per_queue();
-            },
-            "Commands Namespace transfers have sent on each I/O queue.")
         .def("namespace",
              [](PyController& c, std::uint32_t nsid) {
                  return make_namespace(c.state, locked(c.state, [&](nvmeof::Controller& ctrl) {

@@ -112,7 +112,6 @@ class Controller:
     limits: dict[str, Any]
     reconnect_stats: dict[str, Any]
     keep_alive_services: int
-    commands_per_queue: list[int]
     io_queue_count: int
     admin: IoQueue
     def io_queue(self, index: int) -> IoQueue: ...

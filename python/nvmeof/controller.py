@@ -206,11 +206,6 @@ class Controller:
         """How often the background keep-alive has run (0 without keep_alive_ms)."""
         return self._core.keep_alive_services
 
-    @property
-    def commands_per_queue(self):
-        """Commands Namespace transfers have sent on each I/O queue, as a list."""
-        return self._core.commands_per_queue
-
     def close(self):
         """Shuts the controller down: I/O queues, CC.SHN, admin queue; deregisters
         its buffers and fails transfers still pending. Idempotent."""

@@ -1,8 +1,9 @@
 // Namespace calls from Python (namespace_calls.hpp).
 //
-// A blocking read or write makes progress itself, with the GIL released: it
-// holds the controller's lock to submit and for each poll and lets it go
-// between polls, so other threads' transfers are in flight together. The
+// A blocking read or write runs the core's blocking loop (Namespace::run), with
+// the GIL released: it holds the controller's lock to submit and for each poll
+// and lets it go between polls, so other threads' transfers are in flight
+// together. The
 // asynchronous forms return a future at once; the progress thread polls while
 // any is pending and completes the futures (taking the GIL only for that).
 #include <pybind11/stl.h>
@@ -84,42 +85,23 @@ void start_progress(ControllerState& state) {
     state.progress_wake.notify_one();
 }
 
+// The core's blocking loop, letting go of the controller's lock each time it
+// waits, so other threads' calls (and the progress thread) run meanwhile. The
+// caller has released the GIL.
 void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns,
                        const nvmeof::Transfer& transfer) {
-    nvmeof::check_transfer(ns.info(), transfer);  // InvalidArgument: ValueError
     std::unique_lock lock(state.mutex);
-    const std::uint64_t token = state.transfers.add(state.open(), ns, transfer, nullptr, nullptr);
-    struct Forget {  // the lock is held on every way out
-        ControllerState& state;
-        std::uint64_t token;
-        bool taken = false;
-        ~Forget() {
-            if (!taken) {
-                state.transfers.abandon(token);
-            }
-        }
-    } forget{state, token};
-    for (;;) {
-        if (state.transfers.finished(token)) {
-            const nvmeof::CompletionStatus status = state.transfers.take(token);
-            forget.taken = true;
-            lock.unlock();
-            nvmeof::raise_for_status(status);
-            return;
-        }
-        auto& controller = state.open();
-        state.transfers.progress(controller);
-        if (state.transfers.finished(token)) {
-            continue;
-        }
-        controller.keep_alive();  // a long transfer must not starve the target's timer
+    state.open();
+    nvmeof::Namespace bound = ns;
+    bound.run(transfer, [&] {
         if (state.transfers.has_finished()) {
             state.progress_wake.notify_one();  // others' futures, found by this poll
         }
         lock.unlock();
         std::this_thread::yield();
         lock.lock();
-    }
+        state.open();  // closed or given up meanwhile: that is the call's error
+    });
 }
 
 struct PyNamespace {

@@ -26,21 +26,17 @@ std::uint64_t piece_blocks_for(const nvmeof::Controller& controller, const nvmeo
 
 }  // namespace
 
-std::uint64_t TransferBoard::add(nvmeof::Controller& controller, const nvmeof::Namespace& ns,
-                                 const nvmeof::Transfer& transfer, PyObject* future,
-                                 PyObject* buffer) {
+void TransferBoard::add(nvmeof::Controller& controller, const nvmeof::Namespace& ns,
+                        const nvmeof::Transfer& transfer, PyObject* future, PyObject* buffer) {
     const std::uint64_t token = next_token_++;
     Pending pending{ns, transfer};
     pending.piece_blocks = piece_blocks_for(controller, ns, transfer.op);
     pending.future = future;
     pending.buffer = buffer;
     pending_.emplace(token, std::move(pending));
-    if (future != nullptr) {
-        ++asynchronous_;
-    }
+    ++asynchronous_;
     waiting_.push_back(token);
     submit_waiting(controller);
-    return token;
 }
 
 bool TransferBoard::progress(nvmeof::Controller& controller) {
@@ -100,7 +96,6 @@ void TransferBoard::submit_waiting(nvmeof::Controller& controller) {
 bool TransferBoard::submit_piece(nvmeof::Controller& controller, std::uint64_t token,
                                  Pending& pending) {
     const std::size_t queues = controller.io_queue_count();
-    per_queue_.resize(queues);
     nvmeof::Transfer piece = pending.rest;
     piece.user_data = token;
     if (pending.piece_blocks != 0) {
@@ -118,7 +113,6 @@ bool TransferBoard::submit_piece(nvmeof::Controller& controller, std::uint64_t t
             return true;
         }
         ++pending.outstanding;
-        per_queue_[index] += queue.pieces(pending.ns, piece);
         if (pending.piece_blocks == 0) {
             pending.submitted = true;
         } else {
@@ -140,41 +134,10 @@ void TransferBoard::fail(Pending& pending, const nvmeof::CompletionStatus& statu
 }
 
 void TransferBoard::note_done(std::uint64_t token, Pending& pending) {
-    if (pending.future != nullptr) {
-        finished_.push_back({pending.future, pending.buffer, pending.error.value_or(nvmeof::CompletionStatus{})});
-        --asynchronous_;
-        pending_.erase(token);
-        return;
-    }
-    if (pending.abandoned) {
-        pending_.erase(token);
-    }
-    // A blocking caller's: it stays until take().
-}
-
-bool TransferBoard::finished(std::uint64_t token) const {
-    const Pending& pending = pending_.at(token);
-    return pending.submitted && pending.outstanding == 0;
-}
-
-nvmeof::CompletionStatus TransferBoard::take(std::uint64_t token) {
-    const auto found = pending_.find(token);
-    const nvmeof::CompletionStatus status = found->second.error.value_or(nvmeof::CompletionStatus{});
-    pending_.erase(found);
-    return status;
-}
-
-void TransferBoard::abandon(std::uint64_t token) {
-    const auto found = pending_.find(token);
-    if (found == pending_.end()) {
-        return;
-    }
-    if (found->second.submitted && found->second.outstanding == 0) {
-        pending_.erase(found);
-        return;
-    }
-    found->second.abandoned = true;
-    found->second.submitted = true;
+    finished_.push_back(
+        {pending.future, pending.buffer, pending.error.value_or(nvmeof::CompletionStatus{})});
+    --asynchronous_;
+    pending_.erase(token);
 }
 
 std::vector<TransferBoard::Finished> TransferBoard::take_finished() {
@@ -190,17 +153,9 @@ void TransferBoard::fail_all(const nvmeof::CompletionStatus& status) {
         if (!pending.error) {
             pending.error = status;
         }
-        pending.submitted = true;
-        pending.outstanding = 0;
-        if (pending.future != nullptr) {
-            finished_.push_back({pending.future, pending.buffer, *pending.error});
-            --asynchronous_;
-            it = pending_.erase(it);
-        } else if (pending.abandoned) {
-            it = pending_.erase(it);
-        } else {
-            ++it;
-        }
+        finished_.push_back({pending.future, pending.buffer, *pending.error});
+        --asynchronous_;
+        it = pending_.erase(it);
     }
 }
 

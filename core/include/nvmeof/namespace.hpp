@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "nvmeof/memory.hpp"
@@ -12,6 +13,8 @@ namespace nvmeof {
 namespace detail {
 class ControllerImpl;
 }
+
+struct Transfer;
 
 struct NamespaceInfo {
     std::uint32_t nsid = 0;
@@ -30,12 +33,19 @@ struct NamespaceRef {
 };
 }  // namespace detail
 
+// Called by a blocking call each time it is about to wait (for completions, for
+// room in the queues, for an outage to end), with nothing of the controller in
+// use: a program that shares the controller among threads lets go of its lock
+// there and takes it again, so the other threads' calls run meanwhile. It may
+// throw (the call then ends with that exception).
+using BetweenPolls = std::function<void()>;
+
 // A cheap value; valid while its Controller is open. The blocking calls
 // validate the LBA range against the namespace and the buffer against the
-// memory region (InvalidArgument), split transfers above MDTS and 65,536 blocks
-// into commands posted together on I/O queue 0, and throw the first error of any
-// piece (wire::NvmeError or TransportError). `blocks` defaults to what fits in
-// the buffer from buffer_offset.
+// memory region (InvalidArgument), cut transfers into commands of at most MDTS
+// (and 65,536 blocks) handed round robin to the I/O queues as they have room,
+// and throw the first error of any command (wire::NvmeError or TransportError).
+// `blocks` defaults to what fits in the buffer from buffer_offset.
 class Namespace {
 public:
     Namespace(detail::ControllerImpl* controller, NamespaceInfo info)
@@ -60,6 +70,9 @@ public:
     void flush();
     void write_zeroes(std::uint64_t slba, std::uint64_t blocks);
     void deallocate(std::uint64_t slba, std::uint64_t blocks);
+    // The loop behind the calls above, for any Transfer (its user_data is not
+    // used), with `between_polls` called each time it waits.
+    void run(const Transfer& transfer, const BetweenPolls& between_polls = {});
 
 private:
     detail::ControllerImpl* controller_;

@@ -42,6 +42,22 @@ struct Transfer {
     std::uint64_t user_data = 0;              // handed back in Completion
 };
 
+// The range rules of a transfer, in one place: its LBA range lies inside the
+// namespace (flush has none), and a read's or write's blocks of 2^lba_shift
+// bytes from `offset` lie inside its memory region. check_transfer() below
+// says which failed in words; the data path's submit asks the same questions
+// and answers SubmitResult::invalid.
+constexpr bool lba_range_fits(Op op, std::uint64_t slba, std::uint64_t blocks,
+                              std::uint64_t size_lbas) noexcept {
+    return op == Op::flush || (blocks != 0 && slba < size_lbas && blocks <= size_lbas - slba);
+}
+// The first test keeps the shift of the third from overflowing.
+constexpr bool buffer_range_fits(std::uint64_t blocks, std::uint32_t lba_shift,
+                                 std::uint64_t offset, std::uint64_t region_bytes) noexcept {
+    return blocks <= (region_bytes >> lba_shift) && offset <= region_bytes &&
+           (blocks << lba_shift) <= region_bytes - offset;
+}
+
 struct NamespaceInfo;
 // A transfer's range rules, with the reason: its LBA range inside the
 // namespace, and a read's or write's blocks inside its memory region from

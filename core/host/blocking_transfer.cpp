@@ -1,0 +1,117 @@
+// The blocking calls' one loop (Namespace::read/write/flush/..., and the
+// Python package's blocking transfers through Namespace::run): the transfer
+// is cut into commands of at most MDTS, handed round robin to the I/O queues
+// as they have room, and waited for, keep-alive and reconnecting driven
+// meanwhile. Its commands use the queues' internal records, which a caller
+// polling the same queues (fio, another thread's poll(span)) never takes.
+#include <bit>
+#include <thread>
+#include <vector>
+
+#include "host/controller_impl.hpp"
+#include "transport/transfer_split.hpp"
+
+namespace nvmeof::detail {
+
+namespace {
+
+// A command of the transfer in flight: its queue and internal record.
+struct PieceInFlight {
+    RdmaQueue* queue;
+    std::uint32_t index;
+};
+
+}  // namespace
+
+void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
+                                  const BetweenPolls& between_polls) {
+    const auto pause = [&](std::chrono::microseconds nap) {
+        if (between_polls) {
+            between_polls();  // the caller's other threads run here
+        } else if (nap.count() != 0) {
+            std::this_thread::sleep_for(nap);
+        } else {
+            std::this_thread::yield();
+        }
+    };
+    while (reconnecting()) {  // a blocking caller waits out the outage (or its end)
+        keep_alive(nullptr);
+        pause(std::chrono::milliseconds(1));
+    }
+    require_open("I/O");
+    check_transfer(ns, t);
+    const bool has_data = t.op == Op::read || t.op == Op::write;
+    if (has_data &&
+        (t.memory == nullptr || !t.memory->valid() || t.memory->record()->owner != this)) {
+        throw InvalidArgument("namespace " + std::to_string(ns.nsid) +
+                              ": the memory region is not registered with this controller "
+                              "(closed, reset or moved from)");
+    }
+    const NamespaceRef ref{ns.nsid, static_cast<std::uint32_t>(std::countr_zero(ns.lba_size)),
+                           ns.size_lbas};
+    // A read or write is cut at one command's worth, so its pieces can go to
+    // different queues; the other operations go whole to one queue, which
+    // splits them where it has to.
+    const std::uint64_t per_piece =
+        has_data ? max_blocks_per_command(limits_.max_transfer_bytes, ns.lba_size) : t.blocks;
+    std::vector<PieceInFlight> in_flight;
+    CompletionStatus first_error;
+    std::uint64_t submitted = 0;
+    bool all_submitted = false;
+    std::size_t next_queue = 0;
+    for (;;) {
+        while (!all_submitted) {
+            Transfer piece = t;
+            piece.slba = t.slba + submitted;
+            piece.offset = t.offset + submitted * ns.lba_size;
+            piece.blocks = std::min(per_piece, t.blocks - submitted);
+            bool placed = false;
+            for (std::size_t tried = 0; tried < io_.size() && !placed; ++tried) {
+                RdmaQueue& queue = *io_[next_queue++ % io_.size()];
+                std::uint32_t index = 0;
+                const SubmitResult result = queue.submit_transfer(ref, piece, true, &index);
+                if (result == SubmitResult::busy) {
+                    continue;
+                }
+                placed = true;
+                if (result != SubmitResult::queued) {
+                    if (first_error.ok()) {
+                        first_error = queue.last_error();
+                    }
+                    all_submitted = true;  // what is in flight still comes home
+                    break;
+                }
+                in_flight.push_back({&queue, index});
+                submitted += piece.blocks;
+                all_submitted = submitted >= t.blocks;
+            }
+            if (!placed) {
+                break;  // every queue is full: wait for room
+            }
+        }
+        for (auto& queue : io_) {
+            queue->poll_cq();
+        }
+        std::erase_if(in_flight, [&](const PieceInFlight& piece) {
+            if (!piece.queue->transfer_finished(piece.index)) {
+                return false;
+            }
+            const CompletionStatus status = piece.queue->take_transfer(piece.index);
+            if (!status.ok() && first_error.ok()) {
+                first_error = status;
+            }
+            return true;
+        });
+        if (all_submitted && in_flight.empty()) {
+            break;
+        }
+        keep_alive(nullptr);  // a long transfer must not starve the target's timer; or a reconnect
+        pause(std::chrono::microseconds(0));
+        if (!open() && !reconnecting()) {
+            require_open("I/O");  // closed meanwhile (by another thread, in between_polls)
+        }
+    }
+    raise_for_status(first_error);
+}
+
+}  // namespace nvmeof::detail
