@@ -276,7 +276,7 @@ void Job::service_keep_alive() noexcept {
             continue;
         }
         std::string why;  // written (allocated) only on failure
-        if (!slot.controller.keep_alive(&why)) {
+        if (!slot.controller.keep_connected(&why)) {
             slot.keep_alive_failed = true;
             log_err("nvmeof: %s: keep-alive (%s): %s\n", td_->o.name,
                     slot.controller.limits().subsystem_nqn.c_str(), why.c_str());

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
         auto io = ctrl.io();
         auto request = io.submit(nvmeof::wire::flush_command(ns.nsid()));
         while (!request.done()) {
-            io.poll();
+            io.make_progress();
         }
         request.response().raise_for_status();
 

@@ -35,7 +35,7 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
         }
     };
     while (reconnecting()) {  // a blocking caller waits out the outage (or its end)
-        keep_alive(nullptr);
+        keep_connected(nullptr);
         pause(std::chrono::milliseconds(1));
     }
     require_open("I/O");
@@ -105,7 +105,7 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
         if (all_submitted && in_flight.empty()) {
             break;
         }
-        keep_alive(nullptr);  // a long transfer must not starve the target's timer; or a reconnect
+        keep_connected(nullptr);  // a long transfer must not starve the target's timer; or a reconnect
         pause(std::chrono::microseconds(0));
         if (!open() && !reconnecting()) {
             require_open("I/O");  // closed meanwhile (by another thread, in between_polls)

@@ -156,7 +156,7 @@ MemoryRegion ControllerImpl::track(std::shared_ptr<MemoryRecord> record) {
     return MemoryRegion(std::move(record));
 }
 
-bool ControllerImpl::keep_alive(std::string* why) noexcept {
+bool ControllerImpl::keep_connected(std::string* why) noexcept {
     if (reconnect_enabled()) {
         if (!service_reconnect(Clock::now(), why)) {
             return false;
@@ -259,14 +259,14 @@ void Controller::close() noexcept {
 
 bool Controller::is_open() const noexcept { return impl_ && impl_->usable(); }
 
-bool Controller::keep_alive(std::string* why) noexcept {
+bool Controller::keep_connected(std::string* why) noexcept {
     if (!impl_) {
         if (why != nullptr) {
             *why = "controller was moved from";
         }
         return false;
     }
-    return impl_->keep_alive(why);
+    return impl_->keep_connected(why);
 }
 
 bool Controller::is_reconnecting() const noexcept {

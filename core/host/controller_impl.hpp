@@ -88,7 +88,7 @@ public:
     std::size_t io_count() const { return io_.size(); }
     RdmaQueue& admin() { return *admin_; }
     // See Controller::keep_alive.
-    bool keep_alive(std::string* why) noexcept;
+    bool keep_connected(std::string* why) noexcept;
     // Idle waiting (nvmeof::wait_for_completions): arms every I/O queue's CQ
     // and lowers `wake` to the earliest request deadline and keep-alive time.
     IdlePreparation prepare_idle_wait(std::chrono::steady_clock::time_point& wake, int& fd) noexcept;

@@ -29,7 +29,7 @@ void read_log_chunk(IoQueue admin, const MemoryRegion& memory, std::uint64_t off
     try {
         Request request = admin.submit(command, &memory);
         while (!request.done()) {
-            admin.poll();
+            admin.make_progress();
             if (!request.done()) {
                 std::this_thread::yield();
             }

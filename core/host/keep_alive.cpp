@@ -55,7 +55,7 @@ bool KeepAlive::service(Clock::time_point now) noexcept {
         if (silent >= timeout_) {
             return fail("the admin queue failed after " + std::to_string(silent.count()) +
                         " ms without a Keep Alive answered (timeout " + std::to_string(timeout_.count()) +
-                        " ms): probably the target dropping a host that went silent; call keep_alive() more often");
+                        " ms): probably the target dropping a host that went silent; call keep_connected() more often");
         }
         return fail("the admin queue failed, so keep-alive stopped");
     }

@@ -9,7 +9,7 @@ namespace nvmeof {
 
 namespace {
 
-// Several calls per keep-alive period: keep_alive() itself decides when a
+// Several calls per keep-alive period: keep_connected() itself decides when a
 // Keep Alive is due, so a late tick costs margin, never a command.
 constexpr unsigned kTicksPerTimeout = 8;
 constexpr std::chrono::milliseconds kShortestTick{10};
@@ -54,7 +54,7 @@ void KeepAliveThread::run() {
             // A false return (failed, given up, closed) is the caller's to see
             // on its next call; the thread keeps ticking so that a reconnect
             // configured later, or a close, needs nothing from it.
-            controller_.keep_alive();
+            controller_.keep_connected();
         }
         guard.lock();
         ++services_;

@@ -2,7 +2,7 @@
 // the kernel's nvme-fabrics error recovery: on a queue failure every queue is
 // torn down (QP to error, drain, destroy: the queues' own teardown), and every
 // reconnect_delay the whole association runs again on the next path until it
-// succeeds or ctrl_loss_tmo passes. No thread: keep_alive() drives it, and a
+// succeeds or ctrl_loss_tmo passes. No thread: keep_connected() drives it, and a
 // caller that finds its submissions refused busy keeps calling it.
 //
 //   live ──failure──▶ resetting ──▶ waiting ──delay──▶ reconnecting ──ok──▶ live

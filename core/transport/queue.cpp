@@ -108,7 +108,7 @@ Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner
     return Request(queue_, queue_->submit_command(command));
 }
 
-void IoQueue::poll() noexcept { queue_->poll_cq(); }
+void IoQueue::make_progress() noexcept { queue_->poll_cq(); }
 
 std::uint16_t IoQueue::qid() const noexcept { return queue_->qid(); }
 std::size_t IoQueue::capacity() const noexcept { return queue_->capacity(); }

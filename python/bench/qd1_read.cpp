@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
                                                    block.remote(0, kReadBytes), ns.lba_size()),
                           &block);
             while (!request.done()) {
-                io.poll();
+                io.make_progress();
             }
             request.response().raise_for_status();
         });

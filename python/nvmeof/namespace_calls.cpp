@@ -49,7 +49,7 @@ void progress_loop(ControllerState* state) {
         bool moved = false;
         if (usable(*state)) {
             moved = state->transfers.progress(*state->controller);
-            state->controller->keep_alive();
+            state->controller->keep_connected();
         } else {
             // Failed or given up with transfers pending: they will never complete.
             nvmeof::CompletionStatus gone;

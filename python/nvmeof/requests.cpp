@@ -145,8 +145,8 @@ struct PyIoQueue {
     // Progress (never blocks), then the requests of this queue seen done.
     py::list poll(std::optional<std::size_t> max_entries) {
         locked(state, [&](nvmeof::Controller& c) {
-            queue(c).poll();
-            c.keep_alive();
+            queue(c).make_progress();
+            c.keep_connected();
             return 0;
         });
         sweep_requests(*state);
@@ -180,8 +180,8 @@ struct PyIoQueue {
                 {
                     std::lock_guard lock(state->mutex);
                     auto& controller = state->open();
-                    queue(controller).poll();
-                    controller.keep_alive();
+                    queue(controller).make_progress();
+                    controller.keep_connected();
                     done = entry->check_done();
                 }
                 if (done || std::chrono::steady_clock::now() >= deadline) {

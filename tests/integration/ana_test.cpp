@@ -101,7 +101,7 @@ TEST(Ana, ChangeNoticeMovesToTheNextPathWithDataIntact) {
         // Between writes the notice has time to arrive, and is taken here.
         const auto until = std::chrono::steady_clock::now() + 20ms;
         while (std::chrono::steady_clock::now() < until) {
-            ASSERT_TRUE(c.keep_alive());
+            ASSERT_TRUE(c.keep_connected());
             std::this_thread::sleep_for(1ms);
         }
     }
@@ -156,7 +156,7 @@ TEST(Ana, PathStatusOnIoHoldsItUntilThePathIsUsableAgain) {
             ASSERT_TRUE(out[i].status.ok()) << describe(out[i].status);
         }
         completed_after += c.reconnect_stats().reconnects > 0 ? n : 0;
-        ASSERT_TRUE(c.keep_alive());
+        ASSERT_TRUE(c.keep_connected());
     }
     const ReconnectStats& stats = c.reconnect_stats();
     EXPECT_EQ(stats.reconnects, 1u);

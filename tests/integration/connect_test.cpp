@@ -196,7 +196,7 @@ TEST(Connect, GoodSourceAddressIsReported) {
         << ctrl.limits().source_address;
 }
 
-// Keep Alive every half timeout while the owner calls keep_alive(), with no
+// Keep Alive every half timeout while the owner calls keep_connected(), with no
 // I/O at all (a target that counts I/O as keep-alive traffic sees none): the
 // controller outlives several timeouts, and the target counted the commands.
 TEST(KeepAlive, ServicedControllerOutlivesSeveralTimeouts) {
@@ -209,13 +209,13 @@ TEST(KeepAlive, ServicedControllerOutlivesSeveralTimeouts) {
     const auto start = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - start < 3200ms) {
         std::string why;
-        ASSERT_TRUE(ctrl.keep_alive(&why)) << why;
+        ASSERT_TRUE(ctrl.keep_connected(&why)) << why;
         std::this_thread::sleep_for(20ms);
     }
     ns.read(block, 0, 1);  // still alive after 3 timeouts
     ctrl.close();
     std::string why;
-    EXPECT_FALSE(ctrl.keep_alive(&why));
+    EXPECT_FALSE(ctrl.keep_connected(&why));
     EXPECT_EQ(why, "the controller is closed");
     const std::string stats = target.stop();
     if (const auto sent = TargetProcess::stat(stats, "commands.keep_alive")) {
@@ -223,7 +223,7 @@ TEST(KeepAlive, ServicedControllerOutlivesSeveralTimeouts) {
     }
 }
 
-// The same with nobody calling keep_alive(): a KeepAliveThread does, under the
+// The same with nobody calling keep_connected(): a KeepAliveThread does, under the
 // caller's lock, while the caller sleeps. Idle past three timeouts, the
 // controller is still there; the lock keeps the caller's own I/O apart.
 TEST(KeepAlive, BackgroundThreadKeepsAnIdleControllerConnected) {
@@ -251,8 +251,8 @@ TEST(KeepAlive, BackgroundThreadKeepsAnIdleControllerConnected) {
     }
 }
 
-// A host that stops calling keep_alive() is dropped by the target once the
-// timeout runs out; I/O then fails, and keep_alive() says why.
+// A host that stops calling keep_connected() is dropped by the target once the
+// timeout runs out; I/O then fails, and keep_connected() says why.
 TEST(KeepAlive, SilentHostIsDroppedAndKeepAliveSaysWhy) {
     TargetProcess target;
     Options o = target.options(2s);
@@ -261,7 +261,7 @@ TEST(KeepAlive, SilentHostIsDroppedAndKeepAliveSaysWhy) {
     auto ns = ctrl.namespace_at(1);
     MemoryRegion block = ctrl.allocate(ns.lba_size());
     ns.read(block, 0, 1);
-    std::this_thread::sleep_for(3s);  // no keep_alive(), no I/O: silent for three timeouts
+    std::this_thread::sleep_for(3s);  // no keep_connected(), no I/O: silent for three timeouts
     bool dropped = false;
     const auto deadline = std::chrono::steady_clock::now() + 5s;
     while (!dropped && std::chrono::steady_clock::now() < deadline) {
@@ -275,7 +275,7 @@ TEST(KeepAlive, SilentHostIsDroppedAndKeepAliveSaysWhy) {
     }
     ASSERT_TRUE(dropped) << "the target never dropped a controller that sent no Keep Alive";
     std::string why;
-    EXPECT_FALSE(ctrl.keep_alive(&why));
+    EXPECT_FALSE(ctrl.keep_connected(&why));
     EXPECT_FALSE(why.empty());
     std::printf("after the drop: %s\n", why.c_str());
 }

@@ -65,7 +65,7 @@ TEST(Io, HappyPathReadWriteFlushWithDataChecked) {
     // The low-level API, as in the Python package.
     auto io = ctrl.io();
     auto request = io.submit(wire::rw_command(wire::IoOpcode::read, ns.nsid(), 20, 1, in.remote(), lba), &in);
-    while (!request.done()) io.poll();
+    while (!request.done()) io.make_progress();
     request.response().raise_for_status();
     EXPECT_EQ(std::memcmp(in.data(), out.data() + 4 * lba, lba), 0);
     ctrl.close();
@@ -113,7 +113,7 @@ TEST(Io, LowLevelSubmitChecksTheDataOwner) {
     auto request = io.submit(read(buf.remote(3 * lba, lba)), &buf);
     auto flush = io.submit(wire::flush_command(ns.nsid()));
     while (!request.done() || !flush.done()) {
-        io.poll();
+        io.make_progress();
     }
     request.response().raise_for_status();
     flush.response().raise_for_status();
@@ -221,7 +221,7 @@ TEST(Io, AOneCommandTransferKeepsItsIdUntilHandedBack) {
     // Answered but not handed back: nothing in flight, yet no ID is free.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (io.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
-        io.poll();
+        io.make_progress();
     }
     ASSERT_EQ(io.in_flight(), 0u);
     EXPECT_EQ(io.free_slots(), 0u);
@@ -236,7 +236,7 @@ TEST(Io, AOneCommandTransferKeepsItsIdUntilHandedBack) {
     // its own), so once answered every slot is free before it is handed back.
     ASSERT_EQ(io.submit(ns, {Op::write, 0, 4 * small, &buf, 0, 20}), SubmitResult::queued);
     while (io.free_slots() < 3 && std::chrono::steady_clock::now() < deadline) {
-        io.poll();
+        io.make_progress();
     }
     EXPECT_EQ(io.free_slots(), 3u);
     ASSERT_EQ(io.poll(done), 1u);

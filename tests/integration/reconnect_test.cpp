@@ -100,7 +100,7 @@ TEST(Reconnect, InFlightTransfersAreResentAndNewOnesAreBusyMeanwhile) {
             const Transfer t{Op::write, next % 1024, 1, &arena, (next % depth) * kBlock, next};
             const SubmitResult r = q.submit(ns, t);
             if (r == SubmitResult::busy) {
-                break;  // the queue failed; the controller notices at its next keep_alive()
+                break;  // the queue failed; the controller notices at its next keep_connected()
             }
             ASSERT_EQ(r, SubmitResult::queued) << describe(q.last_error());
             ++next;
@@ -118,7 +118,7 @@ TEST(Reconnect, InFlightTransfersAreResentAndNewOnesAreBusyMeanwhile) {
         }
         completed += n;
         completed_after += c.reconnect_stats().reconnects > 0 ? n : 0;
-        ASSERT_TRUE(c.keep_alive());
+        ASSERT_TRUE(c.keep_connected());
     }
     EXPECT_GE(completed_after, 100u);
     const ReconnectStats& stats = c.reconnect_stats();
@@ -177,7 +177,7 @@ TEST(Reconnect, AReplayedBlockingReadReturnsToItsCallerNotToThePoller) {
                 seen[out[i].user_data] = true;
             }
             polled += n;
-            ASSERT_TRUE(c.keep_alive());
+            ASSERT_TRUE(c.keep_connected());
         }
         ASSERT_EQ(polled, kWrites);
     }
@@ -215,7 +215,7 @@ TEST(Reconnect, GivesUpAfterCtrlLossTmoWithENODEV) {
     EXPECT_TRUE(stats.lost);
     EXPECT_EQ(stats.reconnects, 0u);
     EXPECT_GT(stats.failed_attempts, 0u);
-    EXPECT_FALSE(c.keep_alive());
+    EXPECT_FALSE(c.keep_connected());
     EXPECT_LT(failed_at - start, 1500ms + 1s) << "not given up within ctrl_loss_tmo + 1 s";
 }
 
@@ -241,7 +241,7 @@ TEST(Reconnect, HeldTransfersGivenUpFreeEverySlot) {
         for (std::size_t i = 0; i < n; ++i) {
             given_up += out[i].status.sys_errno == ENODEV ? 1 : 0;
         }
-        c.keep_alive();
+        c.keep_connected();
     };
     while (!c.reconnect_stats().lost && std::chrono::steady_clock::now() < deadline) {
         while (q.in_flight() + q.held() < depth) {
@@ -310,7 +310,7 @@ TEST(Reconnect, GivesUpWhenTheNamespaceNoLongerFits) {
               std::string::npos)
         << stats.lost_reason;
     std::string why;
-    EXPECT_FALSE(c.keep_alive(&why));
+    EXPECT_FALSE(c.keep_connected(&why));
     EXPECT_NE(why.find("namespace 1 has"), std::string::npos) << why;
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "gave up only at ctrl_loss_tmo";
 }
@@ -371,7 +371,7 @@ TEST(Reconnect, HeldInCapsuleWritesGoKeyedWhenTheCapsuleShrinks) {
             EXPECT_TRUE(out[i].status.ok()) << describe(out[i].status);
         }
         done += n;
-        c.keep_alive();
+        c.keep_connected();
     }
     ASSERT_EQ(done, kWrites);
     EXPECT_EQ(c.reconnect_stats().reconnects, 1u);
@@ -421,7 +421,7 @@ TEST(Reconnect, ReplayedSplitTransfersLeaveNearCompletionRight) {
             EXPECT_TRUE(out[i].status.ok()) << describe(out[i].status);
         }
         completed += n;
-        ASSERT_TRUE(c.keep_alive());
+        ASSERT_TRUE(c.keep_connected());
     }
     ASSERT_EQ(completed, 2u);
     EXPECT_EQ(c.reconnect_stats().reconnects, 1u);

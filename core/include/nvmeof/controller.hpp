@@ -116,20 +116,22 @@ public:
     MemoryRegion register_gpu(void* device_ptr, std::size_t bytes,
                               std::shared_ptr<GpuOrdering> ordering = nullptr);
 
-    // Keep-alive, when Options::keep_alive_ms is set: sends a Keep Alive on the
-    // admin queue every half timeout and reaps the answer; never blocks. Call it
-    // regularly, e.g. whenever you poll an I/O queue (the fio engine does, and
-    // blocking Namespace transfers do). A target drops a controller that stays
-    // silent for a whole timeout. Returns false once a Keep Alive failed or went
-    // unanswered, the admin queue failed, or the controller was closed (`why`
-    // says which); true when keep-alive is disabled.
-    bool keep_alive(std::string* why = nullptr) noexcept;
-    // With Options::ctrl_loss_tmo, keep_alive() also drives reconnecting (no
-    // thread): it notices a failed queue, tears everything down, and runs the
-    // next association attempt when reconnect_delay has passed (blocking for at
-    // most the connect timeout). It returns true while reconnecting and false
-    // once the controller gave up. Call it regularly also while submissions are
-    // refused busy (is_reconnecting()).
+    // Keeps the association up; call it regularly, e.g. whenever you poll an I/O
+    // queue (the fio engine does, the blocking Namespace calls do, and
+    // KeepAliveThread does from a thread of its own). Two jobs:
+    // - Keep-alive (Options::keep_alive_ms): sends a Keep Alive on the admin
+    //   queue every half timeout and reaps the answer, without blocking. A
+    //   target drops a controller that stays silent for a whole timeout.
+    // - Reconnecting (Options::ctrl_loss_tmo): notices a failed queue, tears
+    //   everything down, and runs the next association attempt once
+    //   reconnect_delay has passed; that attempt blocks for at most the connect
+    //   timeout. Call it also while submissions are refused busy
+    //   (is_reconnecting()).
+    // Returns true while connected or reconnecting (and when neither is
+    // configured); false once a Keep Alive failed or went unanswered, the admin
+    // queue failed, the controller gave up reconnecting, or it was closed
+    // (`why` says which).
+    bool keep_connected(std::string* why = nullptr) noexcept;
     bool is_reconnecting() const noexcept;
     const ReconnectStats& reconnect_stats() const;
 

@@ -1,7 +1,7 @@
 // Keep-alive (and reconnecting) driven by a thread of its own, for callers that
 // may sit idle longer than the keep-alive timeout: an interactive program, a
 // Python interpreter between calls. An event loop that polls regularly calls
-// Controller::keep_alive() itself and needs no thread (the fio engine does).
+// Controller::keep_connected() itself and needs no thread (the fio engine does).
 //
 //   std::mutex lock;  // held by the caller around each of its own calls into ctrl
 //   nvmeof::KeepAliveThread keeper(ctrl, lock);
@@ -22,7 +22,7 @@ class Controller;
 
 class KeepAliveThread {
 public:
-    // Starts calling controller.keep_alive() (which sends a Keep Alive every half
+    // Starts calling controller.keep_connected() (which sends a Keep Alive every half
     // timeout and, with ctrl_loss_tmo, runs reconnect attempts) every `tick`, or
     // as often as the controller's keep-alive timeout needs if that is shorter.
     // Both must outlive this object.
@@ -30,10 +30,10 @@ public:
                     std::chrono::milliseconds tick = std::chrono::milliseconds(100));
     KeepAliveThread(const KeepAliveThread&) = delete;
     KeepAliveThread& operator=(const KeepAliveThread&) = delete;
-    // Stops the thread; waits at most for one keep_alive() call in progress.
+    // Stops the thread; waits at most for one keep_connected() call in progress.
     ~KeepAliveThread();
 
-    // keep_alive() calls made so far (for tests and diagnostics).
+    // keep_connected() calls made so far (for tests and diagnostics).
     unsigned long long services() const;
 
 private:

@@ -37,7 +37,7 @@ struct Options {
     // each admin request (and of I/O requests when io_timeout is 0).
     std::chrono::milliseconds timeout = kDefaultTimeout;
     // Keep-alive timeout (KATO) asked for in the admin Connect; 0 disables it.
-    // With a timeout, call Controller::keep_alive() regularly (see there).
+    // With a timeout, call Controller::keep_connected() regularly (see there).
     std::uint32_t keep_alive_ms = 0;
     bool random_host_id = false;       // a fresh random host ID instead of the stable default
     // Deadline of each I/O-queue request; 0 means the same as `timeout`.
@@ -52,7 +52,7 @@ struct Options {
     // flight are held and re-sent in order once reconnected; new ones are
     // refused busy, or fail with ENOLINK once fast_io_fail_tmo has passed
     // (0, the kernel's default: off). After ctrl_loss_tmo the controller gives
-    // up and everything fails with ENODEV. Driven from keep_alive(), no thread.
+    // up and everything fails with ENODEV. Driven from keep_connected(), no thread.
     std::chrono::milliseconds ctrl_loss_tmo{0};
     std::chrono::milliseconds reconnect_delay{10000};
     std::chrono::milliseconds fast_io_fail_tmo{0};

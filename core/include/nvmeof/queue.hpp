@@ -5,7 +5,7 @@
 //   queued / busy / invalid / failed and never throws, allocates or makes a
 //   system call; poll(span) hands back finished transfers by user_data.
 // - low-level commands, like the Python API: submit(sqe, owner) returns a
-//   Request; poll() makes progress; request.response().raise_for_status().
+//   Request; make_progress() until request.done(); request.response().raise_for_status().
 //
 // Not thread-safe: one thread drives a controller and its queues.
 #pragma once
@@ -139,7 +139,9 @@ public:
     // the owner's, else InvalidArgument and nothing is posted. Keep the owner
     // registered until the request is done.
     Request submit(const wire::Sqe& command, const MemoryRegion* data_owner = nullptr);
-    void poll() noexcept;
+    // Handles what the queue has received (answers, send completions) and
+    // enforces deadlines, handing nothing back: the low-level requests' progress.
+    void make_progress() noexcept;
 
     std::uint16_t qid() const noexcept;
     std::size_t capacity() const noexcept;    // usable slots (queue size − 1)
