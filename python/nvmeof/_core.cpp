@@ -32,20 +32,16 @@
 namespace nvmeof_python {
 
 ControllerState::~ControllerState() {
-    const bool gil = PyGILState_Check() != 0;
-    if (!tracked.empty() || !completed.empty()) {
-        tracked.clear();  // Python objects: before the controller goes (GIL held when set)
-        completed.clear();
-    }
-    if (gil) {
-        py::gil_scoped_release no_gil;
+    tracked.clear();  // Python objects, held by the GIL's owner: before the controller goes
+    completed.clear();
+    if (PyGILState_Check() != 0) {
+        py::gil_scoped_release no_gil;  // the threads being stopped may be waiting for it
         shut_down();
     } else {
         shut_down();
     }
-    auto finished = transfers.take_finished();
-    if (!finished.empty() && gil) {
-        deliver(std::move(finished));
+    if (auto finished = transfers.take_finished(); !finished.empty()) {
+        deliver(std::move(finished));  // takes the GIL itself
     }
 }
 
