@@ -15,7 +15,58 @@ Sqe identify_command(IdentifyCns cns, std::uint32_t nsid, const SglDescriptor& d
     return sqe;
 }
 
-NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns) {
+Sqe identify_command_set_namespace(std::uint32_t nsid, std::uint8_t csi, const SglDescriptor& data) {
+    Sqe sqe = identify_command(IdentifyCns::io_command_set_namespace, nsid, data);
+    sqe.cdw11 = std::uint32_t{csi} << kIdentifyCsiShift;
+    return sqe;
+}
+
+namespace {
+
+BlockFormat block_format(const IdentifyNamespace& ns, const IdentifyNvmNamespace* nvm,
+                         unsigned index) {
+    const LbaFormat& lbaf = ns.lbaf[index];
+    BlockFormat f;
+    f.data_bytes = 1u << lbaf.lbads;
+    f.metadata_bytes = lbaf.ms;
+    if (f.metadata_bytes != 0 && (ns.flbas & kFlbasExtendedMetadata) == 0) {
+        throw std::runtime_error(
+            "the LBA format keeps " + std::to_string(lbaf.ms) +
+            " metadata bytes per block in a separate buffer, which NVMe over Fabrics cannot "
+            "carry (it transfers metadata only as an extended LBA; reformat with FLBAS bit 4)");
+    }
+    const unsigned type = ns.dps & kDpsPiTypeMask;
+    if (type > static_cast<unsigned>(PiType::type3)) {
+        throw std::runtime_error("Identify Namespace reports reserved PI type " + std::to_string(type));
+    }
+    f.pi_type = static_cast<PiType>(type);
+    f.pi_first = (ns.dps & kDpsPiFirst) != 0;
+    if (nvm != nullptr) {
+        const std::uint32_t elbaf = nvm->elbaf[index];
+        if ((elbaf & kElbafStorageTagMask) != 0) {
+            throw std::runtime_error("the LBA format has a " +
+                                     std::to_string(elbaf & kElbafStorageTagMask) +
+                                     "-bit storage tag, which this host does not serve");
+        }
+        const auto pif = (elbaf >> kElbafPiFormatShift) & kElbafPiFormatMask;
+        if (pif != static_cast<unsigned>(PiGuard::crc16) && pif != static_cast<unsigned>(PiGuard::crc64)) {
+            throw std::runtime_error("the LBA format's protection information has a 32-bit guard "
+                                     "(PIF " + std::to_string(pif) + "), which this host does not serve");
+        }
+        f.guard = static_cast<PiGuard>(pif);
+    }
+    if (f.pi_bytes() > f.metadata_bytes) {
+        throw std::runtime_error("Identify Namespace reports PI type " + std::to_string(type) +
+                                 " in " + std::to_string(f.metadata_bytes) +
+                                 " metadata bytes, fewer than its " + std::to_string(f.pi_bytes()) +
+                                 "-byte tuple");
+    }
+    return f;
+}
+
+}  // namespace
+
+NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns, const IdentifyNvmNamespace* nvm) {
     const unsigned index = ns.format_index();
     if (index > ns.nlbaf || index >= kMaxLbaFormats) {
         throw std::runtime_error("Identify Namespace selects LBA format " + std::to_string(index) +
@@ -38,7 +89,8 @@ NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns) {
     g.capacity_blocks = ns.ncap;
     g.lba_size = 1u << format.lbads;
     g.metadata_size = format.ms;
-    g.protection_information = ns.dps != 0;
+    g.format = block_format(ns, nvm, index);
+    g.protection_information = g.format.pi_type != PiType::none;
     return g;
 }
 

@@ -10,6 +10,7 @@
 #include "nvmeof/wire/fabrics.hpp"
 #include "nvmeof/wire/identify.hpp"
 #include "nvmeof/wire/io.hpp"
+#include "nvmeof/wire/protection.hpp"
 #include "nvmeof/wire/rdma_cm.hpp"
 #include "nvmeof/wire/registers.hpp"
 #include "nvmeof/wire/sgl.hpp"

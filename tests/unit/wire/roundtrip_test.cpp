@@ -282,8 +282,36 @@ TEST(RoundTrip, NamespaceGeometry) {
     EXPECT_FALSE(g.protection_information);
     ns.lbaf[1].ms = 8;
     ns.dps = 1;
+    // Metadata in a separate buffer: fabrics carry it only interleaved.
+    EXPECT_THROW(w::namespace_geometry(ns), std::runtime_error);
+    ns.flbas = 1 | w::kFlbasExtendedMetadata;
     EXPECT_EQ(w::namespace_geometry(ns).metadata_size, 8);
     EXPECT_TRUE(w::namespace_geometry(ns).protection_information);
+    const w::BlockFormat f = w::namespace_geometry(ns).format;
+    EXPECT_EQ(f.extended_bytes(), 4104u);
+    EXPECT_EQ(f.pi_type, w::PiType::type1);
+    EXPECT_EQ(f.guard, w::PiGuard::crc16);
+    EXPECT_FALSE(f.pi_first);
+    ns.dps = 3 | w::kDpsPiFirst;
+    EXPECT_TRUE(w::namespace_geometry(ns).format.pi_first);
+    EXPECT_EQ(w::namespace_geometry(ns).format.pi_type, w::PiType::type3);
+    ns.dps = 5;  // reserved type
+    EXPECT_THROW(w::namespace_geometry(ns), std::runtime_error);
+    // The NVM command set's ELBAF: a 64-bit guard needs 16 bytes of metadata.
+    ns.dps = 1;
+    w::IdentifyNvmNamespace nvm{};
+    nvm.elbaf[1] = 2u << w::kElbafPiFormatShift;
+    EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);
+    ns.lbaf[1].ms = 64;
+    EXPECT_EQ(w::namespace_geometry(ns, &nvm).format.guard, w::PiGuard::crc64);
+    EXPECT_EQ(w::namespace_geometry(ns, &nvm).format.pi_offset(), 4096u + 48u);
+    nvm.elbaf[1] = 1u << w::kElbafPiFormatShift;  // 32-bit guard
+    EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);
+    nvm.elbaf[1] = 16;  // a storage tag
+    EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);
+    ns.dps = 0;
+    ns.flbas = 1;
+    ns.lbaf[1].ms = 0;
     ns.flbas = 2;  // beyond NLBAF
     EXPECT_THROW(w::namespace_geometry(ns), std::runtime_error);
     ns.flbas = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nvmeof/wire/command.hpp"
+#include "nvmeof/wire/protection.hpp"
 
 namespace nvmeof::wire {
 
@@ -15,9 +16,12 @@ enum class IdentifyCns : std::uint8_t {
     controller = 0x01,
     active_namespace_list = 0x02,
     namespace_descriptors = 0x03,
+    io_command_set_namespace = 0x05,  // the command set's own namespace data (CSI in CDW11)
 };
 
 inline constexpr std::uint32_t kIdentifyCnsMask = 0xFF;
+inline constexpr unsigned kIdentifyCsiShift = 24;  // CDW11 bits 31:24
+inline constexpr std::uint8_t kCsiNvm = 0;
 inline constexpr unsigned kIdentifyCntidShift = 16;
 
 // Identify with CNS `cns` for `nsid`, data returned through `data` (4096 bytes).
@@ -210,6 +214,31 @@ static_assert(offsetof(IdentifyNamespace, nguid) == 104);
 static_assert(offsetof(IdentifyNamespace, eui64) == 120);
 static_assert(offsetof(IdentifyNamespace, lbaf) == 128);
 
+// DPC (byte 28): which PI types and places the namespace can be formatted with.
+inline constexpr std::uint8_t kDpcType1 = 1u << 0;
+inline constexpr std::uint8_t kDpcType2 = 1u << 1;
+inline constexpr std::uint8_t kDpcType3 = 1u << 2;
+inline constexpr std::uint8_t kDpcPiFirst = 1u << 3;
+inline constexpr std::uint8_t kDpcPiLast = 1u << 4;
+
+// Identify Namespace of the NVM command set (CNS 0x05, CSI 0): the extended
+// LBA formats, whose ELBAF says each format's guard type (kElbaf* in
+// protection.hpp). Read when Identify Controller CTRATT has
+// kCtrattExtendedLbaFormats; without it every PI format has the 16-bit guard.
+struct IdentifyNvmNamespace {
+    std::uint64_t lbstm;  // logical block storage tag mask
+    std::uint8_t pic;     // protection information capabilities
+    std::uint8_t reserved9[3];
+    std::uint32_t elbaf[kMaxLbaFormats];
+    std::uint8_t reserved268[3828];
+};
+static_assert(sizeof(IdentifyNvmNamespace) == kIdentifyDataSize);
+static_assert(offsetof(IdentifyNvmNamespace, pic) == 8);
+static_assert(offsetof(IdentifyNvmNamespace, elbaf) == 12);
+
+// Identify (CNS 0x05) of `nsid` for the command set `csi`.
+Sqe identify_command_set_namespace(std::uint32_t nsid, std::uint8_t csi, const SglDescriptor& data);
+
 // What the initiator needs from Identify Namespace, validated.
 struct NamespaceGeometry {
     std::uint64_t size_blocks = 0;
@@ -217,11 +246,17 @@ struct NamespaceGeometry {
     std::uint32_t lba_size = 0;
     std::uint16_t metadata_size = 0;
     bool protection_information = false;
+    BlockFormat format;  // data, metadata and PI layout of a block
 };
 
-// Throws std::runtime_error for a format index beyond NLBAF or an LBA data size
-// outside 2^9..2^31.
-NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns);
+// Throws std::runtime_error for a format index beyond NLBAF, an LBA data size
+// outside 2^9..2^31, or a layout a fabrics host cannot use: metadata in a
+// separate buffer (FLBAS bit 4 clear; NVMe-oF carries metadata only interleaved
+// as an extended LBA), a reserved PI type, PI larger than the metadata, a
+// 32-bit guard or a storage tag. `nvm` is the NVM command set's namespace data
+// when the controller reports extended LBA formats (else 16-bit guards).
+NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns,
+                                     const IdentifyNvmNamespace* nvm = nullptr);
 
 inline constexpr std::size_t kActiveNamespaceListEntries = 1024;
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "nvmeof/wire/command.hpp"
+#include "nvmeof/wire/protection.hpp"
 
 namespace nvmeof::wire {
 
@@ -54,6 +55,25 @@ inline std::uint64_t command_slba(const Sqe& sqe) {
            (static_cast<std::uint64_t>(sqe.cdw11) << kSlbaHighShift);
 }
 inline std::uint32_t command_block_count(const Sqe& sqe) { return (sqe.cdw12 & kNlbMask) + 1; }
+// End-to-end protection fields of a Read/Write/Write Zeroes: PRINFO (kPract |
+// kPrchk* bits) in CDW12, the initial reference tag in CDW14 (its bits 47:32,
+// used by the 64-bit guard formats, in CDW3), the application tag and mask in
+// CDW15. The caller has masked the reference tag to the format's width.
+inline void set_protection(Sqe& sqe, std::uint8_t prinfo, const PiTags& tags) {
+    sqe.cdw12 = (sqe.cdw12 & ~(kPrinfoMask << kPrinfoShift)) |
+                ((std::uint32_t{prinfo} & kPrinfoMask) << kPrinfoShift);
+    sqe.cdw14 = static_cast<std::uint32_t>(tags.reftag);
+    sqe.cdw3 = static_cast<std::uint32_t>(tags.reftag >> kReftagHighShift);
+    sqe.cdw15 = std::uint32_t{tags.apptag} | (std::uint32_t{tags.apptag_mask} << kApptagMaskShift);
+}
+inline std::uint8_t command_prinfo(const Sqe& sqe) {
+    return static_cast<std::uint8_t>((sqe.cdw12 >> kPrinfoShift) & kPrinfoMask);
+}
+inline PiTags command_tags(const Sqe& sqe) {
+    return {std::uint64_t{sqe.cdw14} | (std::uint64_t{sqe.cdw3 & 0xFFFF} << kReftagHighShift),
+            static_cast<std::uint16_t>(sqe.cdw15),
+            static_cast<std::uint16_t>(sqe.cdw15 >> kApptagMaskShift)};
+}
 inline std::uint32_t dsm_range_count(const Sqe& sqe) { return (sqe.cdw10 & kDsmRangeCountMask) + 1; }
 
 }  // namespace nvmeof::wire

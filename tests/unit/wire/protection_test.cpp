@@ -1,0 +1,203 @@
+// CRC check values from the CRC catalogue ("123456789"), a bit-at-a-time
+// reference for the sliced tables, and PI generation and checking for every
+// layout: each check catches its own corruption and nothing else.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "nvmeof/wire/protection.hpp"
+
+namespace w = nvmeof::wire;
+
+namespace {
+
+std::uint16_t crc16_bitwise(const std::uint8_t* p, std::size_t n) {
+    std::uint16_t crc = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        crc ^= static_cast<std::uint16_t>(p[i] << 8);
+        for (int b = 0; b < 8; ++b) {
+            crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x8BB7 : crc << 1);
+        }
+    }
+    return crc;
+}
+
+std::uint64_t crc64_bitwise(const std::uint8_t* p, std::size_t n) {
+    std::uint64_t crc = ~0ull;
+    for (std::size_t i = 0; i < n; ++i) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; ++b) {
+            crc = (crc & 1) ? (crc >> 1) ^ 0x9A6C9329AC4BC9B5ull : crc >> 1;
+        }
+    }
+    return ~crc;
+}
+
+std::vector<std::byte> random_blocks(const w::BlockFormat& f, std::size_t count, unsigned seed) {
+    std::vector<std::byte> buf(f.extended_bytes() * count);
+    std::mt19937 rng(seed);
+    for (auto& b : buf) {
+        b = static_cast<std::byte>(rng());
+    }
+    return buf;
+}
+
+}  // namespace
+
+TEST(Crc, CatalogueCheckValues) {
+    const char* text = "123456789";
+    EXPECT_EQ(w::crc16_t10dif(0, text, 9), 0xD0DB);
+    EXPECT_EQ(w::crc64_nvme(0, text, 9), 0xAE8B14860A799888ull);
+}
+
+TEST(Crc, SlicedTablesMatchBitwiseAtEveryLengthAndContinue) {
+    std::vector<std::uint8_t> data(4200);
+    std::mt19937 rng(7);
+    for (auto& b : data) {
+        b = static_cast<std::uint8_t>(rng());
+    }
+    for (std::size_t n : {0u, 1u, 7u, 8u, 9u, 15u, 512u, 520u, 4096u, 4104u, 4160u}) {
+        EXPECT_EQ(w::crc16_t10dif(0, data.data(), n), crc16_bitwise(data.data(), n)) << n;
+        EXPECT_EQ(w::crc64_nvme(0, data.data(), n), crc64_bitwise(data.data(), n)) << n;
+        // Continued over two pieces equals one pass.
+        const std::size_t half = n / 3;
+        EXPECT_EQ(w::crc16_t10dif(w::crc16_t10dif(0, data.data(), half), data.data() + half, n - half),
+                  crc16_bitwise(data.data(), n));
+        EXPECT_EQ(w::crc64_nvme(w::crc64_nvme(0, data.data(), half), data.data() + half, n - half),
+                  crc64_bitwise(data.data(), n));
+    }
+}
+
+TEST(BlockFormat, TransferSizesAndPiPlace) {
+    const w::BlockFormat f512{512, 8, w::PiType::type1, w::PiGuard::crc16, false};
+    EXPECT_EQ(f512.pi_bytes(), 8u);
+    EXPECT_EQ(f512.pi_offset(), 512u);
+    EXPECT_EQ(f512.transfer_block_bytes(false), 520u);
+    EXPECT_EQ(f512.transfer_block_bytes(true), 512u);  // PI is all the metadata: stripped
+    const w::BlockFormat f64{4096, 64, w::PiType::type1, w::PiGuard::crc64, false};
+    EXPECT_EQ(f64.pi_bytes(), 16u);
+    EXPECT_EQ(f64.pi_offset(), 4096u + 48u);
+    EXPECT_EQ(f64.transfer_block_bytes(true), 4160u);  // the rest of the metadata still travels
+    const w::BlockFormat first{4096, 64, w::PiType::type2, w::PiGuard::crc64, true};
+    EXPECT_EQ(first.pi_offset(), 4096u);
+    const w::BlockFormat plain{4096, 0};
+    EXPECT_EQ(plain.transfer_block_bytes(false), 4096u);
+    EXPECT_FALSE(plain.metadata_transferred(false));
+}
+
+TEST(Pi, KnownTupleForA512ByteBlockOfZeroes) {
+    const w::BlockFormat f{512, 8, w::PiType::type1, w::PiGuard::crc16, false};
+    std::vector<std::byte> block(520);
+    w::pi_generate(f, block, {0x12345678, 0xABCD, 0xFFFF});
+    const auto* pi = reinterpret_cast<const std::uint8_t*>(block.data() + 512);
+    const std::uint16_t guard = crc16_bitwise(reinterpret_cast<const std::uint8_t*>(block.data()), 512);
+    EXPECT_EQ(pi[0], guard >> 8);
+    EXPECT_EQ(pi[1], guard & 0xFF);
+    EXPECT_EQ(pi[2], 0xAB);
+    EXPECT_EQ(pi[3], 0xCD);
+    EXPECT_EQ(pi[4], 0x12);
+    EXPECT_EQ(pi[7], 0x78);
+}
+
+struct Layout {
+    w::BlockFormat format;
+    const char* name;
+};
+
+class PiLayouts : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(PiLayouts, EachCheckCatchesItsCorruptionAndOnlyWhenOn) {
+    const w::BlockFormat& f = GetParam().format;
+    constexpr std::size_t kBlocks = 5;
+    const w::PiTags tags{0xFFFFFFF0ull + 3, 0x1234, 0xFFFF};  // counts across a 32-bit wrap
+    auto buf = random_blocks(f, kBlocks, 11);
+    w::pi_generate(f, buf, tags);
+    EXPECT_FALSE(w::pi_verify(f, buf, w::kPrchkAll, tags));
+
+    struct Case {
+        w::PiCheck check;
+        std::uint8_t bit;
+    };
+    for (const Case c : {Case{w::PiCheck::guard, w::kPrchkGuard}, Case{w::PiCheck::apptag, w::kPrchkApptag},
+                         Case{w::PiCheck::reftag, w::kPrchkReftag}}) {
+        if (c.check == w::PiCheck::reftag && f.pi_type == w::PiType::type3) {
+            continue;  // covered below: type 3 keeps one opaque tag
+        }
+        auto bad = buf;
+        std::byte* block = bad.data() + 3 * f.extended_bytes();
+        w::PiFields pi = w::pi_read(f, block);
+        if (c.check == w::PiCheck::guard) {
+            block[17] ^= std::byte{0x40};  // the data, not the tuple
+        } else if (c.check == w::PiCheck::apptag) {
+            pi.apptag ^= 0x0100;
+            w::pi_write(f, block, pi);
+        } else {
+            pi.reftag ^= 1;
+            w::pi_write(f, block, pi);
+        }
+        const w::PiMismatch m = w::pi_verify(f, bad, w::kPrchkAll, tags);
+        EXPECT_EQ(m.check, c.check) << GetParam().name << " " << w::pi_check_name(c.check);
+        EXPECT_EQ(m.block, 3u);
+        EXPECT_FALSE(w::pi_verify(f, bad, static_cast<std::uint8_t>(w::kPrchkAll & ~c.bit), tags))
+            << GetParam().name << ": caught with its check off: " << w::pi_check_name(c.check);
+    }
+    // A mask hides the apptag bits it leaves out.
+    auto masked = buf;
+    w::PiFields pi = w::pi_read(f, masked.data());
+    pi.apptag ^= 0x00F0;
+    w::pi_write(f, masked.data(), pi);
+    EXPECT_FALSE(w::pi_verify(f, masked, w::kPrchkApptag, {tags.reftag, tags.apptag, 0xFF0F}));
+    EXPECT_TRUE(w::pi_verify(f, masked, w::kPrchkApptag, tags));
+}
+
+TEST_P(PiLayouts, EscapeApptagTurnsChecksOff) {
+    const w::BlockFormat& f = GetParam().format;
+    auto buf = random_blocks(f, 2, 5);
+    w::PiFields pi{0, w::kApptagEscape, f.pi_type == w::PiType::type3 ? f.reftag_mask() : 0};
+    w::pi_write(f, buf.data(), pi);
+    w::pi_write(f, buf.data() + f.extended_bytes(), pi);
+    EXPECT_FALSE(w::pi_verify(f, buf, w::kPrchkAll, {7, 1, 0xFFFF}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, PiLayouts,
+    ::testing::Values(Layout{{512, 8, w::PiType::type1, w::PiGuard::crc16, false}, "512+8 type1"},
+                      Layout{{4096, 8, w::PiType::type1, w::PiGuard::crc16, false}, "4096+8 type1"},
+                      Layout{{512, 16, w::PiType::type2, w::PiGuard::crc16, true}, "512+16 type2 first"},
+                      Layout{{512, 16, w::PiType::type2, w::PiGuard::crc16, false}, "512+16 type2 last"},
+                      Layout{{4096, 8, w::PiType::type3, w::PiGuard::crc16, false}, "4096+8 type3"},
+                      Layout{{4096, 64, w::PiType::type1, w::PiGuard::crc64, false}, "4096+64 type1 g64"},
+                      Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc64, true}, "4096+16 type3 g64"}));
+
+TEST(Pi, GuardOfAPiLastBlockCoversTheMetadataBeforeIt) {
+    const w::BlockFormat f{512, 16, w::PiType::type1, w::PiGuard::crc16, false};
+    auto buf = random_blocks(f, 1, 3);
+    w::pi_generate(f, buf, {0, 0, 0xFFFF});
+    buf[512 + 2] ^= std::byte{1};  // metadata byte before the PI
+    EXPECT_EQ(w::pi_verify(f, buf, w::kPrchkGuard, {0, 0, 0xFFFF}).check, w::PiCheck::guard);
+    const w::BlockFormat first{512, 16, w::PiType::type1, w::PiGuard::crc16, true};
+    auto buf2 = random_blocks(first, 1, 3);
+    w::pi_generate(first, buf2, {0, 0, 0xFFFF});
+    buf2[512 + 12] ^= std::byte{1};  // metadata after a first-placed PI is not covered
+    EXPECT_FALSE(w::pi_verify(first, buf2, w::kPrchkGuard, {0, 0, 0xFFFF}));
+}
+
+TEST(Pi, Type3KeepsOneReferenceTagForEveryBlock) {
+    const w::BlockFormat f{512, 8, w::PiType::type3, w::PiGuard::crc16, false};
+    auto buf = random_blocks(f, 3, 9);
+    w::pi_generate(f, buf, {42, 1, 0xFFFF});
+    EXPECT_EQ(w::pi_read(f, buf.data() + 2 * 520).reftag, 42u);
+    EXPECT_FALSE(w::pi_verify(f, buf, w::kPrchkAll, {42, 1, 0xFFFF}));
+    EXPECT_EQ(w::pi_verify(f, buf, w::kPrchkReftag, {43, 1, 0xFFFF}).check, w::PiCheck::reftag);
+}
+
+TEST(Pi, SixtyFourBitGuardWrapsTheReferenceTagAt48Bits) {
+    const w::BlockFormat f{4096, 16, w::PiType::type1, w::PiGuard::crc64, false};
+    auto buf = random_blocks(f, 2, 1);
+    const std::uint64_t last = (1ull << 48) - 1;
+    w::pi_generate(f, buf, {last, 0, 0xFFFF});
+    EXPECT_EQ(w::pi_read(f, buf.data()).reftag, last);
+    EXPECT_EQ(w::pi_read(f, buf.data() + f.extended_bytes()).reftag, 0u);
+}
