@@ -36,7 +36,7 @@ API = "nvmeof"        # the public API (core/include/nvmeof)
 # The wire headers the public API's declarations are made of. Closed under
 # their own includes; a new one here widens what every API user sees.
 API_SHOWS = {f"{WIRE}/{name}" for name in ("status.hpp", "command.hpp", "common.hpp", "sgl.hpp",
-                                           "discovery.hpp")}
+                                           "discovery.hpp", "protection.hpp")}
 
 # Folder (relative to the source root) -> the layers its files may include.
 # The longest matching folder applies; None: anything (tests reach every layer).

@@ -4,7 +4,6 @@
 // as they have room, and waited for, keep-alive and reconnecting driven
 // meanwhile. Its commands use the queues' internal records, which a caller
 // polling the same queues (fio, another thread's poll(span)) never takes.
-#include <bit>
 #include <thread>
 #include <vector>
 
@@ -47,13 +46,13 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
                               ": the memory region is not registered with this controller "
                               "(closed, reset or moved from)");
     }
-    const NamespaceRef ref{ns.nsid, static_cast<std::uint32_t>(std::countr_zero(ns.lba_size)),
-                           ns.size_lbas};
+    const NamespaceRef ref = namespace_ref(ns);
+    const std::uint32_t block_bytes = ns.buffer_block_bytes(t.protection);
     // A read or write is cut at one command's worth, so its pieces can go to
     // different queues; the other operations go whole to one queue, which
     // splits them where it has to.
     const std::uint64_t per_piece =
-        has_data ? max_blocks_per_command(limits_.max_transfer_bytes, ns.lba_size) : t.blocks;
+        has_data ? max_blocks_per_command(limits_.max_transfer_bytes, block_bytes) : t.blocks;
     std::vector<PieceInFlight> in_flight;
     CompletionStatus first_error;
     std::uint64_t submitted = 0;
@@ -63,8 +62,9 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
         while (!all_submitted) {
             Transfer piece = t;
             piece.slba = t.slba + submitted;
-            piece.offset = t.offset + submitted * ns.lba_size;
+            piece.offset = t.offset + submitted * block_bytes;
             piece.blocks = std::min(per_piece, t.blocks - submitted);
+            piece.protection = protection_after(ns.format, t.protection, submitted);
             bool placed = false;
             for (std::size_t tried = 0; tried < io_.size() && !placed; ++tried) {
                 RdmaQueue& queue = *io_[next_queue++ % io_.size()];

@@ -18,8 +18,23 @@
 
 namespace nvmeof {
 
+namespace detail {
+NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept {
+    return {info.nsid, static_cast<std::uint32_t>(std::countr_zero(info.lba_size)), info.size_lbas,
+            info.format.metadata_bytes, info.format};
+}
+}  // namespace detail
+
 void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
     const std::string what = "namespace " + std::to_string(ns.nsid);
+    if (t.protection.prinfo != 0 && ns.format.pi_type == PiType::none) {
+        throw InvalidArgument(what + " is formatted without protection information: PRACT and "
+                              "PRCHK do not apply to it");
+    }
+    if ((t.protection.prinfo & ~(kPract | kPrchkAll)) != 0) {
+        throw InvalidArgument(what + ": PRINFO " + std::to_string(t.protection.prinfo) +
+                              " has bits beyond PRACT and PRCHK (0-15)");
+    }
     if (!lba_range_fits(t.op, t.slba, t.blocks, ns.size_lbas)) {
         throw InvalidArgument(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
                               std::to_string(t.blocks) + ") is outside the namespace (" +
@@ -29,10 +44,10 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
         return;  // a missing or closed region is the submission's to refuse
     }
     const std::uint64_t size = t.memory->size();
-    if (!buffer_range_fits(t.blocks, static_cast<std::uint32_t>(std::countr_zero(ns.lba_size)),
-                           t.offset, size)) {
+    const std::uint32_t block_bytes = ns.buffer_block_bytes(t.protection);
+    if (!buffer_range_fits(t.blocks, block_bytes, t.offset, size)) {
         throw InvalidArgument(what + ": " + std::to_string(t.blocks) + " blocks of " +
-                              std::to_string(ns.lba_size) + " bytes at buffer offset " +
+                              std::to_string(block_bytes) + " bytes at buffer offset " +
                               std::to_string(t.offset) + " do not fit the " +
                               std::to_string(size) + "-byte memory region");
     }
@@ -93,19 +108,32 @@ NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
     if (id.nsze == 0) {
         throw Error("namespace " + std::to_string(nsid) + " is not active on " + options_.subsystem_nqn);
     }
+    // The guard type of a PI format is in the NVM command set's namespace data,
+    // read only from controllers that report extended LBA formats.
+    std::optional<wire::IdentifyNvmNamespace> nvm;
+    if (id.dps != 0 && extended_lba_formats_) {
+        execute_ok(*admin_,
+                   wire::identify_command_set_namespace(
+                       nsid, wire::kCsiNvm,
+                       wire::keyed_data_block(scratch(kScratchIdentifyOffset, wire::kIdentifyDataSize))),
+                   "Identify Namespace " + std::to_string(nsid) + " (NVM command set)");
+        nvm.emplace();
+        std::memcpy(&*nvm, scratch_.get() + kScratchIdentifyOffset, sizeof *nvm);
+    }
     wire::NamespaceGeometry geometry;
     try {
-        geometry = wire::namespace_geometry(id);
+        geometry = wire::namespace_geometry(id, nvm ? &*nvm : nullptr);
     } catch (const std::exception& e) {
         throw Error("namespace " + std::to_string(nsid) + ": " + e.what());
     }
-    if (geometry.metadata_size != 0 || geometry.protection_information) {
-        throw Error("namespace " + std::to_string(nsid) + " is formatted with " +
-                    std::to_string(geometry.metadata_size) +
-                    " metadata bytes per block or protection information, which this host does "
-                    "not support");
+    NamespaceInfo info{nsid, geometry.lba_size, geometry.size_blocks, geometry.capacity_blocks,
+                       geometry.format};
+    if (static_cast<std::uint64_t>(info.format.extended_bytes()) > limits_.max_transfer_bytes) {
+        throw Error("namespace " + std::to_string(nsid) + ": one block of " +
+                    std::to_string(info.format.extended_bytes()) +
+                    " bytes is more than the controller's maximum transfer");
     }
-    return {nsid, geometry.lba_size, geometry.size_blocks, geometry.capacity_blocks};
+    return info;
 }
 
 MemoryRegion ControllerImpl::register_region(void* address, std::size_t length, void* owned) {
@@ -418,15 +446,17 @@ std::uint64_t default_blocks(const MemoryRegion& buffer, std::uint64_t offset, s
 }  // namespace
 
 void Namespace::read(const MemoryRegion& buffer, std::uint64_t slba, std::optional<std::uint64_t> blocks,
-                     std::uint64_t buffer_offset) {
-    controller_->run_transfer(info_, {Op::read, slba, default_blocks(buffer, buffer_offset, info_.lba_size, blocks),
-                                      &buffer, buffer_offset, 0});
+                     std::uint64_t buffer_offset, const Protection& protection) {
+    const std::uint32_t block_bytes = info_.buffer_block_bytes(protection);
+    controller_->run_transfer(info_, {Op::read, slba, default_blocks(buffer, buffer_offset, block_bytes, blocks),
+                                      &buffer, buffer_offset, 0, protection});
 }
 
 void Namespace::write(const MemoryRegion& buffer, std::uint64_t slba, std::optional<std::uint64_t> blocks,
-                      std::uint64_t buffer_offset) {
-    controller_->run_transfer(info_, {Op::write, slba, default_blocks(buffer, buffer_offset, info_.lba_size, blocks),
-                                      &buffer, buffer_offset, 0});
+                      std::uint64_t buffer_offset, const Protection& protection) {
+    const std::uint32_t block_bytes = info_.buffer_block_bytes(protection);
+    controller_->run_transfer(info_, {Op::write, slba, default_blocks(buffer, buffer_offset, block_bytes, blocks),
+                                      &buffer, buffer_offset, 0, protection});
 }
 
 void Namespace::flush() { controller_->run_transfer(info_, {Op::flush, 0, 0, nullptr, 0, 0}); }
@@ -435,8 +465,8 @@ void Namespace::run(const Transfer& transfer, const BetweenPolls& between_polls)
     controller_->run_transfer(info_, transfer, between_polls);
 }
 
-void Namespace::write_zeroes(std::uint64_t slba, std::uint64_t blocks) {
-    controller_->run_transfer(info_, {Op::write_zeroes, slba, blocks, nullptr, 0, 0});
+void Namespace::write_zeroes(std::uint64_t slba, std::uint64_t blocks, const Protection& protection) {
+    controller_->run_transfer(info_, {Op::write_zeroes, slba, blocks, nullptr, 0, 0, protection});
 }
 
 void Namespace::deallocate(std::uint64_t slba, std::uint64_t blocks) {

@@ -202,6 +202,7 @@ public:
     std::optional<KeepAlive> keep_alive_;  // with Options::keep_alive_ms; before the admin queue goes
     std::optional<Request> async_event_;   // the Asynchronous Event Request outstanding (ANA)
     bool ana_reporting_ = false;           // Identify CMIC bit 3
+    bool extended_lba_formats_ = false;    // Identify CTRATT bit 15: guard types in CNS 0x05
     wire::AnaState ana_state_ = wire::AnaState::optimized;  // of the path in use
     std::uint64_t ana_change_count_ = 0;
 

@@ -404,6 +404,7 @@ void ControllerImpl::identify_controller() {
     limits_.kas_ms = id.kas * wire::kKasUnitMs;
     limits_.keep_alive_ms = options_.keep_alive_ms;
     ana_reporting_ = (id.cmic & wire::kCmicAnaReporting) != 0;
+    extended_lba_formats_ = (id.ctratt & wire::kCtrattExtendedLbaFormats) != 0;
     limits_.discovery = id.cntrltype == wire::kControllerTypeDiscovery ||
                         options_.subsystem_nqn == wire::kDiscoveryNqn;
     limits_.model = std::string(id.model());

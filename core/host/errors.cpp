@@ -87,6 +87,9 @@ int CompletionStatus::error_number() const noexcept {
     if (transport != TransportErrc::none) {
         return sys_errno != 0 ? sys_errno : EIO;
     }
+    if (nvme.is_end_to_end_check_error()) {
+        return EILSEQ;  // as the Linux host reports protection errors
+    }
     return nvme.ok() ? 0 : EIO;
 }
 

@@ -292,6 +292,13 @@ void ControllerImpl::check_still_fits(const Limits& before,
                                std::to_string(known.size_lbas) + " of " +
                                std::to_string(known.lba_size));
         }
+        const BlockFormat& a = now.format;
+        const BlockFormat& b = known.format;
+        if (a.metadata_bytes != b.metadata_bytes || a.pi_type != b.pi_type || a.guard != b.guard ||
+            a.pi_first != b.pi_first) {
+            throw NoLongerFits("after the reconnect, namespace " + std::to_string(known.nsid) +
+                               " has another metadata or protection information format");
+        }
     }
 }
 

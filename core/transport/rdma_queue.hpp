@@ -321,8 +321,16 @@ private:
         std::uint32_t rkey = 0;
         std::uint32_t lkey = 0;  // in-capsule write data: the SEND gathers from it
         std::uint32_t nsid = 0;
-        std::uint32_t lba_shift = 0;  // log2 of the block size (a power of two)
+        std::uint32_t block_bytes = 0;  // per block in the buffer (data and metadata that travels)
         std::uint32_t unbuilt = 0;  // pieces still waiting for a slot
+        // End-to-end protection (a namespace with PI): the next piece's tags.
+        std::uint64_t reftag = 0;
+        std::uint64_t reftag_mask = 0;
+        std::uint16_t apptag = 0;
+        std::uint16_t apptag_mask = 0;
+        std::uint8_t prinfo = 0;
+        std::uint8_t reftag_step = 0;  // type 1 and 2 count the tag up with the blocks
+        bool protected_blocks = false;
         Op op = Op::flush;
         bool as_built = false;  // a replay: the one command is still built in the record's slot
     };
@@ -352,12 +360,15 @@ private:
     // The per-I/O helpers are named steps of one path, not calls: each is a few
     // stores, and the path's cost per I/O is what the instruction budget
     // (bench/instruction-budget.json) holds, so they are inlined where used.
-    [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t lba_shift,
+    [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t block_bytes,
                                                                  Op op) const noexcept;
+    // PRINFO and the first piece's tags of a transfer on a namespace with PI.
+    static void set_protection_fields(PieceCursor& cursor, const NamespaceRef& ns,
+                                      const Transfer& t) noexcept;
     // 0, or the errno refusing the transfer (range, memory handle, buffer bounds).
     [[gnu::always_inline]] inline int check_transfer(const NamespaceRef& ns, const Transfer& t,
                                                      const MemoryRecord* memory,
-                                                     std::uint32_t lba_shift) const noexcept;
+                                                     std::uint32_t block_bytes) const noexcept;
     // Both submit()s: the common case in line (see the header comment).
     [[gnu::always_inline]] inline SubmitResult submit_one(const NamespaceRef& ns, const Transfer& t,
                                                           bool internal, std::uint32_t* transfer_index,

@@ -29,8 +29,12 @@ void set_slba(wire::Sqe& sqe, std::uint64_t slba) {
 
 bool has_data(Op op) { return op == Op::read || op == Op::write; }
 
-// Block sizes are powers of two (LBADS is a log2): sizes shift instead of divide.
-std::uint32_t lba_shift_of(const NamespaceRef& ns) noexcept { return ns.lba_shift; }
+// Bytes per block in the transfer's buffer: the data (a power of two), and
+// on a namespace with metadata whatever of the metadata travels.
+std::uint32_t block_bytes_of(const NamespaceRef& ns, const Transfer& t) noexcept {
+    return ns.metadata_bytes == 0 ? std::uint32_t{1} << ns.lba_shift
+                                  : ns.format.transfer_block_bytes(t.protection.pract());
+}
 
 }  // namespace
 
@@ -38,15 +42,15 @@ std::size_t RdmaQueue::pieces(const NamespaceRef& ns, const Transfer& t) const n
     if (t.op == Op::flush) {
         return 1;
     }
-    const std::uint64_t per_piece = blocks_per_piece(lba_shift_of(ns), t.op);
+    const std::uint64_t per_piece = blocks_per_piece(block_bytes_of(ns, t), t.op);
     if (t.blocks <= per_piece) [[likely]] {
         return t.blocks == 0 ? 0 : 1;
     }
     return static_cast<std::size_t>(plan_split(t.blocks, per_piece).pieces);
 }
 
-std::uint64_t RdmaQueue::blocks_per_piece(std::uint32_t lba_shift, Op op) const noexcept {
-    return has_data(op) ? std::min<std::uint64_t>(max_transfer_bytes_ >> lba_shift,
+std::uint64_t RdmaQueue::blocks_per_piece(std::uint32_t block_bytes, Op op) const noexcept {
+    return has_data(op) ? std::min<std::uint64_t>(max_transfer_bytes_ / block_bytes,
                                                   wire::kMaxBlocksPerCommand)
                         : std::uint64_t{wire::kMaxBlocksPerCommand};
 }
@@ -83,7 +87,7 @@ SubmitResult RdmaQueue::refuse(SubmitResult result, TransportErrc code, int sys_
 }
 
 int RdmaQueue::check_transfer(const NamespaceRef& ns, const Transfer& t, const MemoryRecord* memory,
-                              std::uint32_t lba_shift) const noexcept {
+                              std::uint32_t block_bytes) const noexcept {
     if (!lba_range_fits(t.op, t.slba, t.blocks, ns.size_lbas)) {
         return ERANGE;
     }
@@ -93,10 +97,28 @@ int RdmaQueue::check_transfer(const NamespaceRef& ns, const Transfer& t, const M
     if (memory == nullptr || !memory->alive() || memory->owner != owner_) {
         return EBADF;
     }
-    if (!buffer_range_fits(t.blocks, lba_shift, t.offset, memory->length)) {
+    if (!buffer_range_fits(t.blocks, block_bytes, t.offset, memory->length)) {
         return EFAULT;
     }
     return 0;
+}
+
+void RdmaQueue::set_protection_fields(PieceCursor& c, const NamespaceRef& ns,
+                                      const Transfer& t) noexcept {
+    // PRINFO means nothing on a namespace without PI: the controller ignores
+    // it, and so does the host.
+    c.protected_blocks = ns.format.pi_type != PiType::none &&
+                         (t.op == Op::read || t.op == Op::write || t.op == Op::write_zeroes);
+    if (!c.protected_blocks) {
+        return;
+    }
+    const PiTags tags = pi_tags(ns.format, t.protection, t.slba);
+    c.prinfo = t.protection.prinfo;
+    c.reftag = tags.reftag;
+    c.reftag_mask = ns.format.reftag_mask();
+    c.reftag_step = ns.format.pi_type == PiType::type3 ? 0 : 1;
+    c.apptag = tags.apptag;
+    c.apptag_mask = tags.apptag_mask;
 }
 
 void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t pieces,
@@ -201,16 +223,17 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
         const TransportErrc code = failure_ != TransportErrc::none ? failure_ : TransportErrc::closed;
         return refuse(SubmitResult::failed, code, failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN, t.op);
     }
-    const std::uint32_t lba_shift = lba_shift_of(ns);
+    const std::uint32_t lba_shift = ns.lba_shift;
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
     // The common case: a read or write of host memory in one command, with an
     // ID and a send queue entry free and nothing waiting before it. Its checks
     // are check_transfer()'s, cheaper for one command (at most
     // kMaxBlocksPerCommand blocks: no shift overflows; host_owner is set only
     // while host memory is registered, and owner_ is never null); anything
-    // else, a refusal included, takes the general path, which checks in full.
+    // else, a refusal included, takes the general path, which checks in full
+    // (and sizes blocks with metadata, and sets PRINFO and tags).
     const std::uint64_t bytes = t.blocks << lba_shift;
-    if (!has_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
+    if (!has_data(t.op) || ns.metadata_bytes != 0 || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
         bytes > max_transfer_bytes_ || t.slba >= ns.size_lbas ||
         t.blocks > ns.size_lbas - t.slba || memory == nullptr || memory->host_owner != owner_ ||
         t.offset > memory->length || bytes > memory->length - t.offset || waiting_count_ != 0 ||
@@ -256,14 +279,14 @@ SubmitResult RdmaQueue::commit_queued() noexcept {
 SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t, bool internal,
                                        std::uint32_t* transfer_index, Post post) noexcept {
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
-    if (const int error = check_transfer(ns, t, memory, lba_shift_of(ns)); error != 0) {
+    const std::uint32_t block_bytes = block_bytes_of(ns, t);
+    if (const int error = check_transfer(ns, t, memory, block_bytes); error != 0) {
         return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, error, t.op);
     }
     if (open_transfers_ >= capacity()) {
         return SubmitResult::busy;  // capacity() transfers in progress
     }
-    const std::uint32_t lba_shift = lba_shift_of(ns);
-    const std::uint64_t per_piece = blocks_per_piece(lba_shift, t.op);
+    const std::uint64_t per_piece = blocks_per_piece(block_bytes, t.op);
     const std::size_t count =
         t.op == Op::flush || t.blocks <= per_piece ? 1 : plan_split(t.blocks, per_piece).pieces;
     GpuOrdering* gpu_read = nullptr;
@@ -291,7 +314,8 @@ SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t
     next.rkey = memory != nullptr ? memory->rkey : 0;
     next.lkey = memory != nullptr ? memory->lkey : 0;
     next.nsid = ns.nsid;
-    next.lba_shift = lba_shift;
+    next.block_bytes = block_bytes;
+    set_protection_fields(next, ns, t);
     next.unbuilt = static_cast<std::uint32_t>(count);
     next.op = t.op;
     next.as_built = false;
@@ -346,12 +370,16 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
         } else {
             wire::Sqe& sqe = commands_[cid];
             if (has_data(c.op)) {
-                const auto bytes = static_cast<std::uint32_t>(blocks << c.lba_shift);
+                const auto bytes = static_cast<std::uint32_t>(blocks * c.block_bytes);
                 fill_data_command(slot, sqe, cid, c.op, c.nsid, c.slba, blocks, c.address, bytes,
                                   c.rkey, c.lkey);
                 c.address += bytes;
             } else {
                 fill_dataless_command(slot, sqe, cid, c.op, c.nsid, c.slba, blocks);
+            }
+            if (c.protected_blocks) {
+                wire::set_protection(sqe, c.prinfo, {c.reftag & c.reftag_mask, c.apptag, c.apptag_mask});
+                c.reftag += c.reftag_step * blocks;
             }
         }
         c.slba += blocks;

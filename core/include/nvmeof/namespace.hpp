@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "nvmeof/memory.hpp"
+#include "nvmeof/protection.hpp"
 
 namespace nvmeof {
 
@@ -18,19 +19,33 @@ struct Transfer;
 
 struct NamespaceInfo {
     std::uint32_t nsid = 0;
-    std::uint32_t lba_size = 0;
+    std::uint32_t lba_size = 0;       // data bytes of a block
     std::uint64_t size_lbas = 0;      // NSZE
     std::uint64_t capacity_lbas = 0;  // NCAP
+    // The block layout: metadata bytes interleaved after each block's data
+    // (extended LBA) and the protection information in them, if any.
+    BlockFormat format{};
     std::uint64_t size_bytes() const { return size_lbas * lba_size; }
+    std::uint32_t metadata_size() const { return format.metadata_bytes; }
+    // Bytes per block in a transfer's buffer: data, plus the metadata unless
+    // PRACT has the controller insert and strip PI that is all of it.
+    std::uint32_t buffer_block_bytes(const Protection& p = {}) const {
+        return format.transfer_block_bytes(p.pract());
+    }
 };
 
 namespace detail {
 // Everything about a namespace that the data path needs for a transfer.
 struct NamespaceRef {
     std::uint32_t nsid = 0;
-    std::uint32_t lba_shift = 0;  // log2 of the block size (a power of two)
+    std::uint32_t lba_shift = 0;  // log2 of the block's data size (a power of two)
     std::uint64_t size_lbas = 0;
+    // Non-zero: blocks carry metadata, and transfers take the general path,
+    // which sizes them by `format` and sets PRINFO and tags.
+    std::uint32_t metadata_bytes = 0;
+    BlockFormat format{};
 };
+NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
 }  // namespace detail
 
 // Called by a blocking call each time it is about to wait (for completions, for
@@ -51,11 +66,11 @@ public:
     Namespace(detail::ControllerImpl* controller, NamespaceInfo info)
         : controller_(controller),
           info_(info),
-          ref_{info.nsid, static_cast<std::uint32_t>(std::countr_zero(info.lba_size)),
-               info.size_lbas} {}
+          ref_(detail::namespace_ref(info)) {}
 
     std::uint32_t nsid() const { return info_.nsid; }
     std::uint32_t lba_size() const { return info_.lba_size; }
+    const BlockFormat& format() const { return info_.format; }
     std::uint64_t size_lbas() const { return info_.size_lbas; }
     // log2 of lba_size() (LBADS: block sizes are powers of two).
     std::uint32_t lba_shift() const { return ref_.lba_shift; }
@@ -63,12 +78,17 @@ public:
     const detail::NamespaceRef& ref() const noexcept { return ref_; }
     const NamespaceInfo& info() const { return info_; }
 
+    // On a namespace with metadata the buffer holds whole blocks as
+    // buffer_block_bytes(protection) says; `protection` sets PRACT, PRCHK and
+    // the tags (PI the host generates or checks itself: pi_generate/pi_verify).
     void read(const MemoryRegion& buffer, std::uint64_t slba,
-              std::optional<std::uint64_t> blocks = std::nullopt, std::uint64_t buffer_offset = 0);
+              std::optional<std::uint64_t> blocks = std::nullopt, std::uint64_t buffer_offset = 0,
+              const Protection& protection = {});
     void write(const MemoryRegion& buffer, std::uint64_t slba,
-               std::optional<std::uint64_t> blocks = std::nullopt, std::uint64_t buffer_offset = 0);
+               std::optional<std::uint64_t> blocks = std::nullopt, std::uint64_t buffer_offset = 0,
+               const Protection& protection = {});
     void flush();
-    void write_zeroes(std::uint64_t slba, std::uint64_t blocks);
+    void write_zeroes(std::uint64_t slba, std::uint64_t blocks, const Protection& protection = {});
     void deallocate(std::uint64_t slba, std::uint64_t blocks);
     // The loop behind the calls above, for any Transfer (its user_data is not
     // used), with `between_polls` called each time it waits.

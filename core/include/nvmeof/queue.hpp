@@ -16,6 +16,7 @@
 
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
+#include "nvmeof/protection.hpp"
 #include "nvmeof/wire/command.hpp"
 
 namespace nvmeof {
@@ -40,22 +41,24 @@ struct Transfer {
     const MemoryRegion* memory = nullptr;     // read/write only
     std::uint64_t offset = 0;                 // byte offset into memory
     std::uint64_t user_data = 0;              // handed back in Completion
+    Protection protection{};                  // PRACT, PRCHK and tags (PI namespaces)
 };
 
 // The range rules of a transfer, in one place: its LBA range lies inside the
-// namespace (flush has none), and a read's or write's blocks of 2^lba_shift
-// bytes from `offset` lie inside its memory region. check_transfer() below
+// namespace (flush has none), and a read's or write's blocks of `block_bytes`
+// (data, and the metadata that travels) from `offset` lie inside its memory
+// region. check_transfer() below
 // says which failed in words; the data path's submit asks the same questions
 // and answers SubmitResult::invalid.
 constexpr bool lba_range_fits(Op op, std::uint64_t slba, std::uint64_t blocks,
                               std::uint64_t size_lbas) noexcept {
     return op == Op::flush || (blocks != 0 && slba < size_lbas && blocks <= size_lbas - slba);
 }
-// The first test keeps the shift of the third from overflowing.
-constexpr bool buffer_range_fits(std::uint64_t blocks, std::uint32_t lba_shift,
+// The first test keeps the product of the third from overflowing.
+constexpr bool buffer_range_fits(std::uint64_t blocks, std::uint32_t block_bytes,
                                  std::uint64_t offset, std::uint64_t region_bytes) noexcept {
-    return blocks <= (region_bytes >> lba_shift) && offset <= region_bytes &&
-           (blocks << lba_shift) <= region_bytes - offset;
+    return blocks <= region_bytes / block_bytes && offset <= region_bytes &&
+           blocks * block_bytes <= region_bytes - offset;
 }
 
 struct NamespaceInfo;

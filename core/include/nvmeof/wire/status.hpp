@@ -183,6 +183,16 @@ public:
         return type() == StatusCodeType::command_specific &&
                code() == static_cast<std::uint8_t>(s);
     }
+    constexpr bool is(MediaStatus s) const {
+        return type() == StatusCodeType::media && code() == static_cast<std::uint8_t>(s);
+    }
+    // A guard, application tag or reference tag check of end-to-end
+    // protection failed (the Linux host's EILSEQ, "protection error").
+    constexpr bool is_end_to_end_check_error() const {
+        return is(MediaStatus::end_to_end_guard_check_error) ||
+               is(MediaStatus::end_to_end_application_tag_check_error) ||
+               is(MediaStatus::end_to_end_reference_tag_check_error);
+    }
 
     friend constexpr bool operator==(Status a, Status b) { return a.field_ == b.field_; }
 
