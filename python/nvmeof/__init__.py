@@ -9,6 +9,9 @@ asynchronous transfers, keep-alive and reconnecting.
             namespace.read(block, slba=0, blocks=1)
             payload = block.read()
 
+Namespaces formatted with metadata and protection information are read and
+written with pract/prchk/apptag/apptag_mask/reftag (see nvmeof.protection).
+
 Blocking calls release the GIL. Threads may share a controller: each call
 into it is serialised, but a blocking read or write holds the controller only
 to submit and to poll, so several threads' transfers are in flight together.
@@ -18,17 +21,20 @@ Diagnostics go to the `logging` logger "nvmeof".
 from nvmeof._version import __version__
 from nvmeof._core import Buffer, IoQueue, Request, Response
 from nvmeof.controller import Controller, Namespace
-from nvmeof.errors import (CommandTimeoutError, ConnectError, Error, NvmeError, QueueFullError,
-                           TransportError)
+from nvmeof.errors import (CommandTimeoutError, ConnectError, Error, NvmeError, ProtectionError,
+                           QueueFullError, TransportError)
 from nvmeof.futures import TransferFuture
-from nvmeof import protocol, rdma
+from nvmeof import protection, protocol, rdma
+from nvmeof.protection import (BlockFormat, Prchk, crc16_t10dif, crc64_nvme, pi_generate,
+                               pi_verify)
 from nvmeof.protocol import (NVME_RDMA_PORT, Completion, ControllerInfo, NamespaceInfo,
                              NVMeStatusError)
 from nvmeof.rdma import HostBuffer, RDMAQueue
 
 __all__ = [
-    "__version__", "Buffer", "CommandTimeoutError", "Completion", "ConnectError", "Controller",
-    "ControllerInfo", "Error", "HostBuffer", "IoQueue", "Namespace", "NamespaceInfo",
-    "NvmeError", "NVMeStatusError", "NVME_RDMA_PORT", "QueueFullError", "RDMAQueue", "Request",
-    "Response", "TransferFuture", "TransportError", "protocol", "rdma",
+    "__version__", "BlockFormat", "Buffer", "CommandTimeoutError", "Completion", "ConnectError",
+    "Controller", "ControllerInfo", "Error", "HostBuffer", "IoQueue", "Namespace", "NamespaceInfo",
+    "NvmeError", "NVMeStatusError", "NVME_RDMA_PORT", "Prchk", "ProtectionError",
+    "QueueFullError", "RDMAQueue", "Request", "Response", "TransferFuture", "TransportError",
+    "crc16_t10dif", "crc64_nvme", "pi_generate", "pi_verify", "protection", "protocol", "rdma",
 ]

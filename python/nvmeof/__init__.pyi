@@ -1,13 +1,18 @@
 import uuid
 from typing import Any, Optional, Union
 
+from nvmeof import protection as protection
 from nvmeof import protocol as protocol
 from nvmeof import rdma as rdma
 from nvmeof._core import Buffer as Buffer, IoQueue as IoQueue, Namespace as Namespace
 from nvmeof._core import Request as Request, Response as Response
+from nvmeof._core import BlockFormat as BlockFormat, crc16_t10dif as crc16_t10dif
+from nvmeof._core import crc64_nvme as crc64_nvme, pi_generate as pi_generate
+from nvmeof._core import pi_verify as pi_verify
 from nvmeof.errors import CommandTimeoutError as CommandTimeoutError, ConnectError as ConnectError
 from nvmeof.errors import Error as Error, NvmeError as NvmeError, QueueFullError as QueueFullError
-from nvmeof.errors import TransportError as TransportError
+from nvmeof.errors import TransportError as TransportError, ProtectionError as ProtectionError
+from nvmeof.protection import Prchk as Prchk
 from nvmeof.futures import TransferFuture as TransferFuture
 from nvmeof.protocol import NVME_RDMA_PORT as NVME_RDMA_PORT, Completion as Completion
 from nvmeof.protocol import ControllerInfo as ControllerInfo, NamespaceInfo as NamespaceInfo

@@ -5,6 +5,7 @@
 //   buffer.cpp     registered memory (Buffer)
 //   namespace_calls.cpp  blocking and asynchronous transfers (Namespace)
 //   transfers.cpp  the transfers spread over the I/O queues
+//   protection.cpp block formats, PRACT/PRCHK and tags, host-side PI helpers
 //   requests.cpp   low-level commands (IoQueue, Request, Response)
 //   exceptions.cpp the core's exceptions as Python's
 #include <pybind11/pybind11.h>
@@ -23,6 +24,7 @@
 #include "buffer.hpp"
 #include "exceptions.hpp"
 #include "namespace_calls.hpp"
+#include "protection.hpp"
 #include "nvmeof/nvmeof.hpp"
 #include "nvmeof/log.hpp"
 #include "nvmeof/wire.hpp"
@@ -299,6 +301,7 @@ PYBIND11_MODULE(_core, m) {
             return py::bytes(reinterpret_cast<const char*>(&sqe), sizeof sqe);
         });
 
+    bind_protection(m);
     bind_buffer(m);
     bind_namespace(m);
     bind_requests(m);

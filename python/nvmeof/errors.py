@@ -5,8 +5,11 @@
     +-- TransportError      a queue failed: .code (timeout, queue_error, closed, busy, ...)
     |   +-- QueueFullError       no free slot (also a RuntimeError, as the reference's)
     |   +-- CommandTimeoutError  a command timed out (also a TimeoutError)
-    +-- NvmeError           an NVMe error status (also an OSError with errno EIO: the
-                            reference package's NVMeStatusError)
+    +-- NvmeError           an NVMe error status (also an OSError with errno EIO, EILSEQ
+    |                       for a failed end-to-end check: the reference package's
+    |                       NVMeStatusError)
+    +-- ProtectionError     pi_verify found a block whose protection information does
+                            not check out (also an OSError with errno EILSEQ)
 Bad arguments (ranges, buffers, options) raise ValueError.
 """
 import errno as _errno
@@ -51,15 +54,31 @@ class CommandTimeoutError(TransportError, TimeoutError):
         self.args = (message,)
 
 
+# Media and Data Integrity Errors (SCT 2): the end-to-end guard, application
+# tag and reference tag check errors.
+_SCT_MEDIA = 2
+_END_TO_END_CHECK_ERRORS = (0x82, 0x83, 0x84)
+
+
+def _errno_of(sct, sc):
+    """EILSEQ for a failed end-to-end check (as the Linux host reports it), else EIO."""
+    if sct == _SCT_MEDIA and sc in _END_TO_END_CHECK_ERRORS:
+        return _errno.EILSEQ
+    return _errno.EIO
+
+
 class NvmeError(Error, OSError):
     """A command completed with an NVMe error status: `status` (the CQE status
     field), `sct`, `sc`, `dnr`, `name` (the specification's name), `command` (the
     opcode) and `completion` (a protocol.Completion). An OSError with errno EIO,
-    so code written for the reference package's NVMeStatusError catches it.
+    so code written for the reference package's NVMeStatusError catches it;
+    errno EILSEQ for a failed end-to-end protection check (SCT 2, SC 0x82 guard,
+    0x83 application tag, 0x84 reference tag), whose message names the check.
 
     ``NvmeError(completion)`` builds one from a completion, as the reference does."""
 
-    def __init__(self, message, *, status=None, sct=None, sc=None, dnr=None, name=None, command=None):
+    def __init__(self, message, *, status=None, sct=None, sc=None, dnr=None, name=None, command=None,
+                 errno=None):
         completion = None
         if not isinstance(message, str):
             completion = message
@@ -67,7 +86,7 @@ class NvmeError(Error, OSError):
             sct, sc, dnr = completion.status_type, completion.status_code, completion.do_not_retry
             message = "NVMe command %d failed: SCT=%d SC=0x%02x%s" % (
                 completion.command_id, sct, sc, " DNR" if dnr else "")
-        OSError.__init__(self, _errno.EIO, message)
+        OSError.__init__(self, _errno_of(sct, sc) if errno is None else errno, message)
         self.status, self.sct, self.sc, self.dnr = status, sct, sc, dnr
         self.name, self.command = name, command
         self._completion = completion
@@ -80,3 +99,15 @@ class NvmeError(Error, OSError):
             from nvmeof.protocol import Completion
             self._completion = Completion(0, 0, 0, 0, self.status or 0)
         return self._completion
+
+
+class ProtectionError(Error, OSError):
+    """nvmeof.pi_verify found a block whose protection information does not
+    check out: `check` ("guard", "apptag" or "reftag"), `block` (its index in the
+    buffer), `lba`, `expected` and `found` (the field's values). An OSError with
+    errno EILSEQ, as an NvmeError for the same failure in the controller."""
+
+    def __init__(self, message, *, check, block, lba, expected, found):
+        OSError.__init__(self, _errno.EILSEQ, message)
+        self.check, self.block, self.lba = check, block, lba
+        self.expected, self.found = expected, found

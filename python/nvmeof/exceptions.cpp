@@ -1,6 +1,7 @@
 // The core's exceptions as Python's (exceptions.hpp).
 #include "exceptions.hpp"
 
+#include <cerrno>
 #include <string>
 #include <string_view>
 
@@ -123,6 +124,8 @@ void translate(std::exception_ptr error) {
         f["dnr"] = e.status().do_not_retry();
         f["command"] = e.command();
         f["name"] = std::string(nvmeof::wire::status_name(e.status()));
+        // As the Linux host reports them: a failed end-to-end check is EILSEQ.
+        f["errno"] = e.status().is_end_to_end_check_error() ? EILSEQ : EIO;
         raise_python("NvmeError", e.what(), f);
     } catch (const nvmeof::Error& e) {
         raise_python("Error", e.what(), py::dict());

@@ -20,6 +20,7 @@
 #include "exceptions.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/queue.hpp"
+#include "protection.hpp"
 
 namespace nvmeof_python {
 
@@ -104,50 +105,75 @@ void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns,
     });
 }
 
+// The keyword arguments of a read, write or write zeroes that ask for end-to-end
+// protection (PRACT, PRCHK and the tags), as Python passes them.
+struct ProtectionArgs {
+    bool pract = false;
+    std::int64_t prchk = 0;
+    std::int64_t apptag = 0;
+    std::int64_t apptag_mask = 0xFFFF;
+    std::optional<std::int64_t> reftag;
+
+    nvmeof::Protection of(const nvmeof::Namespace& ns) const {
+        return protection_from(ns.format(), pract, prchk, apptag, apptag_mask, reftag);
+    }
+};
+
 struct PyNamespace {
     StatePtr state;
     nvmeof::Namespace ns;
 
-    // The transfer a read or write of `buffer` describes, checked.
+    // The transfer a read or write of `buffer` describes, checked. Blocks are
+    // as many bytes in the buffer as buffer_block_bytes(protection) says.
     nvmeof::Transfer describe(bool write, Buffer& registered, std::uint64_t slba,
-                              std::optional<std::uint64_t> blocks, std::uint64_t offset) const {
+                              std::optional<std::uint64_t> blocks, std::uint64_t offset,
+                              const ProtectionArgs& args) const {
         if (registered.state != state) {
             throw py::value_error("the buffer is registered with another controller");
         }
+        const nvmeof::Protection protection = args.of(ns);
+        const std::uint64_t block_bytes = ns.info().buffer_block_bytes(protection);
         std::uint64_t count = 0;
         if (blocks) {
             count = *blocks;
         } else if (offset < registered.size) {
-            if ((registered.size - offset) % ns.lba_size() != 0) {
+            if ((registered.size - offset) % block_bytes != 0) {
                 throw py::value_error("the buffer's " + std::to_string(registered.size - offset) +
                                       " bytes after offset " + std::to_string(offset) +
                                       " are not a whole number of " +
-                                      std::to_string(ns.lba_size()) + "-byte blocks: pass blocks");
+                                      std::to_string(block_bytes) + "-byte blocks: pass blocks");
             }
-            count = (registered.size - offset) / ns.lba_size();
+            count = (registered.size - offset) / block_bytes;
         }
         if (count == 0) {
             throw py::value_error("the buffer holds no whole block after offset " +
                                   std::to_string(offset));
         }
-        const nvmeof::Transfer transfer{write ? nvmeof::Op::write : nvmeof::Op::read, slba, count,
-                                        &registered.region, offset, 0};
+        const nvmeof::Transfer transfer{write ? nvmeof::Op::write : nvmeof::Op::read,
+                                        slba,
+                                        count,
+                                        &registered.region,
+                                        offset,
+                                        0,
+                                        protection};
         nvmeof::check_transfer(ns.info(), transfer);
         return transfer;
     }
 
     void transfer(bool write, const py::object& buffer, std::uint64_t slba,
-                  std::optional<std::uint64_t> blocks, std::uint64_t offset) {
+                  std::optional<std::uint64_t> blocks, std::uint64_t offset,
+                  const ProtectionArgs& args) {
         auto& registered = buffer_of(buffer);
-        const nvmeof::Transfer t = describe(write, registered, slba, blocks, offset);
+        const nvmeof::Transfer t = describe(write, registered, slba, blocks, offset, args);
         const BufferInUse in_use(&registered);
         run(t);
     }
 
     py::object transfer_async(bool write, const py::object& buffer, std::uint64_t slba,
-                              std::optional<std::uint64_t> blocks, std::uint64_t offset) {
+                              std::optional<std::uint64_t> blocks, std::uint64_t offset,
+                              const ProtectionArgs& args) {
         auto& registered = buffer_of(buffer);
-        const nvmeof::Transfer t = describe(write, registered, slba, blocks, offset);
+        const nvmeof::Transfer t = describe(write, registered, slba, blocks, offset, args);
         return start(t, buffer);
     }
 
@@ -215,59 +241,124 @@ py::object make_namespace(const StatePtr& state, const nvmeof::Namespace& ns) {
     return py::cast(PyNamespace{state, ns});
 }
 
+namespace {
+
+using Blocks = std::optional<std::uint64_t>;
+using Reftag = std::optional<std::int64_t>;
+
+// A read or write (blocking or not) with its documented arguments, the
+// protection ones keyword-only after buffer_offset.
+template <typename Call>
+void def_transfer(py::class_<PyNamespace>& cls, const char* name, Call call, const char* doc) {
+    cls.def(
+        name,
+        [call](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
+               std::uint64_t offset, bool pract, std::int64_t prchk, std::int64_t apptag,
+               std::int64_t apptag_mask, Reftag reftag) {
+            return call(n, buffer, slba, blocks, offset,
+                        ProtectionArgs{pract, prchk, apptag, apptag_mask, reftag});
+        },
+        py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(), py::kw_only(),
+        py::arg("buffer_offset") = 0, py::arg("pract") = false, py::arg("prchk") = 0,
+        py::arg("apptag") = 0, py::arg("apptag_mask") = 0xFFFF, py::arg("reftag") = py::none(),
+        doc);
+}
+
+}  // namespace
+
 void bind_namespace(py::module_& m) {
-    using Blocks = std::optional<std::uint64_t>;
-    py::class_<PyNamespace>(m, "Namespace", py::dynamic_attr(),
-                            "A namespace of a connected controller.")
-        .def_property_readonly("nsid", [](const PyNamespace& n) { return n.ns.nsid(); })
-        .def_property_readonly("lba_size", [](const PyNamespace& n) { return n.ns.lba_size(); })
+    py::class_<PyNamespace> cls(m, "Namespace", py::dynamic_attr(),
+                                "A namespace of a connected controller.");
+    cls.def_property_readonly("nsid", [](const PyNamespace& n) { return n.ns.nsid(); })
+        .def_property_readonly("lba_size", [](const PyNamespace& n) { return n.ns.lba_size(); },
+                               "Data bytes per block.")
         .def_property_readonly("size_lbas", [](const PyNamespace& n) { return n.ns.size_lbas(); })
         .def_property_readonly("capacity_lbas",
                                [](const PyNamespace& n) { return n.ns.info().capacity_lbas; })
         .def_property_readonly("size_bytes",
                                [](const PyNamespace& n) { return n.ns.info().size_bytes(); })
+        .def_property_readonly("format", [](const PyNamespace& n) { return n.ns.format(); },
+                               "The block layout (a BlockFormat).")
+        .def_property_readonly("metadata_size",
+                               [](const PyNamespace& n) { return n.ns.info().metadata_size(); },
+                               "Metadata bytes per block, interleaved after its data (nvme "
+                               "id-ns: ms of the format flbas selects).")
+        .def_property_readonly("pi_type",
+                               [](const PyNamespace& n) { return static_cast<int>(n.ns.format().pi_type); },
+                               "Protection information type: 0 (none), 1, 2 or 3 (nvme id-ns: "
+                               "dps bits 2:0).")
+        .def_property_readonly("pi_guard_bits",
+                               [](const PyNamespace& n) { return pi_guard_bits(n.ns.format()); },
+                               "16 (CRC-16/T10-DIF) or 64 (CRC-64/NVME); 0 without PI.")
+        .def_property_readonly("pi_first",
+                               [](const PyNamespace& n) { return pi_first(n.ns.format()); },
+                               "PI in the first bytes of the metadata, else in its last (nvme "
+                               "id-ns: dps bit 3).")
+        .def_property_readonly("pi_size",
+                               [](const PyNamespace& n) { return n.ns.format().pi_bytes(); },
+                               "Bytes of PI per block: 8 (16-bit guard), 16 (64-bit), 0 without.")
         .def(
-            "read",
-            [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
-               std::uint64_t offset) { n.transfer(false, buffer, slba, blocks, offset); },
-            py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(),
-            py::kw_only(), py::arg("buffer_offset") = 0,
-            "Reads `blocks` blocks at `slba` into the registered buffer (default: the whole "
-            "blocks from buffer_offset to its end). Blocks without the GIL; split at MDTS into commands "
-            "spread over the I/O queues. ValueError for a range outside the namespace or buffer; "
-            "NvmeError / TransportError when it fails.")
-        .def(
-            "write",
-            [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
-               std::uint64_t offset) { n.transfer(true, buffer, slba, blocks, offset); },
-            py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(),
-            py::kw_only(), py::arg("buffer_offset") = 0,
-            "Writes `blocks` blocks at `slba` from the registered buffer; as read().")
-        .def(
-            "read_async",
-            [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
-               std::uint64_t offset) { return n.transfer_async(false, buffer, slba, blocks, offset); },
-            py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(),
-            py::kw_only(), py::arg("buffer_offset") = 0,
-            "As read(), without waiting: returns a TransferFuture (a concurrent.futures.Future, "
-            "also awaitable) whose result() is None once the data is in the buffer, or raises "
-            "the transfer's error. The buffer cannot be closed until it is done.")
-        .def(
-            "write_async",
-            [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
-               std::uint64_t offset) { return n.transfer_async(true, buffer, slba, blocks, offset); },
-            py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(),
-            py::kw_only(), py::arg("buffer_offset") = 0,
-            "As write(), without waiting; returns a TransferFuture as read_async().")
-        .def(
-            "flush", [](PyNamespace& n) { n.run({nvmeof::Op::flush, 0, 0, nullptr, 0, 0}); },
-            "Flush: the namespace's volatile write data made durable.")
+            "buffer_block_size",
+            [](const PyNamespace& n, bool pract) {
+                return n.ns.format().transfer_block_bytes(pract);
+            },
+            py::arg("pract") = false,
+            "Bytes per block in a transfer's buffer: lba_size + metadata_size (data and "
+            "metadata interleaved), or lba_size alone when pract has the controller insert and "
+            "strip PI that is all the metadata.");
+    def_transfer(
+        cls, "read",
+        [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
+           std::uint64_t offset, const ProtectionArgs& args) {
+            n.transfer(false, buffer, slba, blocks, offset, args);
+        },
+        "Reads `blocks` blocks at `slba` into the registered buffer (default: the whole "
+        "blocks from buffer_offset to its end; a block is buffer_block_size(pract) bytes). "
+        "Blocks without the GIL; split at MDTS into commands spread over the I/O queues. "
+        "On a namespace with protection information: pract (PRACT: the controller strips "
+        "the PI), prchk (Prchk flags: what the controller checks), apptag and apptag_mask, "
+        "reftag (of the first block; None: the LBA). ValueError for a range outside the "
+        "namespace or buffer, or PRACT/PRCHK on a namespace without PI; NvmeError / "
+        "TransportError when it fails (an end-to-end check: NvmeError with errno EILSEQ).");
+    def_transfer(
+        cls, "write",
+        [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
+           std::uint64_t offset, const ProtectionArgs& args) {
+            n.transfer(true, buffer, slba, blocks, offset, args);
+        },
+        "Writes `blocks` blocks at `slba` from the registered buffer; as read() (pract: the "
+        "controller generates the PI, the buffer holding data only when PI is all the "
+        "metadata).");
+    def_transfer(
+        cls, "read_async",
+        [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
+           std::uint64_t offset, const ProtectionArgs& args) {
+            return n.transfer_async(false, buffer, slba, blocks, offset, args);
+        },
+        "As read(), without waiting: returns a TransferFuture (a concurrent.futures.Future, "
+        "also awaitable) whose result() is None once the data is in the buffer, or raises "
+        "the transfer's error. The buffer cannot be closed until it is done.");
+    def_transfer(
+        cls, "write_async",
+        [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
+           std::uint64_t offset, const ProtectionArgs& args) {
+            return n.transfer_async(true, buffer, slba, blocks, offset, args);
+        },
+        "As write(), without waiting; returns a TransferFuture as read_async().");
+    cls.def(
+           "flush", [](PyNamespace& n) { n.run({nvmeof::Op::flush, 0, 0, nullptr, 0, 0}); },
+           "Flush: the namespace's volatile write data made durable.")
         .def(
             "write_zeroes",
-            [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
-                n.run({nvmeof::Op::write_zeroes, slba, blocks, nullptr, 0, 0});
+            [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks, bool pract,
+               std::int64_t prchk, std::int64_t apptag, std::int64_t apptag_mask, Reftag reftag) {
+                const ProtectionArgs args{pract, prchk, apptag, apptag_mask, reftag};
+                n.run({nvmeof::Op::write_zeroes, slba, blocks, nullptr, 0, 0, args.of(n.ns)});
             },
-            py::arg("slba"), py::arg("blocks"))
+            py::arg("slba"), py::arg("blocks"), py::kw_only(), py::arg("pract") = false,
+            py::arg("prchk") = 0, py::arg("apptag") = 0, py::arg("apptag_mask") = 0xFFFF,
+            py::arg("reftag") = py::none(),
+            "Write Zeroes of `blocks` blocks at `slba`; pract, prchk and the tags as write().")
         .def(
             "deallocate",
             [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {

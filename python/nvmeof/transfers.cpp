@@ -14,13 +14,14 @@ bool splits_by_blocks(nvmeof::Op op) { return op == nvmeof::Op::read || op == nv
 
 // A read or write is cut at one command's worth so its pieces can go to
 // different queues; the other operations go whole to one queue, which splits
-// them itself where it has to.
-std::uint64_t piece_blocks_for(const nvmeof::Controller& controller, const nvmeof::Namespace& ns,
-                               nvmeof::Op op) {
+// them itself where it has to. A command's worth counts the bytes per block
+// that travel: data, and the metadata unless PRACT strips PI that is all of it.
+std::uint64_t piece_blocks_for(const nvmeof::Controller& controller, nvmeof::Op op,
+                               std::uint32_t block_bytes) {
     if (!splits_by_blocks(op)) {
         return 0;
     }
-    const std::uint64_t per_command = controller.limits().max_transfer_bytes / ns.lba_size();
+    const std::uint64_t per_command = controller.limits().max_transfer_bytes / block_bytes;
     return std::clamp<std::uint64_t>(per_command, 1, nvmeof::wire::kMaxBlocksPerCommand);
 }
 
@@ -30,7 +31,8 @@ void TransferBoard::add(nvmeof::Controller& controller, const nvmeof::Namespace&
                         const nvmeof::Transfer& transfer, PyObject* future, PyObject* buffer) {
     const std::uint64_t token = next_token_++;
     Pending pending{ns, transfer};
-    pending.piece_blocks = piece_blocks_for(controller, ns, transfer.op);
+    pending.block_bytes = ns.info().buffer_block_bytes(transfer.protection);
+    pending.piece_blocks = piece_blocks_for(controller, transfer.op, pending.block_bytes);
     pending.future = future;
     pending.buffer = buffer;
     pending_.emplace(token, std::move(pending));
@@ -117,8 +119,12 @@ bool TransferBoard::submit_piece(nvmeof::Controller& controller, std::uint64_t t
             pending.submitted = true;
         } else {
             pending.rest.slba += piece.blocks;
-            pending.rest.offset += piece.blocks * pending.ns.lba_size();
+            pending.rest.offset += piece.blocks * pending.block_bytes;
             pending.rest.blocks -= piece.blocks;
+            // An explicit reference tag counts on with the blocks (from the
+            // LBA, each piece's comes from its own slba).
+            pending.rest.protection =
+                nvmeof::protection_after(pending.ns.format(), pending.rest.protection, piece.blocks);
             pending.submitted = pending.rest.blocks == 0;
         }
         return true;

@@ -3,9 +3,11 @@
 // extension; blocking calls run the core's own loop, Namespace::run).
 //
 // A transfer is cut into command-sized pieces (the controller's maximum
-// transfer size) handed out round robin to the I/O queues, as the core's
-// blocking loop does, so one large read keeps every queue busy. Pieces that
-// find no free slot wait in a backlog and go out as completions free slots.
+// transfer size, counting the metadata that travels with each block; an
+// explicit reference tag advanced piece by piece) handed out round robin to
+// the I/O queues, as the core's blocking loop does, so one large read keeps
+// every queue busy. Pieces that find no free slot wait in a backlog and go
+// out as completions free slots.
 // The progress thread polls while any transfer is pending and completes their
 // futures; the pieces travel on the queues' public transfers (poll(span), by
 // user_data), which the blocking loop's internal records never take.
@@ -59,6 +61,7 @@ private:
         nvmeof::Namespace ns;
         nvmeof::Transfer rest;  // the part not submitted yet
         std::uint64_t piece_blocks = 0;  // 0: submitted whole (flush, and the like)
+        std::uint32_t block_bytes = 0;   // of the buffer, per block (data and metadata that travel)
         std::uint32_t outstanding = 0;   // pieces submitted and not yet polled
         bool submitted = false;          // nothing left to submit
         std::optional<nvmeof::CompletionStatus> error;  // the first failure
