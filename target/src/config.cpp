@@ -82,6 +82,10 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   fail-io=N:SCT/SC         fail the Nth I/O command (1-based, counted over all I/O queues)
   fail-lba=FIRST-LAST:SCT/SC
                            fail every read/write touching that LBA range
+  corrupt-guard=LBA        every write storing block LBA (of a namespace with PI) stores its
+                           PI guard altered, after the write's own checks
+  corrupt-apptag=LBA       the same with the application tag
+  corrupt-reftag=LBA       the same with the reference tag
   drop-after=N             disconnect all queues after N commands in total
   delay-ms=N               delay every completion by N ms
   stop-answering-after=N   after N commands, accept but never answer
@@ -472,6 +476,11 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
             throw UsageError(what + ": FIRST is above LAST");
         }
         faults.fail_lba.push_back(fault);
+    } else if (name == "corrupt-guard" || name == "corrupt-apptag" || name == "corrupt-reftag") {
+        const wire::PiCheck field = name == "corrupt-guard"    ? wire::PiCheck::guard
+                                    : name == "corrupt-apptag" ? wire::PiCheck::apptag
+                                                               : wire::PiCheck::reftag;
+        faults.corrupt_pi.push_back({field, parse_number(value, what, max64)});
     } else if (name == "drop-after") {
         faults.drop_after = parse_number(value, what, max64);
     } else if (name == "delay-ms") {

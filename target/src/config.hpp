@@ -85,11 +85,19 @@ struct FailLbaFault {
     wire::Status status;
 };
 
+// corrupt-guard/-apptag/-reftag=LBA: every write that stores block LBA of a
+// namespace with protection information stores it with that PI field altered.
+struct CorruptPiFault {
+    wire::PiCheck field = wire::PiCheck::guard;
+    std::uint64_t lba = 0;
+};
+
 struct FaultConfig {
     std::optional<std::uint16_t> reject_connect;  // NVMe/RDMA CM reject STS
     std::optional<wire::Status> connect_status;
     std::vector<FailIoFault> fail_io;
     std::vector<FailLbaFault> fail_lba;
+    std::vector<CorruptPiFault> corrupt_pi;
     std::optional<std::uint64_t> drop_after;
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;

@@ -187,6 +187,9 @@ class CommandCore {
     Completion read_protected(Namespace& ns, const wire::Sqe& sqe, std::span<std::uint8_t> data);
     Completion write_protected(Namespace& ns, const wire::Sqe& sqe, std::span<std::uint8_t> data);
     Completion write_zeroes_protected(Namespace& ns, const wire::Sqe& sqe);
+    // Applies the corrupt-* faults to `blocks`, extended blocks from `slba` about to be stored.
+    void corrupt_protection(const Namespace& ns, const wire::Sqe& sqe, std::uint64_t slba,
+                            std::span<std::byte> blocks);
 
     std::uint16_t allocate_cntlid();
     std::uint32_t effective_kato_ms(const Controller& ctrl, std::uint32_t requested) const;

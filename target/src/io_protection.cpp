@@ -1,5 +1,5 @@
 // CommandCore: Read, Write and Write Zeroes of a namespace with end-to-end
-// protection information (PI).
+// protection information (PI), and the corrupt-* faults.
 //
 // The store holds extended blocks (each block's data, then its metadata with
 // the PI in it), which is also how a command's data crosses the wire unless
@@ -24,6 +24,15 @@ namespace {
 constexpr std::byte kUnwrittenPiByte{0xFF};
 // Write Zeroes builds and stores its blocks this many at a time.
 constexpr std::uint64_t kZeroesRunBlocks = 256;
+// A corrupt-* fault flips this bit of its field: wrong whatever the value, and
+// the smallest error a check must catch.
+constexpr std::uint64_t kCorruptedBit = 1;
+
+std::string hex(std::uint64_t value) {
+    char text[sizeof "0x" + 2 * sizeof value];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+    return text;
+}
 
 Status pi_check_status(wire::PiCheck check) {
     wire::MediaStatus code = wire::MediaStatus::end_to_end_guard_check_error;
@@ -89,6 +98,17 @@ void gather_data(const wire::BlockFormat& format, std::span<const std::byte> blo
     for (std::size_t i = 0; i < count; ++i) {
         std::memcpy(data.data() + i * format.data_bytes,
                     blocks.data() + i * format.extended_bytes(), format.data_bytes);
+    }
+}
+
+std::string_view corrupt_fault_name(wire::PiCheck field) {
+    switch (field) {
+        case wire::PiCheck::apptag:
+            return "corrupt-apptag";
+        case wire::PiCheck::reftag:
+            return "corrupt-reftag";
+        default:
+            return "corrupt-guard";
     }
 }
 
@@ -186,6 +206,7 @@ Completion CommandCore::write_protected(Namespace& ns, const Sqe& sqe,
         }
         wire::pi_generate(format, extended, tags);
     }
+    corrupt_protection(ns, sqe, slba, extended);
     return storage_status(
         ns.storage->write(slba * format.extended_bytes(), as_store_bytes(extended)));
 }
@@ -206,6 +227,7 @@ Completion CommandCore::write_zeroes_protected(Namespace& ns, const Sqe& sqe) {
             run_tags.reftag = (tags.reftag + done) & format.reftag_mask();
         }
         wire::pi_generate(format, pi_scratch_, run_tags);
+        corrupt_protection(ns, sqe, slba + done, pi_scratch_);
         if (const int error = ns.storage->write((slba + done) * format.extended_bytes(),
                                                 as_store_bytes(pi_scratch_))) {
             return storage_status(error);
@@ -213,6 +235,43 @@ Completion CommandCore::write_zeroes_protected(Namespace& ns, const Sqe& sqe) {
         done += run;
     }
     return Completion{};
+}
+
+void CommandCore::corrupt_protection(const Namespace& ns, const Sqe& sqe, std::uint64_t slba,
+                                     std::span<std::byte> blocks) {
+    const wire::BlockFormat& format = ns.format;
+    const std::uint64_t count = blocks.size() / format.extended_bytes();
+    for (const CorruptPiFault& fault : config_.faults.corrupt_pi) {
+        if (fault.lba < slba || fault.lba - slba >= count) {
+            continue;
+        }
+        std::byte* block = blocks.data() + (fault.lba - slba) * format.extended_bytes();
+        wire::PiFields pi = wire::pi_read(format, block);
+        const wire::PiFields stored = pi;
+        switch (fault.field) {
+            case wire::PiCheck::apptag:
+                pi.apptag = static_cast<std::uint16_t>(pi.apptag ^ kCorruptedBit);
+                break;
+            case wire::PiCheck::reftag:
+                pi.reftag ^= kCorruptedBit;
+                break;
+            default:
+                pi.guard ^= kCorruptedBit;
+                break;
+        }
+        wire::pi_write(format, block, pi);
+        const auto field_value = [&](const wire::PiFields& f) {
+            return fault.field == wire::PiCheck::apptag   ? std::uint64_t{f.apptag}
+                   : fault.field == wire::PiCheck::reftag ? f.reftag
+                                                          : f.guard;
+        };
+        log_fault(std::string(corrupt_fault_name(fault.field)) + ": " +
+                  std::string(wire::command_name(sqe, wire::QueueKind::io)) + " (CID " +
+                  std::to_string(sqe.command_id) + ") stores LBA " + std::to_string(fault.lba) +
+                  " of NSID " + std::to_string(ns.nsid) + " with " +
+                  std::string(wire::pi_check_name(fault.field)) + " " + hex(field_value(pi)) +
+                  " instead of " + hex(field_value(stored)));
+    }
 }
 
 }  // namespace nvmeof::target

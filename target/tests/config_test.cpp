@@ -244,6 +244,22 @@ TEST(Config, NamespaceProtectionErrors) {
               0u);
 }
 
+TEST(Config, CorruptProtectionFaults) {
+    const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "corrupt-guard=7", "--fault",
+                                  "corrupt-apptag=0x10", "--fault=corrupt-reftag=9"});
+    ASSERT_EQ(c.faults.corrupt_pi.size(), 3u);
+    EXPECT_EQ(c.faults.corrupt_pi[0].field, wire::PiCheck::guard);
+    EXPECT_EQ(c.faults.corrupt_pi[0].lba, 7u);
+    EXPECT_EQ(c.faults.corrupt_pi[1].field, wire::PiCheck::apptag);
+    EXPECT_EQ(c.faults.corrupt_pi[1].lba, 16u);
+    EXPECT_EQ(c.faults.corrupt_pi[2].field, wire::PiCheck::reftag);
+    EXPECT_EQ(c.faults.corrupt_pi[2].lba, 9u);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "corrupt-guard=x"}).find("not a number"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "corrupt-reftag"}).find("NAME=VALUE"),
+              std::string::npos);
+}
+
 TEST(Config, DhchapKeys) {
     const std::string key = auth::format_secret({1, wire::Bytes(32, 7)});
     const std::string ctrl_key = auth::format_secret({0, wire::Bytes(48, 9)});

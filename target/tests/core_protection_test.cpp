@@ -1,6 +1,6 @@
 // CommandCore: namespaces with metadata and end-to-end protection information
 // (PI): Identify, Read/Write/Write Zeroes for each PRINFO combination, the PI
-// check statuses and never-written blocks.
+// check statuses, never-written blocks and the corrupt-* faults.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -435,6 +435,54 @@ TEST_P(Protection, TransferLengthMustCoverTheMetadata) {
     const auto fitting = static_cast<std::uint32_t>(128 * 1024 / format_.extended_bytes());
     EXPECT_TRUE(read(0, fitting, kNoChecks).status().ok());
     EXPECT_EQ(read(0, fitting + 1, kNoChecks).status(), generic(GenericStatus::invalid_field));
+}
+
+TEST_P(Protection, CorruptFaultsCaughtByTheirOwnCheck) {
+    TargetConfig config = config_with(format_);
+    const std::uint64_t slba = 700;
+    const std::uint64_t lba_of[] = {slba + 1, slba + 3, slba + 5};  // guard, apptag, reftag
+    for (std::size_t i = 0; i < std::size(kChecks); ++i) {
+        config.faults.corrupt_pi.push_back({kChecks[i], lba_of[i]});
+    }
+    start(config);
+    const std::uint32_t blocks = 8;
+    const PiTags tags = tags_for(format_, slba);
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(write(slba, blocks, wire::kPrchkAll, tags, host_blocks(format_, blocks, tags, 4))
+                    .status()
+                    .ok());
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(h_->stats().faults_injected, 3u);
+    for (const char* name : {"corrupt-guard: ", "corrupt-apptag: ", "corrupt-reftag: "}) {
+        EXPECT_NE(log.find(name), std::string::npos) << log;
+    }
+    for (std::size_t i = 0; i < std::size(kChecks); ++i) {
+        SCOPED_TRACE(std::string(wire::pi_check_name(kChecks[i])));
+        const std::uint64_t lba = lba_of[i];
+        ::testing::internal::CaptureStderr();
+        EXPECT_EQ(read(lba, 1, check_bit(kChecks[i])).status(), check_status(kChecks[i]));
+        EXPECT_NE(::testing::internal::GetCapturedStderr().find("check failed at LBA " +
+                                                                std::to_string(lba)),
+                  std::string::npos);
+        const std::uint8_t others = without(wire::kPrchkAll, kChecks[i]);
+        EXPECT_TRUE(read(lba, 1, others).status().ok());
+        EXPECT_TRUE(read(lba, 1, static_cast<std::uint8_t>(wire::kPract | others)).status().ok());
+    }
+    // Write Zeroes and PRACT writes store the fault too.
+    wire::Sqe zeroes = wire::write_zeroes_command(1, slba, blocks);
+    wire::set_protection(zeroes, wire::kPract, tags);
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(h_->run(io_, zeroes).status().ok());
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(read(lba_of[0], 1, wire::kPrchkGuard).status(), check_status(PiCheck::guard));
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(write(slba, blocks, wire::kPract, tags,
+                      pattern(std::size_t{blocks} * format_.transfer_block_bytes(true), 8))
+                    .status()
+                    .ok());
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(read(lba_of[2], 1, wire::kPrchkReftag).status(), check_status(PiCheck::reftag));
+    EXPECT_EQ(h_->stats().faults_injected, 9u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Protection, ::testing::ValuesIn(kFormats),
