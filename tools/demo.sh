@@ -36,20 +36,13 @@ trap cleanup EXIT
 "$run" "$target" --listen 127.0.0.1 --port 0 --subsystem "$nqn" --namespace ram:256M \
     >"$work/ready" 2>"$work/target.log" &
 target_pid=$!
-line=""
-for _ in $(seq 300); do
-    line=$(grep -m1 '^listening on ' "$work/ready" || true)
-    [ -n "$line" ] && break
-    kill -0 "$target_pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$line" ]; then
+. "$root/tools/target-ready.sh"
+if ! port=$(target_port "$work/ready" "$target_pid"); then
     echo "demo: nvmeof-target did not start:" >&2
     cat "$work/target.log" >&2
     exit 1
 fi
-port=${line##*:}
-echo "demo: nvmeof-target ${line} (subsystem $nqn, 256 MiB RAM namespace)"
+echo "demo: nvmeof-target listening on 127.0.0.1:$port (subsystem $nqn, 256 MiB RAM namespace)"
 
 export NVMEOF_ENGINE="$engine" NVMEOF_TRADDR=127.0.0.1 NVMEOF_TRSVCID="$port" NVMEOF_SUBNQN="$nqn"
 status=0

@@ -24,15 +24,9 @@ fail() {
 "$run" "$target" --port 0 --subsystem nqn.2026-12.io.nvmeof:first --namespace ram:1M \
     --subsystem nqn.2026-12.io.nvmeof:second --namespace ram:1M >"$work/target.out" 2>"$work/target.err" &
 pid=$!
-tries=0
-while ! grep -q '^listening on ' "$work/target.out"; do
-    kill -0 "$pid" 2>/dev/null || fail "the target exited before listening"
-    tries=$((tries + 1))
-    [ "$tries" -lt 400 ] || fail "no readiness line after 20 s"
-    sleep 0.05
-done
-port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$work/target.out")
-[ -n "$port" ] || fail "bad readiness line: $(cat "$work/target.out")"
+. "$(dirname "$0")/../../tools/target-ready.sh"
+port=$(target_port "$work/target.out" "$pid" 200) ||
+    fail "the target exited or said nothing for 20 s: $(tail -n 1 "$work/target.err")"
 
 # 1. The normal output, line for line as nvme-cli prints it.
 "$run" "$discover" -t rdma -a 127.0.0.1 -s "$port" --timeout-ms 10000 >"$work/out" 2>"$work/err" ||

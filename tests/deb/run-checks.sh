@@ -144,16 +144,10 @@ nqn=nqn.2026-12.io.nvmeof:deb-check
 "${sys_env[@]}" "$run" nvmeof-target --listen 127.0.0.1 --port 0 --subsystem "$nqn" --namespace ram:256M \
     > "$work/ready" 2> "$work/target.log" &
 target_pid=$!
-line=""
-for _ in $(seq 300); do
-    line=$(grep -m1 '^listening on ' "$work/ready" || true)
-    [ -n "$line" ] && break
-    kill -0 "$target_pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ -n "$line" ] || fail "the installed nvmeof-target did not start under the installed softverbs-run: $(tail -n 1 "$work/target.log")"
-port=${line##*:}
-echo "deb: installed nvmeof-target $line"
+. tools/target-ready.sh
+port=$(target_port "$work/ready" "$target_pid") ||
+    fail "the installed nvmeof-target did not start under the installed softverbs-run: $(tail -n 1 "$work/target.log")"
+echo "deb: installed nvmeof-target listening on 127.0.0.1:$port"
 
 "${sys_env[@]}" NVMEOF_ENGINE="$engine" NVMEOF_TRADDR=127.0.0.1 NVMEOF_TRSVCID="$port" NVMEOF_SUBNQN="$nqn" \
     "$run" fio /usr/share/nvmeof/jobs/quickstart.fio > "$work/fio.log" 2>&1 || {
