@@ -42,9 +42,16 @@ void controller_page(const wire::IdentifyController& id, std::uint64_t min_page_
     }
 }
 
-void namespace_page(const wire::IdentifyNamespace& ns) {
+void namespace_page(const wire::IdentifyNamespace& ns, const wire::IdentifyNvmNamespace* nvm) {
     try {
-        const wire::NamespaceGeometry g = wire::namespace_geometry(ns);
+        const wire::NamespaceGeometry g = wire::namespace_geometry(ns, nvm);
+        const wire::BlockFormat& f = g.format;
+        require(f.pi_bytes() <= f.metadata_bytes, "PI larger than the metadata");
+        require(f.pi_type == wire::PiType::none || f.pi_offset() + f.pi_bytes() <= f.extended_bytes(),
+                "PI outside its block");
+        require(f.transfer_block_bytes(true) >= f.data_bytes &&
+                    f.transfer_block_bytes(false) == f.extended_bytes(),
+                "a block size in a buffer below its data or above data and metadata");
         require(g.lba_size >= 512 && (g.lba_size & (g.lba_size - 1)) == 0,
                 "an LBA size that is not a power of two of at least 512");
         // Namespace::size_bytes() multiplies these: a size past 2^64 bytes
@@ -84,9 +91,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         }
         case 1: {
+            // The same bytes serve as the NVM command set's page too (ELBAF):
+            // every combination of DPS, LBA format and guard type is reached.
             wire::IdentifyNamespace ns{};
             std::memcpy(&ns, page.data(), sizeof ns);
-            namespace_page(ns);
+            wire::IdentifyNvmNamespace nvm{};
+            std::memcpy(&nvm, page.data(), sizeof nvm);
+            namespace_page(ns, (selector & 0x80) != 0 ? &nvm : nullptr);
             break;
         }
         case 2:
