@@ -64,6 +64,9 @@ RULES = {
     # nothing of the initiator.
     "target": {WIRE, "verbs", "auth"},
     "softverbs": {"softverbs"},
+    # Benchmarks of wire-layer functions (bench/crc_bench.cpp: both CRC versions
+    # through the layer's own wire/crc.hpp).
+    "bench": {WIRE},
     "tests": None,
 }
 INTERNAL = {"verbs", "memory", "transport", "gpu", "host", "auth", "softverbs"}

@@ -1,7 +1,10 @@
 #include "nvmeof/wire/protection.hpp"
 
 #include <array>
+#include <atomic>
 #include <cstring>
+
+#include "crc.hpp"
 
 namespace nvmeof::wire {
 namespace {
@@ -83,21 +86,9 @@ bool escaped(const BlockFormat& format, const PiFields& pi) {
 
 }  // namespace
 
-std::string_view pi_check_name(PiCheck check) {
-    switch (check) {
-    case PiCheck::guard:
-        return "guard";
-    case PiCheck::apptag:
-        return "application tag";
-    case PiCheck::reftag:
-        return "reference tag";
-    case PiCheck::none:
-        break;
-    }
-    return "none";
-}
+namespace crc {
 
-std::uint16_t crc16_t10dif(std::uint16_t crc, const void* data, std::size_t length) noexcept {
+std::uint16_t crc16_t10dif_table(std::uint16_t crc, const void* data, std::size_t length) noexcept {
     const auto* p = static_cast<const std::uint8_t*>(data);
     for (; length >= kSlices; length -= kSlices, p += kSlices) {
         crc = static_cast<std::uint16_t>(
@@ -110,7 +101,7 @@ std::uint16_t crc16_t10dif(std::uint16_t crc, const void* data, std::size_t leng
     return crc;
 }
 
-std::uint64_t crc64_nvme(std::uint64_t crc, const void* data, std::size_t length) noexcept {
+std::uint64_t crc64_nvme_table(std::uint64_t crc, const void* data, std::size_t length) noexcept {
     const auto* p = static_cast<const std::uint8_t*>(data);
     crc = ~crc;
     for (; length >= kSlices; length -= kSlices, p += kSlices) {
@@ -125,6 +116,58 @@ std::uint64_t crc64_nvme(std::uint64_t crc, const void* data, std::size_t length
         crc = (crc >> 8) ^ kCrc64[0][(crc ^ *p) & 0xFF];
     }
     return ~crc;
+}
+
+}  // namespace crc
+
+namespace {
+
+// The implementation each CRC runs, chosen on its first call (cpuid once, not
+// per call): a pointer that starts at a resolver, constant-initialized, so a
+// call from another file's static initializer finds it set. Threads racing on
+// the first call store the same pointer.
+using Crc16Fn = std::uint16_t (*)(std::uint16_t, const void*, std::size_t) noexcept;
+using Crc64Fn = std::uint64_t (*)(std::uint64_t, const void*, std::size_t) noexcept;
+
+std::uint16_t crc16_resolve(std::uint16_t crc, const void* data, std::size_t length) noexcept;
+std::uint64_t crc64_resolve(std::uint64_t crc, const void* data, std::size_t length) noexcept;
+constinit std::atomic<Crc16Fn> crc16_impl{crc16_resolve};
+constinit std::atomic<Crc64Fn> crc64_impl{crc64_resolve};
+
+std::uint16_t crc16_resolve(std::uint16_t crc, const void* data, std::size_t length) noexcept {
+    const Crc16Fn fn = crc::clmul_supported() ? crc::crc16_t10dif_clmul : crc::crc16_t10dif_table;
+    crc16_impl.store(fn, std::memory_order_relaxed);
+    return fn(crc, data, length);
+}
+
+std::uint64_t crc64_resolve(std::uint64_t crc, const void* data, std::size_t length) noexcept {
+    const Crc64Fn fn = crc::clmul_supported() ? crc::crc64_nvme_clmul : crc::crc64_nvme_table;
+    crc64_impl.store(fn, std::memory_order_relaxed);
+    return fn(crc, data, length);
+}
+
+}  // namespace
+
+std::uint16_t crc16_t10dif(std::uint16_t crc, const void* data, std::size_t length) noexcept {
+    return crc16_impl.load(std::memory_order_relaxed)(crc, data, length);
+}
+
+std::uint64_t crc64_nvme(std::uint64_t crc, const void* data, std::size_t length) noexcept {
+    return crc64_impl.load(std::memory_order_relaxed)(crc, data, length);
+}
+
+std::string_view pi_check_name(PiCheck check) {
+    switch (check) {
+    case PiCheck::guard:
+        return "guard";
+    case PiCheck::apptag:
+        return "application tag";
+    case PiCheck::reftag:
+        return "reference tag";
+    case PiCheck::none:
+        break;
+    }
+    return "none";
 }
 
 std::uint64_t pi_guard(const BlockFormat& format, const std::byte* block) noexcept {

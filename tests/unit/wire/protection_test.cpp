@@ -1,15 +1,19 @@
 // CRC check values from the CRC catalogue ("123456789"), a bit-at-a-time
-// reference for the sliced tables, and PI generation and checking for every
-// layout: each check catches its own corruption and nothing else.
+// reference for the sliced tables, the carry-less multiply versions against the
+// tables (every length, alignment and split), and PI generation and checking
+// for every layout: each check catches its own corruption and nothing else.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "nvmeof/wire/protection.hpp"
+#include "wire/crc.hpp"
 
 namespace w = nvmeof::wire;
+namespace crc = nvmeof::wire::crc;
 
 namespace {
 
@@ -33,6 +37,15 @@ std::uint64_t crc64_bitwise(const std::uint8_t* p, std::size_t n) {
         }
     }
     return ~crc;
+}
+
+std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
+    std::vector<std::uint8_t> data(n);
+    std::mt19937 rng(seed);
+    for (auto& b : data) {
+        b = static_cast<std::uint8_t>(rng());
+    }
+    return data;
 }
 
 std::vector<std::byte> random_blocks(const w::BlockFormat& f, std::size_t count, unsigned seed) {
@@ -67,6 +80,108 @@ TEST(Crc, SlicedTablesMatchBitwiseAtEveryLengthAndContinue) {
                   crc16_bitwise(data.data(), n));
         EXPECT_EQ(w::crc64_nvme(w::crc64_nvme(0, data.data(), half), data.data() + half, n - half),
                   crc64_bitwise(data.data(), n));
+    }
+}
+
+TEST(Crc, TablesMatchBitwiseCalledDirectly) {
+    const auto data = random_bytes(1100, 3);
+    for (std::size_t n = 0; n <= data.size(); n += 13) {
+        EXPECT_EQ(crc::crc16_t10dif_table(0, data.data(), n), crc16_bitwise(data.data(), n)) << n;
+        EXPECT_EQ(crc::crc64_nvme_table(0, data.data(), n), crc64_bitwise(data.data(), n)) << n;
+    }
+}
+
+class CrcClmul : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!crc::clmul_supported()) {
+            GTEST_SKIP() << "no PCLMULQDQ and SSE4.1 here: the public functions run the tables";
+        }
+    }
+};
+
+TEST_F(CrcClmul, CatalogueCheckValues) {
+    const char* text = "123456789";
+    EXPECT_EQ(crc::crc16_t10dif_clmul(0, text, 9), 0xD0DB);
+    EXPECT_EQ(crc::crc64_nvme_clmul(0, text, 9), 0xAE8B14860A799888ull);
+    // Long enough to fold: the check string 8 times over, against the reference.
+    std::vector<std::uint8_t> repeated;
+    for (int i = 0; i < 8; ++i) {
+        repeated.insert(repeated.end(), text, text + 9);
+    }
+    EXPECT_EQ(crc::crc16_t10dif_clmul(0, repeated.data(), repeated.size()),
+              crc16_bitwise(repeated.data(), repeated.size()));
+    EXPECT_EQ(crc::crc64_nvme_clmul(0, repeated.data(), repeated.size()),
+              crc64_bitwise(repeated.data(), repeated.size()));
+}
+
+TEST_F(CrcClmul, PublicFunctionsRunIt) {
+    const auto data = random_bytes(4096, 17);
+    EXPECT_EQ(w::crc16_t10dif(0, data.data(), data.size()), crc::crc16_t10dif_clmul(0, data.data(), data.size()));
+    EXPECT_EQ(w::crc64_nvme(0, data.data(), data.size()), crc::crc64_nvme_clmul(0, data.data(), data.size()));
+}
+
+// Every length up to 1,100 bytes: under one chunk (tables only), one to seven
+// chunks (folded one at a time), the eight accumulators, and every tail, each
+// from a random starting CRC.
+TEST_F(CrcClmul, MatchesTablesAtEveryLengthFromAnyStart) {
+    const auto data = random_bytes(1100, 21);
+    std::mt19937_64 rng(5);
+    for (std::size_t n = 0; n <= data.size(); ++n) {
+        const auto c16 = static_cast<std::uint16_t>(rng());
+        const std::uint64_t c64 = rng();
+        ASSERT_EQ(crc::crc16_t10dif_clmul(0, data.data(), n), crc::crc16_t10dif_table(0, data.data(), n)) << n;
+        ASSERT_EQ(crc::crc64_nvme_clmul(0, data.data(), n), crc::crc64_nvme_table(0, data.data(), n)) << n;
+        ASSERT_EQ(crc::crc16_t10dif_clmul(c16, data.data(), n), crc::crc16_t10dif_table(c16, data.data(), n))
+            << n << " from " << c16;
+        ASSERT_EQ(crc::crc64_nvme_clmul(c64, data.data(), n), crc::crc64_nvme_table(c64, data.data(), n))
+            << n << " from " << c64;
+    }
+    // All-ones and all-zero data, where a dropped carry or constant would show.
+    for (const std::uint8_t fill : {std::uint8_t{0}, std::uint8_t{0xFF}}) {
+        const std::vector<std::uint8_t> flat(1100, fill);
+        for (std::size_t n : {16u, 127u, 128u, 129u, 512u, 1100u}) {
+            EXPECT_EQ(crc::crc16_t10dif_clmul(0, flat.data(), n), crc16_bitwise(flat.data(), n)) << n;
+            EXPECT_EQ(crc::crc64_nvme_clmul(0, flat.data(), n), crc64_bitwise(flat.data(), n)) << n;
+        }
+    }
+}
+
+// Block sizes of the data path (4096, 4096+8, 4096+64) and a long buffer, at
+// every offset from 16-byte alignment.
+TEST_F(CrcClmul, MatchesTablesUnaligned) {
+    const auto data = random_bytes(65536 + 16, 33);
+    for (std::size_t n : {4096u, 4104u, 4160u, 65536u}) {
+        for (std::size_t offset = 0; offset < 16; ++offset) {
+            const std::uint8_t* p = data.data() + offset;
+            EXPECT_EQ(crc::crc16_t10dif_clmul(0, p, n), crc::crc16_t10dif_table(0, p, n)) << n << "+" << offset;
+            EXPECT_EQ(crc::crc64_nvme_clmul(0, p, n), crc::crc64_nvme_table(0, p, n)) << n << "+" << offset;
+        }
+    }
+    EXPECT_EQ(crc::crc16_t10dif_clmul(0, data.data() + 3, 4104), crc16_bitwise(data.data() + 3, 4104));
+    EXPECT_EQ(crc::crc64_nvme_clmul(0, data.data() + 3, 4104), crc64_bitwise(data.data() + 3, 4104));
+}
+
+// Continued over pieces cut at random points (any lengths, any alignments)
+// equals one pass.
+TEST_F(CrcClmul, ContinuesAcrossRandomSplits) {
+    const auto data = random_bytes(8192, 45);
+    std::mt19937 rng(9);
+    for (int round = 0; round < 500; ++round) {
+        const std::size_t n = rng() % (data.size() + 1);
+        const std::uint16_t whole16 = crc::crc16_t10dif_table(0, data.data(), n);
+        const std::uint64_t whole64 = crc::crc64_nvme_table(0, data.data(), n);
+        std::uint16_t c16 = 0;
+        std::uint64_t c64 = 0;
+        std::size_t at = 0;
+        while (at < n) {
+            const std::size_t piece = std::min<std::size_t>(n - at, rng() % (round % 2 ? 300 : 3000) + 1);
+            c16 = crc::crc16_t10dif_clmul(c16, data.data() + at, piece);
+            c64 = crc::crc64_nvme_clmul(c64, data.data() + at, piece);
+            at += piece;
+        }
+        ASSERT_EQ(c16, whole16) << "length " << n << " round " << round;
+        ASSERT_EQ(c64, whole64) << "length " << n << " round " << round;
     }
 }
 

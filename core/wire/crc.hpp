@@ -1,0 +1,30 @@
+// The implementations behind crc16_t10dif and crc64_nvme (nvmeof/wire/
+// protection.hpp), for the wire layer itself, its tests and its benchmark:
+// not part of the public headers.
+//
+// Both public functions pick one implementation on their first call: carry-less
+// multiply folding (crc_clmul.cpp) where the CPU has it, else the sliced tables
+// (protection.cpp). Every function here continues from `crc` as the public ones
+// do (0 to start).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nvmeof::wire::crc {
+
+// Slicing by 8: any CPU.
+std::uint16_t crc16_t10dif_table(std::uint16_t crc, const void* data, std::size_t length) noexcept;
+std::uint64_t crc64_nvme_table(std::uint64_t crc, const void* data, std::size_t length) noexcept;
+
+// Whether this CPU runs the carry-less multiply versions: x86-64 with
+// PCLMULQDQ and SSE4.1. False on other architectures, where the two functions
+// below are the table versions.
+bool clmul_supported() noexcept;
+
+// Folding 128 bytes per step with PCLMULQDQ, the bytes left over (under 16)
+// through the tables. Call only where clmul_supported().
+std::uint16_t crc16_t10dif_clmul(std::uint16_t crc, const void* data, std::size_t length) noexcept;
+std::uint64_t crc64_nvme_clmul(std::uint64_t crc, const void* data, std::size_t length) noexcept;
+
+}  // namespace nvmeof::wire::crc
