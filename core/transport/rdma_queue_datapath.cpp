@@ -103,24 +103,6 @@ int RdmaQueue::check_transfer(const NamespaceRef& ns, const Transfer& t, const M
     return 0;
 }
 
-void RdmaQueue::set_protection_fields(PieceCursor& c, const NamespaceRef& ns,
-                                      const Transfer& t) noexcept {
-    // PRINFO means nothing on a namespace without PI: the controller ignores
-    // it, and so does the host.
-    c.protected_blocks = ns.format.pi_type != PiType::none &&
-                         (t.op == Op::read || t.op == Op::write || t.op == Op::write_zeroes);
-    if (!c.protected_blocks) {
-        return;
-    }
-    const PiTags tags = pi_tags(ns.format, t.protection, t.slba);
-    c.prinfo = t.protection.prinfo;
-    c.reftag = tags.reftag;
-    c.reftag_mask = ns.format.reftag_mask();
-    c.reftag_step = ns.format.pi_type == PiType::type3 ? 0 : 1;
-    c.apptag = tags.apptag;
-    c.apptag_mask = tags.apptag_mask;
-}
-
 void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t pieces,
                              bool internal) noexcept {
     ++open_transfers_;

@@ -22,7 +22,10 @@ added to the data path is the project's cost.
               in the queue's ring, failed I/Os, GPU mirrors)
 and their sum, "engine+core", for each workload of the budget file (by default
 4 KiB random reads and 4 KiB random writes at QD 32: a write's data travels
-another way, by the target's RDMA READ or in the command capsule). A budget
+another way, by the target's RDMA READ or in the command capsule). The
+embedded target serves a plain 64 MiB namespace (NSID 1) and one of 4096+8
+blocks with type 1 protection information (NSID 2, PI_NAMESPACE), for
+workloads whose options name `nsid=2` and the PI options. A budget
 file holds the figures of a known-good build; `--check` fails when a path or
 the sum of any workload costs more than its budget by more than the tolerance
 (5 %, and at least SLACK_INSTRUCTIONS: small paths move by an instruction or two
@@ -45,6 +48,7 @@ PATHS = {
 }
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000
+PI_NAMESPACE = "ram:64M:4096+8:pi1"
 DEFAULT_TOLERANCE = 0.05
 # Also allowed over a path's budget, whatever the percentage: the delta method
 # shares each poll's fixed cost among the I/Os it finds, and how many a poll
@@ -110,7 +114,7 @@ def measure(tools, workloads, ios=DEFAULT_IOS):
     workdir = tempfile.mkdtemp(prefix="nvmeof-perf-budget-")
     measured = {}
     try:
-        target = suite.Target(namespace="ram:64M")
+        target = suite.Target(namespace="ram:64M", args=["--namespace", PI_NAMESPACE])
         with runner.embedded_target(tools, target, [], workdir) as (traddr, trsvcid):
             for name, workload in workloads.items():
                 costs = []

@@ -164,6 +164,10 @@ std::string_view help_text();
 
 // "4K", "64M", "1G", "4096" → bytes. Throws UsageError.
 std::uint64_t parse_size(std::string_view text, std::string_view what);
+// TEXT in quotes, for the usage errors.
+std::string quoted(std::string_view text);
+// One --namespace SPEC (target/src/namespace_spec.cpp); UsageError naming what is wrong.
+NamespaceConfig parse_namespace(std::string_view spec);
 // Decimal or 0x hex. Throws UsageError when not a number or above max.
 std::uint64_t parse_number(std::string_view text, std::string_view what, std::uint64_t max);
 // "SCT/SC" → a status with DNR set.
