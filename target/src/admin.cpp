@@ -37,8 +37,18 @@ constexpr std::uint8_t kAbortNotPerformed = 1;
 // CNS 0x06, I/O command set specific controller: Linux asks it of VS >= 1.1
 // controllers; for the NVM command set (CSI 0) nvmet answers zeroes.
 constexpr std::uint32_t kCnsIoCommandSetController = 0x06;
-constexpr unsigned kIdentifyCsiShift = 24;  // Abort DW0 bit 0: command not aborted
-constexpr std::uint8_t kNmicShared = 1;     // NMIC bit 0: may be attached to several controllers
+constexpr std::uint8_t kNmicShared = 1;  // NMIC bit 0: may be attached to several controllers
+// MC bit 0: metadata can travel as part of an extended data LBA (the only way
+// over fabrics).
+constexpr std::uint8_t kMcExtendedLba = 1;
+// DPC: every PI type, at either end of the metadata (a namespace with metadata
+// could be formatted so; the one it has is in DPS).
+constexpr std::uint8_t kDpcAll =
+    wire::kDpcType1 | wire::kDpcType2 | wire::kDpcType3 | wire::kDpcPiFirst | wire::kDpcPiLast;
+
+std::uint8_t command_set_of(const Sqe& sqe) {
+    return static_cast<std::uint8_t>(sqe.cdw11 >> wire::kIdentifyCsiShift);
+}
 
 // FNV-1a, for stable serial numbers and namespace GUIDs derived from names.
 std::uint64_t fnv1a(std::string_view text, std::uint64_t seed) {
@@ -114,9 +124,18 @@ DataPlan CommandCore::plan_admin(QueueState& queue, Controller& ctrl, const Sqe&
                         return failed_plan(GenericStatus::invalid_namespace_or_format);
                     }
                     break;
+                case IdentifyCns::io_command_set_namespace:
+                    // Only the NVM command set is served.
+                    if (command_set_of(sqe) != wire::kCsiNvm) {
+                        return failed_plan(GenericStatus::invalid_field);
+                    }
+                    if (sqe.nsid == 0 || sqe.nsid == wire::kBroadcastNsid) {
+                        return failed_plan(GenericStatus::invalid_namespace_or_format);
+                    }
+                    break;
                 default:
                     if (static_cast<std::uint32_t>(cns) == kCnsIoCommandSetController &&
-                        (sqe.cdw11 >> kIdentifyCsiShift) == 0) {
+                        command_set_of(sqe) == wire::kCsiNvm) {
                         break;
                     }
                     return failed_plan(GenericStatus::invalid_field);
@@ -219,6 +238,11 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
                             wire::kAnacapChange | wire::kAnacapGroupIdNoChange;
                 id.anagrpmax = kAnaGroupId;
                 id.nanagrpid = kAnaGroupId;
+                // The guard type of a PI format is in the NVM command set's
+                // Identify Namespace (CNS 0x05), which a host reads when this
+                // bit is set (Linux: for every namespace); without it a host
+                // assumes the 16-bit guard.
+                id.ctratt = wire::kCtrattExtendedLbaFormats;
             }
             id.kas = config_.limits.kas;
             id.sqes = kSqEntrySizes;
@@ -245,13 +269,24 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             if (ns == nullptr) {
                 return done;  // an inactive NSID: zeroes, like nvmet
             }
+            const wire::BlockFormat& format = ns->format;
             wire::IdentifyNamespace id{};
             id.nsze = id.ncap = id.nuse = ns->blocks;
             id.nlbaf = 0;
             id.nmic = kNmicShared;  // reachable through every port's controllers
             id.anagrpid = kAnaGroupId;
-            id.flbas = 0;
-            id.lbaf[0].lbads = static_cast<std::uint8_t>(std::countr_zero(ns->lba_size));
+            id.flbas = 0;  // LBA format 0, the only one
+            id.lbaf[0].lbads = static_cast<std::uint8_t>(std::countr_zero(format.data_bytes));
+            if (format.metadata_bytes != 0) {
+                id.lbaf[0].ms = static_cast<std::uint16_t>(format.metadata_bytes);
+                id.flbas |= wire::kFlbasExtendedMetadata;
+                id.mc = kMcExtendedLba;
+                id.dpc = kDpcAll;
+                id.dps = static_cast<std::uint8_t>(format.pi_type);
+                if (format.pi_type != wire::PiType::none && format.pi_first) {
+                    id.dps |= wire::kDpsPiFirst;
+                }
+            }
             const auto guid = namespace_guid(subsystem, ns->nsid);
             std::memcpy(id.nguid, guid.data(), guid.size());
             std::memcpy(data.data(), &id, sizeof id);
@@ -266,6 +301,17 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
                 }
             }
             std::memcpy(data.data(), &list, sizeof list);
+            return done;
+        }
+        case IdentifyCns::io_command_set_namespace: {
+            const Namespace* ns = subsystem.find_namespace(sqe.nsid);
+            if (ns == nullptr) {
+                return done;  // an inactive NSID: zeroes, as for CNS 0x00
+            }
+            // ELBAF of format 0: its guard type, and no storage tag (STS 0).
+            wire::IdentifyNvmNamespace id{};
+            id.elbaf[0] = static_cast<std::uint32_t>(ns->format.guard) << wire::kElbafPiFormatShift;
+            std::memcpy(data.data(), &id, sizeof id);
             return done;
         }
         case IdentifyCns::namespace_descriptors: {

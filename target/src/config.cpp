@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <span>
 
 #include "nvmeof/wire/fabrics.hpp"
 #include "nvmeof/wire/sgl.hpp"
@@ -40,6 +41,12 @@ Subsystems and namespaces (--subsystem starts a new subsystem; the options after
                            (default 512); allocated and touched at start
   --namespace file:PATH[:LBA]
                            file or block device; its data survives a restart
+                           LBA may be DATA+MD: MD bytes of metadata (8, 16, 32 or 64) after
+                           each block's data, then optionally :pi1, :pi2 or :pi3 (end-to-end
+                           protection information of that type in the metadata), :first (PI
+                           at the start of the metadata, else at its end), :guard64 (64-bit
+                           CRC guard, 16-byte PI; MD 16 or more), e.g. ram:64M:512+8:pi1;
+                           SIZE counts data only
   --size SIZE              size for a file namespace whose file does not exist yet
   --allow-host NQN         allowed host NQN (repeatable; default: any host)
   The discovery subsystem nqn.2014-08.org.nvmexpress.discovery always exists and lists the others.
@@ -75,6 +82,10 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   fail-io=N:SCT/SC         fail the Nth I/O command (1-based, counted over all I/O queues)
   fail-lba=FIRST-LAST:SCT/SC
                            fail every read/write touching that LBA range
+  corrupt-guard=LBA        every write storing block LBA (of a namespace with PI) stores its
+                           PI guard altered, after the write's own checks
+  corrupt-apptag=LBA       the same with the application tag
+  corrupt-reftag=LBA       the same with the reference tag
   drop-after=N             disconnect all queues after N commands in total
   delay-ms=N               delay every completion by N ms
   stop-answering-after=N   after N commands, accept but never answer
@@ -157,17 +168,122 @@ bool is_lba_text(std::string_view text) {
     return text == "512" || text == "4096";
 }
 
+bool is_digits(std::string_view text) {
+    return !text.empty() &&
+           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "DATA+MD", an LBA with metadata: digits either side of a '+'.
+bool is_extended_lba_text(std::string_view text) {
+    const auto plus = text.find('+');
+    return plus != std::string_view::npos && is_digits(text.substr(0, plus)) &&
+           is_digits(text.substr(plus + 1));
+}
+
+std::vector<std::string_view> split_all(std::string_view text, char separator) {
+    std::vector<std::string_view> parts;
+    for (;;) {
+        const auto at = text.find(separator);
+        parts.push_back(text.substr(0, at));
+        if (at == std::string_view::npos) {
+            return parts;
+        }
+        text = text.substr(at + 1);
+    }
+}
+
+// Metadata sizes a namespace may have: room for the 8- or 16-byte PI and the
+// sizes drives are formatted with.
+constexpr std::uint32_t kMetadataSizes[] = {8, 16, 32, 64};
+
+struct PiTypeName {
+    std::string_view name;
+    wire::PiType type;
+};
+constexpr PiTypeName kPiTypeNames[] = {
+    {"pi1", wire::PiType::type1}, {"pi2", wire::PiType::type2}, {"pi3", wire::PiType::type3}};
+constexpr std::string_view kPiFirstOption = "first";
+constexpr std::string_view kGuard64Option = "guard64";
+
+bool is_protection_option(std::string_view text) {
+    return text == kPiFirstOption || text == kGuard64Option ||
+           std::any_of(std::begin(kPiTypeNames), std::end(kPiTypeNames),
+                       [&](const PiTypeName& pi) { return pi.name == text; });
+}
+
+// LBA of a namespace spec: "512", "4096", or "DATA+MD" with metadata.
+void parse_block_format(std::string_view text, const std::string& what, NamespaceConfig& ns) {
+    const auto plus = text.find('+');
+    ns.lba_size = parse_lba_size(text.substr(0, plus), what);
+    if (plus == std::string_view::npos) {
+        return;
+    }
+    const std::string_view metadata = text.substr(plus + 1);
+    const std::uint64_t size =
+        parse_number(metadata, what, std::numeric_limits<std::uint32_t>::max());
+    if (std::find(std::begin(kMetadataSizes), std::end(kMetadataSizes), size) ==
+        std::end(kMetadataSizes)) {
+        throw UsageError(what + ": metadata size must be 8, 16, 32 or 64, got " +
+                         std::string(metadata));
+    }
+    ns.metadata_size = static_cast<std::uint32_t>(size);
+}
+
+// The words after the LBA: a PI type, where the PI sits, its guard.
+void parse_protection_options(std::span<const std::string_view> options, const std::string& what,
+                              NamespaceConfig& ns) {
+    if (options.empty()) {
+        return;
+    }
+    if (ns.metadata_size == 0) {
+        throw UsageError(what + ": " + quoted(options[0]) +
+                         " needs metadata: give the LBA as DATA+MD (e.g. 512+8)");
+    }
+    bool first = false;
+    bool guard64 = false;
+    for (const std::string_view option : options) {
+        const auto* pi = std::find_if(std::begin(kPiTypeNames), std::end(kPiTypeNames),
+                                      [&](const PiTypeName& p) { return p.name == option; });
+        bool* flag = option == kPiFirstOption   ? &first
+                     : option == kGuard64Option ? &guard64
+                                                : nullptr;
+        if (pi != std::end(kPiTypeNames)) {
+            if (ns.pi_type != wire::PiType::none) {
+                throw UsageError(what + ": more than one PI type (pi1, pi2, pi3)");
+            }
+            ns.pi_type = pi->type;
+        } else if (flag != nullptr) {
+            if (*flag) {
+                throw UsageError(what + ": " + quoted(option) + " is given twice");
+            }
+            *flag = true;
+        } else {
+            throw UsageError(what + ": unknown option " + quoted(option) +
+                             " (expected pi1, pi2, pi3, first or guard64)");
+        }
+    }
+    if ((first || guard64) && ns.pi_type == wire::PiType::none) {
+        throw UsageError(what + ": " + (first ? "first" : "guard64") +
+                         " needs a PI type (pi1, pi2 or pi3)");
+    }
+    ns.pi_first = first;
+    ns.pi_guard = guard64 ? wire::PiGuard::crc64 : wire::PiGuard::crc16;
+    if (ns.block_format().pi_bytes() > ns.metadata_size) {
+        throw UsageError(what + ": guard64 needs 16 bytes of PI, more than the " +
+                         std::to_string(ns.metadata_size) + " bytes of metadata");
+    }
+}
+
 NamespaceConfig parse_namespace(std::string_view spec) {
     const std::string what = "--namespace " + std::string(spec);
     NamespaceConfig ns;
-    std::string_view rest;
     if (spec.starts_with("ram:")) {
         ns.backing = NamespaceConfig::Backing::ram;
-        rest = spec.substr(4);
-        const auto colon = rest.find(':');
-        ns.size_bytes = parse_size(rest.substr(0, colon), what);
-        if (colon != std::string_view::npos) {
-            ns.lba_size = parse_lba_size(rest.substr(colon + 1), what);
+        const std::vector<std::string_view> parts = split_all(spec.substr(4), ':');
+        ns.size_bytes = parse_size(parts[0], what);
+        if (parts.size() > 1) {
+            parse_block_format(parts[1], what, ns);
+            parse_protection_options(std::span(parts).subspan(2), what, ns);
         }
         if (ns.size_bytes < ns.lba_size || ns.size_bytes % ns.lba_size != 0) {
             throw UsageError(what + ": size must be a non-zero multiple of the LBA size " +
@@ -175,16 +291,38 @@ NamespaceConfig parse_namespace(std::string_view spec) {
         }
     } else if (spec.starts_with("file:")) {
         ns.backing = NamespaceConfig::Backing::file;
-        rest = spec.substr(5);
-        const auto colon = rest.rfind(':');
-        if (colon != std::string_view::npos && is_lba_text(rest.substr(colon + 1))) {
-            ns.lba_size = parse_lba_size(rest.substr(colon + 1), what);
-            rest = rest.substr(0, colon);
+        // The path may hold colons: the LBA is the last part that is one
+        // ("512", "4096") or, when protection options follow it, the last
+        // "DATA+MD" part.
+        const std::vector<std::string_view> parts = split_all(spec.substr(5), ':');
+        std::size_t lba_at = 0;  // 0: the whole text is the path
+        for (std::size_t i = parts.size(); i-- > 1;) {
+            if (is_extended_lba_text(parts[i])) {
+                lba_at = i;
+                break;
+            }
         }
-        if (rest.empty()) {
+        if (lba_at == 0 && parts.size() > 1) {
+            if (is_lba_text(parts.back())) {
+                lba_at = parts.size() - 1;
+            } else if (is_protection_option(parts.back())) {
+                throw UsageError(what + ": " + quoted(parts.back()) +
+                                 " needs metadata: give the LBA as DATA+MD (e.g. 512+8)");
+            }
+        }
+        std::string_view path = spec.substr(5);
+        if (lba_at != 0) {
+            parse_block_format(parts[lba_at], what, ns);
+            parse_protection_options(std::span(parts).subspan(lba_at + 1), what, ns);
+            path = std::string_view(
+                parts[0].data(),
+                static_cast<std::size_t>(parts[lba_at - 1].data() + parts[lba_at - 1].size() -
+                                         parts[0].data()));
+        }
+        if (path.empty()) {
             throw UsageError(what + ": the file path is empty");
         }
-        ns.path = std::string(rest);
+        ns.path = std::string(path);
     } else {
         throw UsageError(what + ": expected ram:SIZE[:LBA] or file:PATH[:LBA]");
     }
@@ -338,6 +476,11 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
             throw UsageError(what + ": FIRST is above LAST");
         }
         faults.fail_lba.push_back(fault);
+    } else if (name == "corrupt-guard" || name == "corrupt-apptag" || name == "corrupt-reftag") {
+        const wire::PiCheck field = name == "corrupt-guard"    ? wire::PiCheck::guard
+                                    : name == "corrupt-apptag" ? wire::PiCheck::apptag
+                                                               : wire::PiCheck::reftag;
+        faults.corrupt_pi.push_back({field, parse_number(value, what, max64)});
     } else if (name == "drop-after") {
         faults.drop_after = parse_number(value, what, max64);
     } else if (name == "delay-ms") {

@@ -12,6 +12,7 @@
 
 #include "auth/dhchap_crypto.hpp"
 #include "nvmeof/wire/ana.hpp"
+#include "nvmeof/wire/protection.hpp"
 #include "nvmeof/wire/status.hpp"
 
 namespace nvmeof::target {
@@ -29,9 +30,25 @@ inline constexpr std::uint32_t kDefaultLbaSize = 512;
 struct NamespaceConfig {
     enum class Backing : std::uint8_t { ram, file };
     Backing backing = Backing::ram;
-    std::uint64_t size_bytes = 0;  // RAM size, or the size of a file created anew (0: unknown)
-    std::string path;              // file backing only
+    // Data capacity (blocks × lba_size) of RAM, or of a file created anew (0: unknown); the
+    // store holds each block's metadata too.
+    std::uint64_t size_bytes = 0;
+    std::string path;  // file backing only
     std::uint32_t lba_size = kDefaultLbaSize;
+    // Metadata interleaved after each block's data (an extended LBA), and the end-to-end
+    // protection information in it.
+    std::uint32_t metadata_size = 0;
+    wire::PiType pi_type = wire::PiType::none;
+    wire::PiGuard pi_guard = wire::PiGuard::crc16;
+    bool pi_first = false;
+
+    wire::BlockFormat block_format() const {
+        return {lba_size, metadata_size, pi_type, pi_guard, pi_first};
+    }
+    // Bytes the backing store holds for size_bytes of data.
+    std::uint64_t store_bytes() const {
+        return size_bytes / lba_size * block_format().extended_bytes();
+    }
 };
 
 struct SubsystemConfig {
@@ -68,11 +85,19 @@ struct FailLbaFault {
     wire::Status status;
 };
 
+// corrupt-guard/-apptag/-reftag=LBA: every write that stores block LBA of a
+// namespace with protection information stores it with that PI field altered.
+struct CorruptPiFault {
+    wire::PiCheck field = wire::PiCheck::guard;
+    std::uint64_t lba = 0;
+};
+
 struct FaultConfig {
     std::optional<std::uint16_t> reject_connect;  // NVMe/RDMA CM reject STS
     std::optional<wire::Status> connect_status;
     std::vector<FailIoFault> fail_io;
     std::vector<FailLbaFault> fail_lba;
+    std::vector<CorruptPiFault> corrupt_pi;
     std::optional<std::uint64_t> drop_after;
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;

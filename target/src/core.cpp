@@ -52,9 +52,9 @@ CommandCore::CommandCore(const TargetConfig& config, Stats& stats)
         for (const auto& nc : sc.namespaces) {
             Namespace ns;
             ns.nsid = static_cast<std::uint32_t>(subsystem->namespaces.size() + 1);
-            ns.lba_size = nc.lba_size;
+            ns.format = nc.block_format();
             ns.storage = open_storage(nc);
-            ns.blocks = ns.storage->size_bytes() / ns.lba_size;
+            ns.blocks = ns.storage->size_bytes() / ns.format.extended_bytes();
             subsystem->namespaces.push_back(std::move(ns));
         }
         subsystems_.push_back(std::move(subsystem));

@@ -22,6 +22,7 @@
 #include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/fabrics.hpp"
+#include "nvmeof/wire/protection.hpp"
 #include "nvmeof/wire/status.hpp"
 #include "stats.hpp"
 #include "storage.hpp"
@@ -32,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Namespace {
     std::uint32_t nsid = 0;
-    std::uint32_t lba_size = kDefaultLbaSize;
+    wire::BlockFormat format;  // each block's data, then its metadata, in the store
     std::uint64_t blocks = 0;
     std::unique_ptr<Storage> storage;
 };
@@ -181,6 +182,14 @@ class CommandCore {
     Completion execute_get_log_page(Controller& ctrl, const wire::Sqe& sqe,
                                     std::span<std::uint8_t> data);
     Completion execute_io(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);
+    // io_protection.cpp: Read, Write and Write Zeroes of a namespace with
+    // protection information.
+    Completion read_protected(Namespace& ns, const wire::Sqe& sqe, std::span<std::uint8_t> data);
+    Completion write_protected(Namespace& ns, const wire::Sqe& sqe, std::span<std::uint8_t> data);
+    Completion write_zeroes_protected(Namespace& ns, const wire::Sqe& sqe);
+    // Applies the corrupt-* faults to `blocks`, extended blocks from `slba` about to be stored.
+    void corrupt_protection(const Namespace& ns, const wire::Sqe& sqe, std::uint64_t slba,
+                            std::span<std::byte> blocks);
 
     std::uint16_t allocate_cntlid();
     std::uint32_t effective_kato_ms(const Controller& ctrl, std::uint32_t requested) const;
@@ -193,6 +202,9 @@ class CommandCore {
     std::map<std::uint16_t, Controller> controllers_;
     std::uint16_t next_cntlid_ = 1;
     std::uint64_t io_commands_seen_ = 0;
+    // Extended blocks built or read for a command whose data crosses the wire
+    // without its PI (PRACT); kept to spare an allocation per command.
+    std::vector<std::byte> pi_scratch_;
     std::vector<wire::AnaState> ana_states_;  // by port index
     std::uint64_t ana_change_count_ = 1;
     std::string listen_address_ = "127.0.0.1";

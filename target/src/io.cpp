@@ -1,5 +1,6 @@
 // CommandCore: NVM I/O commands (Read, Write, Flush, Write Zeroes, Dataset
-// Management) and the I/O faults.
+// Management) and the I/O faults; io_protection.cpp runs those of namespaces
+// with protection information.
 #include <cstdio>
 #include <cstring>
 
@@ -20,6 +21,8 @@ bool range_ok(const Namespace& ns, std::uint64_t slba, std::uint64_t blocks) {
     return slba <= ns.blocks && blocks <= ns.blocks - slba;
 }
 
+}  // namespace
+
 Completion storage_status(int error) {
     if (error == 0) {
         return Completion{};
@@ -27,8 +30,6 @@ Completion storage_status(int error) {
     std::fprintf(stderr, "nvmeof-target: storage error: %s\n", std::strerror(error));
     return Completion{Status::generic(GenericStatus::internal_error, true)};
 }
-
-}  // namespace
 
 DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sqe,
                               std::size_t in_capsule_bytes) {
@@ -61,14 +62,16 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
     }
     std::uint64_t slba = 0;
     std::uint64_t blocks = 0;
+    std::uint64_t transfer_bytes = 0;
     switch (opcode) {
         case IoOpcode::read:
         case IoOpcode::write:
             slba = wire::command_slba(sqe);
             blocks = wire::command_block_count(sqe);
+            transfer_bytes = blocks * ns->format.transfer_block_bytes(pract_of(*ns, sqe));
             plan.direction = wire::direction_of(sqe.opcode);
             plan.length = static_cast<std::uint32_t>(
-                std::min<std::uint64_t>(blocks * ns->lba_size, wire::kMaxKeyedSglLength + 1ull));
+                std::min<std::uint64_t>(transfer_bytes, wire::kMaxKeyedSglLength + 1ull));
             break;
         case IoOpcode::write_zeroes:
             slba = wire::command_slba(sqe);
@@ -86,11 +89,18 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
     if (!check_data_pointer(queue, sqe, in_capsule_bytes, plan)) {
         return plan;
     }
-    if (is_rw && blocks * ns->lba_size > config_.limits.max_transfer_bytes()) {
+    // MDTS counts the metadata interleaved with the data (NVMe Base, MDTS).
+    if (is_rw && transfer_bytes > config_.limits.max_transfer_bytes()) {
         return failed_plan(GenericStatus::invalid_field);  // MDTS exceeded
     }
     if ((is_rw || opcode == IoOpcode::write_zeroes) && !range_ok(*ns, slba, blocks)) {
         return failed_plan(GenericStatus::lba_out_of_range);
+    }
+    if (is_rw || opcode == IoOpcode::write_zeroes) {
+        plan.status = check_protection_fields(*ns, sqe);
+        if (!plan.status.ok()) {
+            return plan;
+        }
     }
     if (opcode == IoOpcode::write && plan.source == DataSource::in_capsule) {
         ++stats_.in_capsule_writes;
@@ -140,10 +150,13 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
     if (ns == nullptr) {
         return Completion{Status::generic(GenericStatus::invalid_namespace_or_format, true)};
     }
-    const std::uint64_t offset = wire::command_slba(sqe) * ns->lba_size;
+    const std::uint32_t block_bytes = ns->format.extended_bytes();
+    const std::uint64_t offset = wire::command_slba(sqe) * block_bytes;
+    const bool protection = ns->format.pi_type != wire::PiType::none;
     switch (opcode) {
         case IoOpcode::read: {
-            Completion done = storage_status(ns->storage->read(offset, data));
+            Completion done = protection ? read_protected(*ns, sqe, data)
+                                         : storage_status(ns->storage->read(offset, data));
             if (done.status.ok()) {
                 done.data_length = static_cast<std::uint32_t>(data.size());
                 stats_.bytes_read += data.size();
@@ -154,7 +167,8 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
             return done;
         }
         case IoOpcode::write: {
-            Completion done = storage_status(ns->storage->write(offset, data));
+            Completion done = protection ? write_protected(*ns, sqe, data)
+                                         : storage_status(ns->storage->write(offset, data));
             if (done.status.ok()) {
                 stats_.bytes_written += data.size();
                 NamespaceStats& counters = stats_.of_namespace(subsystem.nqn, sqe.nsid);
@@ -166,8 +180,11 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
         case IoOpcode::flush:
             return storage_status(ns->storage->flush());
         case IoOpcode::write_zeroes:
+            if (protection) {
+                return write_zeroes_protected(*ns, sqe);
+            }
             return storage_status(ns->storage->write_zeroes(
-                offset, std::uint64_t{wire::command_block_count(sqe)} * ns->lba_size));
+                offset, std::uint64_t{wire::command_block_count(sqe)} * block_bytes));
         case IoOpcode::dataset_management: {
             if ((sqe.cdw11 & wire::kDsmAttributeDeallocate) == 0) {
                 return Completion{};  // hints only
@@ -180,11 +197,12 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
                     return Completion{Status::generic(GenericStatus::lba_out_of_range, true)};
                 }
             }
-            // Deallocated blocks read back as zeroes.
+            // Deallocated blocks read back as zeroes (with PI: as never written,
+            // see read_protected).
             for (const auto& range : ranges) {
                 if (const int error = ns->storage->write_zeroes(
-                        range.slba * ns->lba_size,
-                        std::uint64_t{range.length_blocks} * ns->lba_size)) {
+                        range.slba * block_bytes,
+                        std::uint64_t{range.length_blocks} * block_bytes)) {
                     return storage_status(error);
                 }
             }

@@ -194,17 +194,17 @@ std::unique_ptr<Storage> open_file(const NamespaceConfig& config) {
         const off_t end = lseek(fd, 0, SEEK_END);
         size = end > 0 ? static_cast<std::uint64_t>(end) : 0;
     } else if (!exists || static_cast<std::uint64_t>(st.st_size) == 0) {
-        if (ftruncate(fd, static_cast<off_t>(config.size_bytes)) != 0) {
+        if (ftruncate(fd, static_cast<off_t>(config.store_bytes())) != 0) {
             const int error = errno;
             close(fd);
             errno = error;
             fail("sizing namespace file " + config.path);
         }
-        size = config.size_bytes;
+        size = config.store_bytes();
     } else {
         size = static_cast<std::uint64_t>(st.st_size);
     }
-    size -= size % config.lba_size;
+    size -= size % config.block_format().extended_bytes();
     if (size == 0) {
         close(fd);
         throw UsageError("--namespace file:" + config.path + ": smaller than one block");
@@ -216,7 +216,7 @@ std::unique_ptr<Storage> open_file(const NamespaceConfig& config) {
 
 std::unique_ptr<Storage> open_storage(const NamespaceConfig& config) {
     if (config.backing == NamespaceConfig::Backing::ram) {
-        return std::make_unique<RamStorage>(config.size_bytes);
+        return std::make_unique<RamStorage>(config.store_bytes());
     }
     return open_file(config);
 }

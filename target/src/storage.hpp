@@ -22,7 +22,8 @@ class Storage {
     virtual int flush() = 0;
 };
 
-// Opens the backing of one namespace. Throws std::system_error when a file
+// Opens the backing of one namespace: every block's data followed by its
+// metadata (config.store_bytes() for a new one). Throws std::system_error when a file
 // cannot be opened or created, and UsageError when a new file has no size.
 std::unique_ptr<Storage> open_storage(const NamespaceConfig& config);
 

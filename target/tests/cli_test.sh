@@ -16,7 +16,8 @@ fail() {
 grep -q '^Usage: nvmeof-target' "$work/out" || fail "--help lacks the usage line"
 for option in --listen --port --subsystem --namespace --size --allow-host --mdts --mqes --maxcmd \
     --crqsize --ioccsz --max-io-queues --kas --fault --stats reject-connect connect-status \
-    fail-io fail-lba drop-after delay-ms stop-answering-after ignore-io outage-after port-down-after; do
+    fail-io fail-lba drop-after delay-ms stop-answering-after ignore-io outage-after port-down-after \
+    corrupt-guard corrupt-apptag corrupt-reftag pi1 guard64; do
     grep -q -- "$option" "$work/out" || fail "--help does not document $option"
 done
 
@@ -35,6 +36,11 @@ bad_run "--subsystem"
 bad_run "--bogus" --bogus
 bad_run "--port" --port 99999 --subsystem nqn.a
 bad_run "LBA" --subsystem nqn.a --namespace ram:1M:1000
+bad_run "metadata size must be 8, 16, 32 or 64" --subsystem nqn.a --namespace ram:1M:512+7
+bad_run "needs metadata" --subsystem nqn.a --namespace ram:1M:512:pi1
+bad_run "guard64 needs 16 bytes of PI" --subsystem nqn.a --namespace ram:1M:512+8:pi1:guard64
+bad_run "unknown option" --subsystem nqn.a --namespace "file:$work/pi.img:512+8:pi5"
+bad_run "corrupt-guard" --subsystem nqn.a --fault corrupt-guard=x
 bad_run "reject-connect" --subsystem nqn.a --fault reject-connect=x
 bad_run "does not exist" --subsystem nqn.a --namespace "file:$work/missing.img"
 bad_run "memory available" --subsystem nqn.a --namespace ram:1048576G

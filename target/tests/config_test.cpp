@@ -179,6 +179,87 @@ TEST(Config, Errors) {
               std::string::npos);
 }
 
+TEST(Config, NamespacesWithMetadataAndProtection) {
+    const TargetConfig c =
+        parse({"--subsystem", "nqn.a", "--namespace", "ram:64M:512+8:pi1", "--namespace",
+               "ram:64M:4096+64:pi1:guard64", "--namespace", "ram:16M:512+16", "--namespace",
+               "ram:1M:512+16:first:pi2", "--namespace", "ram:1M:4096+16:pi3:guard64:first",
+               "--size", "4M", "--namespace", "file:/tmp/a:b.img:512+32:pi3", "--namespace",
+               "file:/tmp/c.img:4096"});
+    const auto& ns = c.subsystems[0].namespaces;
+    ASSERT_EQ(ns.size(), 7u);
+    EXPECT_EQ(ns[0].size_bytes, 64u << 20);
+    EXPECT_EQ(ns[0].lba_size, 512u);
+    EXPECT_EQ(ns[0].metadata_size, 8u);
+    EXPECT_EQ(ns[0].pi_type, wire::PiType::type1);
+    EXPECT_EQ(ns[0].pi_guard, wire::PiGuard::crc16);
+    EXPECT_FALSE(ns[0].pi_first);
+    EXPECT_EQ(ns[0].store_bytes(), (64u << 20) / 512 * 520);
+    EXPECT_EQ(ns[1].lba_size, 4096u);
+    EXPECT_EQ(ns[1].metadata_size, 64u);
+    EXPECT_EQ(ns[1].pi_guard, wire::PiGuard::crc64);
+    EXPECT_EQ(ns[1].block_format().pi_bytes(), wire::kPi64Bytes);
+    EXPECT_EQ(ns[2].metadata_size, 16u);
+    EXPECT_EQ(ns[2].pi_type, wire::PiType::none);
+    EXPECT_EQ(ns[3].pi_type, wire::PiType::type2);
+    EXPECT_TRUE(ns[3].pi_first);
+    EXPECT_EQ(ns[4].pi_type, wire::PiType::type3);
+    EXPECT_EQ(ns[4].pi_guard, wire::PiGuard::crc64);
+    EXPECT_TRUE(ns[4].pi_first);
+    EXPECT_EQ(ns[5].path, "/tmp/a:b.img");
+    EXPECT_EQ(ns[5].metadata_size, 32u);
+    EXPECT_EQ(ns[5].pi_type, wire::PiType::type3);
+    EXPECT_EQ(ns[5].size_bytes, 4u << 20);
+    EXPECT_EQ(ns[6].path, "/tmp/c.img");
+    EXPECT_EQ(ns[6].lba_size, 4096u);
+    EXPECT_EQ(ns[6].metadata_size, 0u);
+}
+
+TEST(Config, NamespaceProtectionErrors) {
+    const auto error = [](std::string_view spec) {
+        return error_of({"--subsystem", "nqn.a", "--namespace", spec});
+    };
+    EXPECT_NE(error("ram:1M:512+7").find("metadata size must be 8, 16, 32 or 64, got 7"),
+              std::string::npos);
+    EXPECT_NE(error("ram:1M:512+128").find("metadata size"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+0").find("metadata size"), std::string::npos);
+    EXPECT_NE(error("ram:1M:1024+8").find("512 or 4096"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+x").find("not a number"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512:pi1").find("\"pi1\" needs metadata"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi4").find("unknown option \"pi4\""), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi1:pi2").find("more than one PI type"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi1:first:first").find("\"first\" is given twice"),
+              std::string::npos);
+    EXPECT_NE(error("ram:1M:512+16:first").find("first needs a PI type"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+16:guard64").find("guard64 needs a PI type"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi1:guard64").find("guard64 needs 16 bytes of PI"),
+              std::string::npos);
+    EXPECT_NE(error("ram:1000:512+8").find("multiple"), std::string::npos);
+    EXPECT_NE(error("file:/tmp/x:512+8:pi9").find("unknown option \"pi9\""), std::string::npos);
+    EXPECT_NE(error("file:/tmp/x:4096:pi1").find("needs metadata"), std::string::npos);
+    EXPECT_NE(error("file::512+8:pi1").find("path is empty"), std::string::npos);
+    // Each mistake is one line naming the spec.
+    EXPECT_EQ(error("ram:1M:512+8:pi1:guard64").find('\n'), std::string::npos);
+    EXPECT_EQ(error("ram:1M:512+8:pi1:guard64").rfind("--namespace ram:1M:512+8:pi1:guard64", 0),
+              0u);
+}
+
+TEST(Config, CorruptProtectionFaults) {
+    const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "corrupt-guard=7", "--fault",
+                                  "corrupt-apptag=0x10", "--fault=corrupt-reftag=9"});
+    ASSERT_EQ(c.faults.corrupt_pi.size(), 3u);
+    EXPECT_EQ(c.faults.corrupt_pi[0].field, wire::PiCheck::guard);
+    EXPECT_EQ(c.faults.corrupt_pi[0].lba, 7u);
+    EXPECT_EQ(c.faults.corrupt_pi[1].field, wire::PiCheck::apptag);
+    EXPECT_EQ(c.faults.corrupt_pi[1].lba, 16u);
+    EXPECT_EQ(c.faults.corrupt_pi[2].field, wire::PiCheck::reftag);
+    EXPECT_EQ(c.faults.corrupt_pi[2].lba, 9u);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "corrupt-guard=x"}).find("not a number"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "corrupt-reftag"}).find("NAME=VALUE"),
+              std::string::npos);
+}
+
 TEST(Config, DhchapKeys) {
     const std::string key = auth::format_secret({1, wire::Bytes(32, 7)});
     const std::string ctrl_key = auth::format_secret({0, wire::Bytes(48, 9)});

@@ -344,9 +344,12 @@ TEST(Identify, SglChecks) {
     EXPECT_EQ(std::count(cns6.data.begin(), cns6.data.end(), 0), 4096);
     sqe.cdw11 = 2u << 24;  // CSI 2 (zoned)
     EXPECT_EQ(h.run(q, sqe).status(), generic(GenericStatus::invalid_field));
-    sqe.cdw11 = 0;
-    sqe.cdw10 = 0x05;  // CNS 5
+    sqe.cdw10 = 0x05;  // CNS 5 of CSI 2: only the NVM command set's (core_protection_test)
+    sqe.nsid = 1;
     sqe.dptr = CoreHarness::keyed(4096);
+    EXPECT_EQ(h.run(q, sqe).status(), generic(GenericStatus::invalid_field));
+    sqe.cdw10 = 0x04;  // CNS 4: not served
+    sqe.cdw11 = 0;
     EXPECT_EQ(h.run(q, sqe).status(), generic(GenericStatus::invalid_field));
 }
 
