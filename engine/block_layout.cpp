@@ -73,21 +73,22 @@ FileLayout choose_layout(const BlockFormat& format, const ProtectionOptions& opt
         l.layout = BufferLayout::data_only;
         l.block_bytes = data;
     } else {
-        const std::string sizes =
-            " (" + format_name(format) + "): a multiple of " + std::to_string(l.wire_block_bytes) +
-            " bytes (each block's data and metadata, interleaved) or of " + std::to_string(data) +
-            " bytes (data only; the engine adds the metadata)";
+        const std::string ns = std::string(where) + " (" + format_name(format) + ")";
+        const std::string sizes = "a multiple of " + std::to_string(l.wire_block_bytes) +
+                                  " bytes (each block's data and metadata, interleaved) or of " +
+                                  std::to_string(data) +
+                                  " bytes (data only; the engine adds the metadata)";
         for (const std::uint64_t bs : block_sizes) {
             if (bs % l.wire_block_bytes != 0 && bs % data != 0) {
-                throw SpecError("block size " + std::to_string(bs) + " fits no layout of " +
-                                std::string(where) + sizes);
+                throw SpecError("block size " + std::to_string(bs) + " fits no layout of " + ns +
+                                ": " + sizes);
             }
         }
         // Each fits one layout, but not all the same one.
         throw SpecError("block sizes " + std::to_string(first_misfit(block_sizes, data)) + " and " +
                         std::to_string(first_misfit(block_sizes, l.wire_block_bytes)) +
-                        " need different layouts of " + std::string(where) +
-                        "; every block size must be" + sizes);
+                        " need different layouts of " + ns + ": the job's block sizes must all be " +
+                        sizes);
     }
     return l;
 }
