@@ -52,7 +52,8 @@ FileLayout file_layout(const thread_data* td, const EngineOptions& options, cons
                         std::string(layout_name(layout.layout)) + " layout" +
                         (layout.generate ? " with pi_act=0" : "") +
                         " needs the host to touch each I/O's bytes, which it cannot in GPU "
-                        "memory (pi_act=1 with a bs that is a multiple of " +
+                        "memory (" + (layout.pi_options_apply ? "pi_act=1 with " : "") +
+                        "a bs that is a multiple of " +
                         std::to_string(format.transfer_block_bytes(true)) + " can)");
     }
     return layout;
