@@ -2,8 +2,6 @@
 // extern "C" trampolines. No exception crosses into fio: each hook catches,
 // logs one line through fio's logging and returns fio's error convention.
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,6 +26,7 @@
 #include "job.hpp"
 #include "job_facts.hpp"
 #include "output.hpp"
+#include "probe.hpp"
 
 #ifndef FIO_EXPECTED_VERSION
 #error "FIO_EXPECTED_VERSION must name the fio release the headers come from"
@@ -38,7 +37,6 @@ namespace {
 
 constexpr unsigned int kDefaultConnectTimeoutMs = 30000;
 constexpr unsigned int kDefaultIoTimeoutMs = 30000;
-constexpr std::uint16_t kProbeQueueDepth = 2;  // setup() only reads the geometry
 
 // fio refuses an empty value for string options it stores itself
 // (FIO_OPT_STR_STORE), but the job files pass ${NVMEOF_TRSVCID} and friends,
@@ -185,6 +183,22 @@ fio_option engine_options[] = {
                        "data in the command (no RDMA READ round trip); 0: every write is fetched "
                        "by the target",
                        "1"),
+    // End-to-end protection, as SPDK's plugin names it; text, checked in setup().
+    NVMEOF_STRING_OPTION("pi_act", pi_act,
+                         "Protection information action (PRACT) on namespaces with PI: 1: the "
+                         "controller inserts and strips it; 0: the host generates it on writes "
+                         "and checks it on reads (default 1)"),
+    NVMEOF_STRING_OPTION("pi_chk", pi_chk,
+                         "Protection information checks (PRCHK): any of GUARD, REFTAG, APPTAG "
+                         "joined by ',' or '|' (default none)"),
+    NVMEOF_STRING_OPTION("apptag", apptag,
+                         "Application tag of the protection information, 16 bits (default "
+                         "0x1234)"),
+    NVMEOF_STRING_OPTION("apptag_mask", apptag_mask,
+                         "Bits of the application tag that are checked (default 0xffff)"),
+    NVMEOF_STRING_OPTION("md_per_io_size", md_per_io_size,
+                         "SPDK's separate metadata buffer per I/O, in bytes (default 4096): "
+                         "checked, no effect (over NVMe-oF metadata travels interleaved)"),
     NVMEOF_IGNORED_OPTION(0),  NVMEOF_IGNORED_OPTION(1),  NVMEOF_IGNORED_OPTION(2),
     NVMEOF_IGNORED_OPTION(3),  NVMEOF_IGNORED_OPTION(4),  NVMEOF_IGNORED_OPTION(5),
     NVMEOF_IGNORED_OPTION(6),  NVMEOF_IGNORED_OPTION(7),  NVMEOF_IGNORED_OPTION(8),
@@ -192,12 +206,10 @@ fio_option engine_options[] = {
     NVMEOF_IGNORED_OPTION(12), NVMEOF_IGNORED_OPTION(13), NVMEOF_IGNORED_OPTION(14),
     NVMEOF_IGNORED_OPTION(15), NVMEOF_IGNORED_OPTION(16), NVMEOF_IGNORED_OPTION(17),
     NVMEOF_IGNORED_OPTION(18), NVMEOF_IGNORED_OPTION(19), NVMEOF_IGNORED_OPTION(20),
-    NVMEOF_IGNORED_OPTION(21), NVMEOF_IGNORED_OPTION(22), NVMEOF_IGNORED_OPTION(23),
-    NVMEOF_IGNORED_OPTION(24), NVMEOF_IGNORED_OPTION(25), NVMEOF_IGNORED_OPTION(26),
-    NVMEOF_IGNORED_OPTION(27),
+    NVMEOF_IGNORED_OPTION(21), NVMEOF_IGNORED_OPTION(22),
     fio_option{.name = nullptr},
 };
-static_assert(kSpdkIgnoredOptions.size() == 28, "one NVMEOF_IGNORED_OPTION per ignored name");
+static_assert(kSpdkIgnoredOptions.size() == 23, "one NVMEOF_IGNORED_OPTION per ignored name");
 static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
               "keep the option defaults above in step");
 
@@ -225,34 +237,6 @@ Job* job_of(thread_data* td) { return static_cast<Job*>(td->io_ops_data); }
 
 void report(thread_data* td, const char* hook, const std::exception& error) {
     log_err("nvmeof: %s: %s: %s\n", td->o.name, hook, error.what());
-}
-
-// A failure of run_rdma_work's child: its one line and its errno, rebuilt in
-// the parent.
-class ProbeError : public std::runtime_error {
-public:
-    ProbeError(int number, const std::string& what) : std::runtime_error(what), number_(number) {}
-    int error_number() const { return number_; }
-
-private:
-    int number_;
-};
-
-// The errno of a job's failure, for fio's job error.
-int error_number(const std::exception& error) {
-    if (const auto* e = dynamic_cast<const ProbeError*>(&error)) {
-        return e->error_number();
-    }
-    if (const auto* e = dynamic_cast<const ConnectError*>(&error)) {
-        return e->error_number();
-    }
-    if (const auto* e = dynamic_cast<const TransportError*>(&error)) {
-        return e->sys_errno() != 0 ? e->sys_errno() : EIO;
-    }
-    if (dynamic_cast<const std::invalid_argument*>(&error) != nullptr) {
-        return EINVAL;  // SpecError, InvalidArgument: a bad option or filename
-    }
-    return EIO;
 }
 
 // A setup, init or buffer hook failed: the line, and the job's error. fio
@@ -286,150 +270,6 @@ std::vector<TargetSpec> specs_of(thread_data* td) {
         specs.push_back(spec_of(td, nullptr));
     }
     return specs;
-}
-
-// Files one job may name: the probe's reply to fio's parent is a fixed-size record.
-constexpr std::size_t kMaxFilesPerJob = 256;
-
-// What setup() learns from the targets.
-struct Probe {
-    unsigned int file_count;
-    unsigned long long file_size[kMaxFilesPerJob];  // per file, in fio's file order
-    unsigned int pieces_per_io_u;                   // commands per largest I/O, most of any file
-};
-
-// Connect to each distinct controller once, read every file's namespace,
-// check the block sizes and the options that depend on the controller,
-// disconnect.
-Probe probe(thread_data* td) {
-    const std::vector<TargetSpec> specs = specs_of(td);
-    if (specs.size() > kMaxFilesPerJob) {
-        throw SpecError("filename: " + std::to_string(specs.size()) + " files; at most " +
-                        std::to_string(kMaxFilesPerJob) + " per job");
-    }
-    const EngineOptions& options = options_of(td);
-    Probe result{};
-    result.file_count = static_cast<unsigned int>(specs.size());
-    result.pieces_per_io_u = 1;
-    std::vector<std::pair<std::string, Controller>> controllers;
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-        const TargetSpec& spec = specs[i];
-        const std::string key = controller_key(spec);
-        auto it = std::find_if(controllers.begin(), controllers.end(),
-                               [&](const auto& c) { return c.first == key; });
-        if (it == controllers.end()) {
-            controllers.emplace_back(
-                key, Controller::connect(controller_options(spec, options, kProbeQueueDepth)));
-            it = controllers.end() - 1;  // keep_alive_ms against KAS: the core's connect refuses it
-        }
-        Controller& controller = it->second;
-        Namespace ns = controller.namespace_at(spec.nsid);
-        for (int d = DDIR_READ; d < DDIR_RWDIR_CNT; ++d) {
-            for (unsigned long long bs : {td->o.min_bs[d], td->o.max_bs[d]}) {
-                if (bs % ns.lba_size() != 0) {
-                    throw SpecError("block size " + std::to_string(bs) +
-                                    " is not a multiple of the " + std::to_string(ns.lba_size()) +
-                                    "-byte LBA size of namespace " + std::to_string(spec.nsid) +
-                                    " of " + spec.subsystem_nqn);
-                }
-            }
-        }
-        result.file_size[i] = ns.info().size_bytes();
-        const std::uint64_t per_command = controller.limits().max_transfer_bytes;
-        const auto pieces = static_cast<unsigned int>(
-            per_command == 0 ? 1 : (td_max_bs(td) + per_command - 1) / per_command);
-        result.pieces_per_io_u = std::max(result.pieces_per_io_u, pieces);
-    }
-    for (auto& c : controllers) {
-        c.second.close();
-    }
-    return result;
-}
-
-// Runs `work`, which touches RDMA, and returns what it returned; its error
-// comes back as the exception's one line. With process jobs it runs in a
-// short-lived child: a real RDMA device must never be touched by fio's parent
-// then, because librdmacm keeps the device contexts it opened for the life of
-// the process, a forked job inherits them, and the kernel refuses every write()
-// on a uverbs file opened under other credentials (EACCES; fork gives the child
-// new creds), so the job's first ibv_post_send fails on rxe and other
-// write()-path providers. With thread jobs it runs here, and so it does with
-// create_serialize=0, where fio calls setup (and init) in the job itself.
-std::string run_rdma_work(thread_data* td, const std::function<std::string()>& work) {
-    if (td->o.use_thread || !td->o.create_serialize) {
-        return work();
-    }
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    }
-    const pid_t pid = fork();
-    if (pid < 0) {
-        const int e = errno;
-        ::close(fds[0]);
-        ::close(fds[1]);
-        throw std::runtime_error(std::string("fork: ") + std::strerror(e));
-    }
-    if (pid == 0) {
-        ::close(fds[0]);
-        std::string reply;
-        try {
-            reply = 'K' + work();
-        } catch (const std::exception& error) {
-            reply = "E" + std::to_string(error_number(error)) + " " + error.what();
-        }
-        std::size_t sent = 0;
-        while (sent < reply.size()) {
-            const ssize_t n = ::write(fds[1], reply.data() + sent, reply.size() - sent);
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n <= 0) {
-                _exit(1);
-            }
-            sent += static_cast<std::size_t>(n);
-        }
-        _exit(0);
-    }
-    ::close(fds[1]);
-    std::string reply;
-    char buffer[4096];
-    for (;;) {  // ends at EOF: the child wrote or died
-        const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        reply.append(buffer, static_cast<std::size_t>(n));
-    }
-    ::close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (reply.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        throw std::runtime_error("the probe process died (status " + std::to_string(status) + ")");
-    }
-    if (reply.front() == 'E') {  // "E<errno> <what>"
-        const std::size_t space = reply.find(' ');
-        throw ProbeError(std::atoi(reply.c_str() + 1), reply.substr(space + 1));
-    }
-    return reply.substr(1);
-}
-
-Probe probe_where_rdma_may_run(thread_data* td) {
-    const std::string bytes = run_rdma_work(td, [td] {
-        const Probe p = probe(td);
-        return std::string(reinterpret_cast<const char*>(&p), sizeof p);
-    });
-    Probe p{};
-    if (bytes.size() != sizeof p) {
-        throw std::runtime_error("the probe process sent " + std::to_string(bytes.size()) +
-                                 " bytes, not " + std::to_string(sizeof p));
-    }
-    std::memcpy(&p, bytes.data(), sizeof p);
-    return p;
 }
 
 // Says `line` once per fio run, however many jobs (numjobs) find the same.
@@ -542,6 +382,28 @@ void check_start_offsets(thread_data* td, const std::vector<TargetSpec>& specs) 
     }
 }
 
+// pi_act and pi_chk on a namespace without protection information do nothing
+// (as with SPDK's plugin): one note per namespace, once per run; md_per_io_size
+// never does anything over fabrics: one note when it is given.
+void note_protection_options(const thread_data* td, const ProtectionOptions& protection,
+                             const std::vector<TargetSpec>& specs, const Probe& p) {
+    const std::string job = "nvmeof: " + std::string(td->o.name) + ": ";
+    for (std::size_t i = 0; protection.pi_given && i < specs.size() && i < p.file_count; ++i) {
+        if (p.format[i].pi_type == PiType::none) {
+            say_once(job + "pi_act and pi_chk do not apply to namespace " +
+                         std::to_string(specs[i].nsid) + " of " + specs[i].subsystem_nqn + " (" +
+                         format_name(p.format[i]) + "): it has no protection information",
+                     say_note);
+        }
+    }
+    if (protection.md_per_io_size_given) {
+        say_once(job + "md_per_io_size=" + std::to_string(protection.md_per_io_size) +
+                     ": no effect: over NVMe-oF metadata travels interleaved with the data, never "
+                     "in a separate buffer",
+                 say_note);
+    }
+}
+
 // info_file is emptied once per fio run, by the first job's setup(), when
 // setup() runs in fio's parent before any job starts (create_serialize, the
 // default). Otherwise setup() runs in each job, and records are only appended.
@@ -577,19 +439,22 @@ int nvmeof_setup(thread_data* td) {
                                o.io_timeout_ms, o.reconnect_delay_ms, o.ctrl_loss_tmo_ms,
                                o.fast_io_fail_tmo_ms});
         check_dhchap_options(o.dhchap_secret, o.dhchap_ctrl_secret);
+        const ProtectionOptions protection = protection_options(o);
         use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
         if (o.spdk_ignored != 0) {
             say_note("nvmeof: %s: SPDK plugin option(s) with no effect on NVMe/RDMA, ignored: %s\n",
                      td->o.name, ignored_option_names(o.spdk_ignored).c_str());
         }
         start_info_file(td, o);
-        const Probe p = probe_where_rdma_may_run(td);
+        const std::vector<TargetSpec> specs = specs_of(td);
+        const Probe p = probe_where_rdma_may_run(td, specs, o);
         options_of(td).pieces_per_io_u = p.pieces_per_io_u;
         for (unsigned int i = 0; td->files != nullptr && i < td->o.nr_files; ++i) {
             td->files[i]->real_file_size = p.file_size[i];
             fio_file_set_size_known(td->files[i]);
         }
-        check_start_offsets(td, specs_of(td));
+        note_protection_options(td, protection, specs, p);
+        check_start_offsets(td, specs);
         return 0;
     } catch (const std::exception& error) {
         return fail_job(td, "setup", error);

@@ -88,6 +88,9 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     if (transfer.op == Op::flush) {
         return true;
     }
+    if (file.layout != nullptr) {
+        return build_protected_transfer(unit, file, controller, transfer);
+    }
     // Block sizes are powers of two: a mask and a shift, no division.
     const std::uint32_t lba_shift = file.ns.lba_shift();
     if (((unit->offset | unit->xfer_buflen) & file.lba_mask) != 0) {
@@ -259,8 +262,13 @@ void Job::finish_unusual(std::size_t first, std::size_t count) {
         auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
         if (!completion.status.ok()) {
             fail_unit(unit, completion.status);
-        } else if (gpu_verify_ && unit->ddir == DDIR_READ) {
+        } else if (unit->ddir != DDIR_READ) {
+            continue;
+        } else if (gpu_verify_) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
+        } else if (const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+                   file.layout != nullptr && file.layout->finishes_reads()) {
+            finish_protected_read(unit, file);
         }
     }
 }
@@ -312,7 +320,7 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
             const std::size_t n =
                 q.poll(std::span(completions_.data() + nr_events, max - nr_events), failed);
             if (n != 0) {
-                if (failed != 0 || gpu_verify_) [[unlikely]] {
+                if (failed != 0 || finish_every_) [[unlikely]] {
                     finish_unusual(nr_events, n);
                 }
                 nr_events += n;

@@ -17,6 +17,7 @@
 #include "nvmeof/memory.hpp"
 #include "nvmeof/namespace.hpp"
 #include "nvmeof/queue.hpp"
+#include "block_layout.hpp"
 #include "option_rules.hpp"
 #include "target_spec.hpp"
 // After the C++ headers: see fio_headers.hpp.
@@ -55,6 +56,12 @@ struct EngineOptions {
     char dhchap_secret[kOptionTextSize];       // "", DHHC-1 text or "@file"
     char dhchap_ctrl_secret[kOptionTextSize];  // same; set: bidirectional
     unsigned int in_capsule_writes;            // 1: small writes' data in the command (if allowed)
+    // End-to-end protection (SPDK's names), as text: parse_protection_options.
+    char pi_act[kOptionTextSize];
+    char pi_chk[kOptionTextSize];
+    char apptag[kOptionTextSize];
+    char apptag_mask[kOptionTextSize];
+    char md_per_io_size[kOptionTextSize];
     std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;
@@ -62,6 +69,14 @@ struct EngineOptions {
 };
 
 OptionValues option_values(const EngineOptions& options);
+// The protection options parsed; SpecError naming the option.
+ProtectionOptions protection_options(const EngineOptions& options);
+// How fio's buffer holds the blocks of the file `spec` names, a namespace of
+// `format`, for this job's block sizes (block_layout.hpp). SpecError when a
+// block size fits no layout, or when GPU buffers meet a layout whose bytes the
+// host must touch.
+FileLayout file_layout(const thread_data* td, const EngineOptions& options, const TargetSpec& spec,
+                       const BlockFormat& format);
 Options controller_options(const TargetSpec& spec, const EngineOptions& options,
                            std::uint16_t queue_depth);
 
@@ -78,8 +93,10 @@ struct ControllerSlot {
     bool keep_alive_failed = false;  // said once (or: gave up reconnecting)
 };
 
-// One fio file: a namespace on one of the job's controllers.
-struct FileSlot {
+// One fio file: a namespace on one of the job's controllers. Aligned so that
+// its size is a power of two (128 bytes): queue() finds an io_u's file with
+// one shift of fio's file number, not a multiply.
+struct alignas(16) FileSlot {
     Namespace ns;
     std::size_t controller;
     std::uint64_t lba_mask;  // lba_size − 1: an I/O's offset and length are aligned when clear of it
@@ -88,6 +105,9 @@ struct FileSlot {
     // its registration of the arena.
     IoQueue* only_queue = nullptr;
     const MemoryRegion* arena = nullptr;
+    // A namespace with metadata: its layout, protection and the host's part
+    // (job_protection.cpp); nullptr on a namespace without metadata.
+    const FileLayout* layout = nullptr;
 };
 
 class Job {
@@ -126,6 +146,18 @@ private:
     [[gnu::always_inline]] inline bool build_transfer(io_u* unit, const FileSlot& file,
                                                       ControllerSlot& controller,
                                                       Transfer& transfer);
+    // build_transfer() on a namespace with metadata (job_protection.cpp):
+    // blocks of the file's layout, its protection, and a write's metadata
+    // staged or its PI generated.
+    [[gnu::noinline]] bool build_protected_transfer(io_u* unit, const FileSlot& file,
+                                                    ControllerSlot& controller, Transfer& transfer);
+    // A read on such a namespace completed: its PI checked by the host, its
+    // data copied out of the bounce area; a mismatch fails it with EILSEQ.
+    void finish_protected_read(io_u* unit, const FileSlot& file);
+    // The io_u's part of the bounce area (data-only layout).
+    std::byte* bounce_of(const io_u* unit) const;
+    // Sets each file's layout (files_ and layouts_ in step) and sizes the bounce area.
+    void choose_layouts(const std::vector<TargetSpec>& specs, const EngineOptions& options);
     // queue() for anything but an aligned read or write on a one-queue
     // controller's host buffers: queue_general, an exception failing the io_u.
     [[gnu::noinline]] fio_q_status queue_unusual(io_u* unit, const FileSlot& file,
@@ -141,8 +173,9 @@ private:
     [[gnu::cold, gnu::noinline]] void fail_unit(io_u* unit, const CompletionStatus& status);
     [[gnu::cold, gnu::noinline]] void reject(io_u* unit, int error, const char* why);
     [[gnu::cold, gnu::noinline]] void reject_unaligned(io_u* unit, std::uint32_t lba);
-    // completions_[first, first + count) just polled, some failed or GPU
-    // mirrors to copy: called only then, since a successful I/O needs nothing
+    // completions_[first, first + count) just polled, some failed, GPU
+    // mirrors to copy or reads of namespaces with metadata to finish: called
+    // only then, since a successful I/O needs nothing
     // (fio cleared error and resid before queue()). Part of the budget's
     // "reap" path (perf/nvmeof_perf/budget.py): fails the failed I/Os, copies
     // GPU mirrors of verified reads back.
@@ -177,6 +210,14 @@ private:
     std::byte* arena_base_ = nullptr;  // what io_u buffers are offsets from
     std::byte* mirror_ = nullptr;  // host mirror of the GPU arena (fio's orig_buffer)
     bool gpu_verify_ = false;      // copy through the mirror around each I/O
+    // Every completion goes through finish_unusual (GPU mirrors, reads to finish).
+    bool finish_every_ = false;
+    std::vector<FileLayout> layouts_;  // per file (files_[i].layout points here when it applies)
+    // The bounce area, after fio's buffers in the registered arena: one slot
+    // per io_u (by io_u->index) for the data-only layout's staging.
+    std::uint64_t bounce_offset_ = 0;  // from arena_base_
+    std::uint64_t bounce_slot_bytes_ = 0;  // 0: no file stages
+    std::size_t bounce_slots_ = 0;
     std::vector<IoQueue> queues_;  // every controller's, in controller order
     std::vector<Controller*> waitable_;  // every controller, for idle waiting
     std::size_t poll_start_ = 0;         // the queue getevents polls first (rotates)

@@ -98,6 +98,10 @@ std::string namespace_json(const NamespaceFacts& n) {
     w.number("size_bytes", n.size_bytes);
     w.number("blocks", n.blocks);
     w.number("lba_size", n.lba_size);
+    w.number("metadata_size", n.metadata_size);
+    w.number("pi_type", n.pi_type);
+    w.text("layout", n.layout);
+    w.number("block_bytes", n.block_bytes);
     w.close();
     return out;
 }

@@ -37,6 +37,10 @@ struct NamespaceFacts {
     std::uint64_t size_bytes = 0;
     std::uint64_t blocks = 0;
     std::uint32_t lba_size = 0;
+    std::uint32_t metadata_size = 0;  // per block, interleaved after its data
+    unsigned pi_type = 0;             // 0: no protection information
+    std::string layout = "plain";     // of fio's buffer: plain, interleaved or data-only
+    std::uint32_t block_bytes = 0;    // per block in fio's buffer (file offsets and size)
 };
 
 struct JobFacts {

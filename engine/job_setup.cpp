@@ -31,6 +31,34 @@ OptionValues option_values(const EngineOptions& o) {
                         view(o.hostnqn), view(o.hostid),  view(o.host_traddr)};
 }
 
+ProtectionOptions protection_options(const EngineOptions& o) {
+    return parse_protection_options(
+        {o.pi_act, o.pi_chk, o.apptag, o.apptag_mask, o.md_per_io_size});
+}
+
+FileLayout file_layout(const thread_data* td, const EngineOptions& options, const TargetSpec& spec,
+                       const BlockFormat& format) {
+    std::vector<std::uint64_t> sizes;
+    for (int d = DDIR_READ; d < DDIR_RWDIR_CNT; ++d) {
+        sizes.push_back(td->o.min_bs[d]);
+        sizes.push_back(td->o.max_bs[d]);
+    }
+    const std::string where =
+        "namespace " + std::to_string(spec.nsid) + " of " + spec.subsystem_nqn;
+    FileLayout layout = choose_layout(format, protection_options(options), sizes, where);
+    if (layout.host_work() && parse_gpu_option(options.gpu).enabled) {
+        throw SpecError("gpu=" + std::string(options.gpu) + ": " + where + " (" +
+                        format_name(format) + ") in the " +
+                        std::string(layout_name(layout.layout)) + " layout" +
+                        (layout.generate ? " with pi_act=0" : "") +
+                        " needs the host to touch each I/O's bytes, which it cannot in GPU "
+                        "memory (" + (layout.pi_options_apply ? "pi_act=1 with " : "") +
+                        "a bs that is a multiple of " +
+                        std::to_string(format.transfer_block_bytes(true)) + " can)");
+    }
+    return layout;
+}
+
 Options controller_options(const TargetSpec& spec, const EngineOptions& options,
                            std::uint16_t queue_depth) {
     Options o;
@@ -106,6 +134,7 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
       poll_spin_(options.poll_spin_us),
       keep_alive_(options.keep_alive_ms != 0 || options.ctrl_loss_tmo_ms != 0) {
     connect_all(specs, options);
+    choose_layouts(specs, options);
     clamp_iodepth();
     for (ControllerSlot& slot : controllers_) {
         waitable_.push_back(&slot.controller);
@@ -165,6 +194,21 @@ void Job::connect_all(const std::vector<TargetSpec>& specs, const EngineOptions&
     }
 }
 
+void Job::choose_layouts(const std::vector<TargetSpec>& specs, const EngineOptions& options) {
+    layouts_.reserve(files_.size());  // never reallocated: files_ point into it
+    std::uint64_t slot = 0;
+    for (std::size_t i = 0; i < files_.size(); ++i) {
+        FileSlot& file = files_[i];
+        layouts_.push_back(file_layout(td_, options, specs[i], file.ns.format()));
+        if (file.ns.format().metadata_bytes != 0) {
+            file.layout = &layouts_.back();
+        }
+        slot = std::max(slot, layouts_.back().bounce_bytes(td_max_bs(td_)));
+    }
+    constexpr std::uint64_t kSlotAlign = 4096;
+    bounce_slot_bytes_ = (slot + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+}
+
 // iodepth I/Os may all go to one file, so each controller's queues must hold
 // them all: clamp to what the tightest controller holds.
 void Job::clamp_iodepth() {
@@ -175,11 +219,15 @@ void Job::clamp_iodepth() {
     for (std::size_t c = 0; c < controllers_.size(); ++c) {
         ControllerSlot& slot = controllers_[c];
         std::size_t pieces = 1;
-        for (const FileSlot& f : files_) {
+        for (std::size_t i = 0; i < files_.size(); ++i) {
+            const FileSlot& f = files_[i];
             if (f.controller != c) {
                 continue;
             }
-            Transfer largest{.op = Op::write, .slba = 0, .blocks = max_bytes / f.ns.lba_size()};
+            const Transfer largest{.op = Op::write,
+                                   .slba = 0,
+                                   .blocks = max_bytes / layouts_[i].block_bytes,
+                                   .protection = layouts_[i].protection};
             pieces = std::max(pieces, queues_[slot.first_queue].pieces(f.ns, largest));
         }
         std::size_t holds = 0;
@@ -223,6 +271,10 @@ void Job::announce() const {
             limits.queue_size, limits.usable_slots,
             static_cast<unsigned long long>(limits.max_transfer_bytes),
             limits.source_address.c_str(), limits.device_name.c_str());
+        if (f.layout != nullptr) {
+            say_info("nvmeof: %s: ns %u: %s\n", td_->o.name, f.ns.nsid(),
+                     describe_layout(*f.layout).c_str());
+        }
     }
 }
 
@@ -267,18 +319,31 @@ void Job::record_facts(const EngineOptions& options) const {
             .size_bytes = f.ns.info().size_bytes(),
             .blocks = f.ns.size_lbas(),
             .lba_size = f.ns.lba_size(),
+            .metadata_size = f.ns.format().metadata_bytes,
+            .pi_type = static_cast<unsigned>(f.ns.format().pi_type),
+            .layout = std::string(layout_name(layouts_[i].layout)),
+            .block_bytes = layouts_[i].block_bytes,
         });
     }
     append_line(options.info_file, to_json_line(facts));
 }
 
 void* Job::allocate_buffers(std::size_t bytes) {
+    finish_every_ =
+        std::ranges::any_of(layouts_, [](const FileLayout& l) { return l.finishes_reads(); });
     if (gpu_ < 0) {
-        // Allocated (and owned) through the first controller, registered with the others.
-        controllers_.front().arena = controllers_.front().controller.allocate(bytes);
+        // fio's buffers, then the bounce area (if a file stages): allocated
+        // (and owned) through the first controller, registered with the others.
+        constexpr std::size_t kAlign = 4096;
+        bounce_offset_ = (bytes + kAlign - 1) / kAlign * kAlign;
+        bounce_slots_ = bounce_slot_bytes_ != 0 ? std::max(1u, td_->o.iodepth) : 0;
+        const std::size_t total = bounce_slot_bytes_ == 0
+                                      ? bytes
+                                      : bounce_offset_ + bounce_slots_ * bounce_slot_bytes_;
+        controllers_.front().arena = controllers_.front().controller.allocate(total);
         arena_base_ = controllers_.front().arena.data();
         for (std::size_t c = 1; c < controllers_.size(); ++c) {
-            controllers_[c].arena = controllers_[c].controller.register_memory(arena_base_, bytes);
+            controllers_[c].arena = controllers_[c].controller.register_memory(arena_base_, total);
         }
         prepare_common_case();
         return arena_base_;
@@ -299,6 +364,7 @@ void* Job::allocate_buffers(std::size_t bytes) {
     std::memset(mirror_, 0, rounded);
     arena_base_ = mirror_;
     gpu_verify_ = td_->o.verify != 0;  // VERIFY_NONE (verify.h is not C++-clean)
+    finish_every_ = finish_every_ || gpu_verify_;
     std::string pci;
     try {
         pci = gpu_pci_address(gpu_);
@@ -323,7 +389,7 @@ void* Job::allocate_buffers(std::size_t bytes) {
 void Job::prepare_common_case() {
     for (FileSlot& file : files_) {
         ControllerSlot& controller = controllers_[file.controller];
-        const bool common = controller.queue_count == 1 && !gpu_verify_;
+        const bool common = controller.queue_count == 1 && !gpu_verify_ && file.layout == nullptr;
         file.only_queue = common ? &queues_[controller.first_queue] : nullptr;
         file.arena = &controller.arena;
     }

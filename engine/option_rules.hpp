@@ -1,5 +1,6 @@
-// The engine options' limits, checked in setup() before any job starts, and
-// the SPDK plugin option names this engine accepts without a meaning here.
+// The engine options' limits, checked in setup() before any job starts, the
+// end-to-end protection options (SPDK's plugin's names and meanings), and the
+// SPDK plugin option names this engine accepts without a meaning here.
 // Pure logic, no fio headers, so it is unit-tested on its own. Every check
 // throws SpecError whose one line names the option.
 #pragma once
@@ -30,10 +31,40 @@ struct NumericOptions {
 };
 void check_numeric_options(const NumericOptions& options);
 
+// The end-to-end protection options, as SPDK's fio plugin (and fio's
+// io_uring_cmd engine) name them: what each read and write asks of a
+// namespace with protection information (PI), and what the host does itself.
+inline constexpr std::uint16_t kDefaultApptag = 0x1234;
+inline constexpr std::uint16_t kDefaultApptagMask = 0xFFFF;
+inline constexpr std::uint64_t kDefaultMdPerIoSize = 4096;  // SPDK's separate metadata buffer
+struct ProtectionOptions {
+    bool pi_act = true;       // PRACT: the controller inserts and strips PI
+    std::uint8_t pi_chk = 0;  // PRCHK bits (kPrchkGuard, kPrchkApptag, kPrchkReftag)
+    std::uint16_t apptag = kDefaultApptag;
+    std::uint16_t apptag_mask = kDefaultApptagMask;
+    std::uint64_t md_per_io_size = kDefaultMdPerIoSize;  // accepted; no fabrics format uses it
+    bool pi_given = false;              // pi_act or pi_chk set in the job
+    bool md_per_io_size_given = false;
+};
+// The options' text as the job gave it ("" or unset: the default).
+struct ProtectionOptionText {
+    std::string_view pi_act = {};
+    std::string_view pi_chk = {};
+    std::string_view apptag = {};
+    std::string_view apptag_mask = {};
+    std::string_view md_per_io_size = {};
+};
+// pi_act 0 or 1; pi_chk any of GUARD, REFTAG, APPTAG (any case) joined by ','
+// or '|'; apptag and apptag_mask 16-bit numbers (decimal or 0x hex);
+// md_per_io_size a byte count (k, m, g suffixes: KiB, MiB, GiB) below 4 GiB.
+ProtectionOptions parse_protection_options(const ProtectionOptionText& text);
+// "GUARD|REFTAG" for PRCHK bits, "none" for none.
+std::string pi_chk_names(std::uint8_t checks);
+
 // SPDK's fio plugins' option names (spdk/app/fio/nvme and the bdev plugin)
 // that have no effect on NVMe/RDMA here: accepted so that SPDK job files run
 // by changing only ioengine, and named once per job in a note.
-inline constexpr std::array<std::string_view, 28> kSpdkIgnoredOptions = {
+inline constexpr std::array<std::string_view, 23> kSpdkIgnoredOptions = {
     "enable_wrr",
     "arbitration_burst",
     "low_weight",
@@ -45,11 +76,6 @@ inline constexpr std::array<std::string_view, 28> kSpdkIgnoredOptions = {
     "enable_sgl",
     "sge_size",
     "bit_bucket_data_len",
-    "pi_act",
-    "pi_chk",
-    "md_per_io_size",
-    "apptag",
-    "apptag_mask",
     "digest_enable",
     "enable_vmd",
     "initial_zone_reset",

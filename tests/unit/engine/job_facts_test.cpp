@@ -41,7 +41,11 @@ e::JobFacts two_namespaces() {
                                 .nsid = 2,
                                 .size_bytes = 8192,
                                 .blocks = 2,
-                                .lba_size = 4096});
+                                .lba_size = 4096,
+                                .metadata_size = 64,
+                                .pi_type = 1,
+                                .layout = "data-only",
+                                .block_bytes = 4096});
     return facts;
 }
 
@@ -64,7 +68,8 @@ TEST(JobFacts, OneJsonLineWithEscapedText) {
               std::string::npos);
     EXPECT_NE(line.find(R"("io_queues": 2, "io_queues_asked": 4)"), std::string::npos);
     EXPECT_NE(line.find(R"({"file": "b", "controller": 0, "nsid": 2, "size_bytes": 8192, )"
-                        R"("blocks": 2, "lba_size": 4096})"),
+                        R"("blocks": 2, "lba_size": 4096, "metadata_size": 64, "pi_type": 1, )"
+                        R"("layout": "data-only", "block_bytes": 4096})"),
               std::string::npos)
         << line;
 }

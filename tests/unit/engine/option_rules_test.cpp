@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
+#include "nvmeof/protection.hpp"
 #include "option_rules.hpp"
 #include "target_spec.hpp"
 
@@ -73,6 +75,85 @@ TEST(OptionRules, ReconnectTimers) {
     }));
     EXPECT_EQ(late.rfind("fast_io_fail_tmo_ms=1000:", 0), 0u) << late;
     EXPECT_NE(late.find("ctrl_loss_tmo_ms=1000"), std::string::npos) << late;
+}
+
+// The one-line message parse_protection_options throws, or "" when it accepts.
+std::string protection_refusal(const e::ProtectionOptionText& text) {
+    try {
+        e::parse_protection_options(text);
+    } catch (const e::SpecError& error) {
+        return error.what();
+    }
+    return "";
+}
+
+TEST(ProtectionOptions, DefaultsAreSpdks) {
+    const e::ProtectionOptions o = e::parse_protection_options({});
+    EXPECT_TRUE(o.pi_act);
+    EXPECT_EQ(o.pi_chk, 0);
+    EXPECT_EQ(o.apptag, 0x1234);
+    EXPECT_EQ(o.apptag_mask, 0xFFFF);
+    EXPECT_EQ(o.md_per_io_size, 4096u);
+    EXPECT_FALSE(o.pi_given);
+    EXPECT_FALSE(o.md_per_io_size_given);
+}
+
+TEST(ProtectionOptions, ValuesAsSpdkWritesThem) {
+    const e::ProtectionOptions o = e::parse_protection_options(
+        {.pi_act = "0", .pi_chk = "GUARD|REFTAG", .apptag = "0x8888", .apptag_mask = "255",
+         .md_per_io_size = "8k"});
+    EXPECT_FALSE(o.pi_act);
+    EXPECT_EQ(o.pi_chk, nvmeof::kPrchkGuard | nvmeof::kPrchkReftag);
+    EXPECT_EQ(o.apptag, 0x8888);
+    EXPECT_EQ(o.apptag_mask, 0xFF);
+    EXPECT_EQ(o.md_per_io_size, 8192u);
+    EXPECT_TRUE(o.pi_given);
+    EXPECT_TRUE(o.md_per_io_size_given);
+    EXPECT_TRUE(e::parse_protection_options({.pi_act = "1"}).pi_given);
+}
+
+TEST(ProtectionOptions, EveryPiChkSubsetInEitherSeparatorAndAnyCase) {
+    const char* names[] = {"GUARD", "REFTAG", "APPTAG"};
+    const std::uint8_t bits[] = {nvmeof::kPrchkGuard, nvmeof::kPrchkReftag, nvmeof::kPrchkApptag};
+    for (unsigned subset = 1; subset < 8; ++subset) {
+        for (const char* separator : {",", "|", " | "}) {
+            std::string text;
+            std::uint8_t want = 0;
+            for (unsigned i = 0; i < 3; ++i) {
+                if ((subset >> i) & 1u) {
+                    text += (text.empty() ? "" : separator) + std::string(names[i]);
+                    want |= bits[i];
+                }
+            }
+            EXPECT_EQ(e::parse_protection_options({.pi_chk = text}).pi_chk, want) << text;
+        }
+    }
+    EXPECT_EQ(e::parse_protection_options({.pi_chk = "guard,AppTag"}).pi_chk,
+              nvmeof::kPrchkGuard | nvmeof::kPrchkApptag);
+    EXPECT_EQ(e::pi_chk_names(nvmeof::kPrchkAll), "GUARD|REFTAG|APPTAG");
+    EXPECT_EQ(e::pi_chk_names(0), "none");
+}
+
+TEST(ProtectionOptions, EachMistakeIsOneLineNamingItsOption) {
+    const std::pair<e::ProtectionOptionText, std::string> cases[] = {
+        {{.pi_act = "2"}, "pi_act=2: must be 0"},
+        {{.pi_act = "yes"}, "pi_act=yes: must be 0"},
+        {{.pi_chk = "GUARD|CRC"}, "pi_chk=GUARD|CRC: unknown check \"CRC\""},
+        {{.pi_chk = "GUARD,"}, "pi_chk=GUARD,: an empty check"},
+        {{.pi_chk = "GUARD,,REFTAG"}, "pi_chk=GUARD,,REFTAG: an empty check"},
+        {{.apptag = "0x12345"}, "apptag=0x12345: an application tag field is 16 bits"},
+        {{.apptag = "65536"}, "apptag=65536: an application tag field is 16 bits"},
+        {{.apptag = "-1"}, "apptag=-1: not a number"},
+        {{.apptag_mask = "0xfffff"}, "apptag_mask=0xfffff: an application tag field is 16 bits"},
+        {{.apptag_mask = "ff"}, "apptag_mask=ff: not a number"},
+        {{.md_per_io_size = "4q"}, "md_per_io_size=4q: not a byte count"},
+        {{.md_per_io_size = "8g"}, "md_per_io_size=8g: a metadata buffer per I/O is below 4 GiB"},
+    };
+    for (const auto& [text, needle] : cases) {
+        const std::string refused = protection_refusal(text);
+        EXPECT_EQ(refused.rfind(needle, 0), 0u) << refused;
+        EXPECT_EQ(refused.find('\n'), std::string::npos) << refused;
+    }
 }
 
 TEST(OptionRules, IgnoredSpdkOptionNames) {
