@@ -213,11 +213,12 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     // kMaxBlocksPerCommand blocks: no shift overflows; host_owner is set only
     // while host memory is registered, and owner_ is never null); anything
     // else, a refusal included, takes the general path, which checks in full
-    // (and sizes blocks with metadata, and sets PRINFO and tags).
+    // (and sizes blocks with metadata, and sets PRINFO and tags: such a
+    // namespace has no fast_path_lbas).
     const std::uint64_t bytes = t.blocks << lba_shift;
-    if (!has_data(t.op) || ns.metadata_bytes != 0 || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
-        bytes > max_transfer_bytes_ || t.slba >= ns.size_lbas ||
-        t.blocks > ns.size_lbas - t.slba || memory == nullptr || memory->host_owner != owner_ ||
+    if (!has_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
+        bytes > max_transfer_bytes_ || t.slba >= ns.fast_path_lbas ||
+        t.blocks > ns.fast_path_lbas - t.slba || memory == nullptr || memory->host_owner != owner_ ||
         t.offset > memory->length || bytes > memory->length - t.offset || waiting_count_ != 0 ||
         cids_.available() == 0 || send_room() == 0) [[unlikely]] {
         return submit_general(ns, t, internal, transfer_index, post);

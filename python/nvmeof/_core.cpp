@@ -24,7 +24,7 @@
 #include "buffer.hpp"
 #include "exceptions.hpp"
 #include "namespace_calls.hpp"
-#include "protection.hpp"
+#include "protection_calls.hpp"
 #include "nvmeof/nvmeof.hpp"
 #include "nvmeof/log.hpp"
 #include "nvmeof/wire.hpp"

@@ -20,7 +20,7 @@
 #include "exceptions.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/queue.hpp"
-#include "protection.hpp"
+#include "protection_calls.hpp"
 
 namespace nvmeof_python {
 

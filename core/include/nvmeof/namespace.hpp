@@ -44,6 +44,10 @@ struct NamespaceRef {
     // which sizes them by `format` and sets PRINFO and tags.
     std::uint32_t metadata_bytes = 0;
     BlockFormat format{};
+    // size_lbas where the one-command fast path may serve the namespace, 0
+    // where blocks carry metadata: its range test then sends every transfer
+    // to the general path, with no test of its own.
+    std::uint64_t fast_path_lbas = 0;
 };
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
 }  // namespace detail

@@ -1,7 +1,7 @@
-// End-to-end data protection for Python (protection.hpp).
+// End-to-end data protection for Python (protection_calls.hpp).
 #include <pybind11/stl.h>
 
-#include "protection.hpp"
+#include "protection_calls.hpp"
 
 #include <cstddef>
 #include <cstdio>
