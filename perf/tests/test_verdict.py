@@ -476,14 +476,23 @@ class BudgetWorkloads(unittest.TestCase):
         with self.assertRaisesRegex(budget.BudgetError, "workload 'w' needs 'rw'"):
             budget.load_budget(self.write_file({"workloads": {"w": {"paths": {}}}}))
 
-    def test_shipped_budget_has_issue_16s_workloads(self):
+    def test_shipped_budget_workloads(self):
         loaded = budget.load_budget(Path(__file__).resolve().parents[2] / "bench" / "instruction-budget.json")
-        shapes = {(w.rw, w.bs, w.queue_depth) for w in budget.workloads_of(loaded).values()}
-        self.assertEqual(shapes, {("randread", "4k", 32), ("randwrite", "4k", 32), ("randread", "4k", 1),
-                                  ("randread", "4k", 128), ("randwrite", "128k", 8), ("read", "1m", 4)})
+        workloads = budget.workloads_of(loaded)
+        plain = {(w.rw, w.bs, w.queue_depth) for w in workloads.values() if "nsid" not in w.options}
+        self.assertEqual(plain, {("randread", "4k", 32), ("randwrite", "4k", 32), ("randread", "4k", 1),
+                                 ("randread", "4k", 128), ("randwrite", "128k", 8), ("read", "1m", 4)})
+        # On the PI namespace: the controller's PI (pi_act=1) and the host's (pi_act=0), both
+        # directions, every check; the host's in both layouts (bs 4104 interleaved, 4k staged).
+        pi = {(w.rw, w.bs, w.options["pi_act"]) for w in workloads.values()
+              if w.options.get("nsid") == budget.PI_NSID}
+        self.assertEqual(pi, {("randread", "4k", 1), ("randwrite", "4k", 1), ("randread", "4104", 0),
+                              ("randwrite", "4104", 0), ("randread", "4k", 0)})
+        for w in workloads.values():
+            if "nsid" in w.options:
+                self.assertEqual(w.options["pi_chk"], "GUARD,REFTAG,APPTAG")
         for paths in budget.budgets_of(loaded).values():
             self.assertEqual(set(paths), {*budget.PATHS, budget.TOTAL})
-
 
 if __name__ == "__main__":
     unittest.main()
