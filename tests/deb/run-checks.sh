@@ -144,7 +144,7 @@ nqn=nqn.2026-12.io.nvmeof:deb-check
 "${sys_env[@]}" "$run" nvmeof-target --listen 127.0.0.1 --port 0 --subsystem "$nqn" --namespace ram:256M \
     > "$work/ready" 2> "$work/target.log" &
 target_pid=$!
-. tools/target-ready.sh
+. "$root/tools/target-ready.sh"
 port=$(target_port "$work/ready" "$target_pid") ||
     fail "the installed nvmeof-target did not start under the installed softverbs-run: $(tail -n 1 "$work/target.log")"
 echo "deb: installed nvmeof-target listening on 127.0.0.1:$port"
