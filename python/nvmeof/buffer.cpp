@@ -76,6 +76,31 @@ void Buffer::close() {
     deregister();
 }
 
+std::uint64_t blocks_in_buffer(std::uint64_t size, std::uint64_t offset, std::uint64_t block_bytes,
+                               std::optional<std::uint64_t> blocks, const std::string& what) {
+    if (blocks) {
+        if (!nvmeof::buffer_range_fits(*blocks, static_cast<std::uint32_t>(block_bytes), offset,
+                                       size)) {
+            throw py::value_error(what + std::to_string(*blocks) + " blocks of " +
+                                  std::to_string(block_bytes) + " bytes at buffer offset " +
+                                  std::to_string(offset) + " do not fit the " +
+                                  std::to_string(size) + "-byte buffer");
+        }
+        return *blocks;
+    }
+    if (offset >= size) {
+        throw py::value_error(what + "the buffer holds no whole block after offset " +
+                              std::to_string(offset));
+    }
+    if ((size - offset) % block_bytes != 0) {
+        throw py::value_error(what + "the buffer's " + std::to_string(size - offset) +
+                              " bytes after offset " + std::to_string(offset) +
+                              " are not a whole number of " + std::to_string(block_bytes) +
+                              "-byte blocks: pass blocks");
+    }
+    return (size - offset) / block_bytes;
+}
+
 Buffer& buffer_of(const py::object& object) {
     if (object.is_none() || !py::isinstance<Buffer>(object)) {
         throw py::value_error(

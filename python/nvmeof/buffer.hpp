@@ -5,8 +5,11 @@
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "dlpack.hpp"
 #include "nvmeof/memory.hpp"
@@ -66,6 +69,13 @@ struct Buffer {
 
 // The registered Buffer `object` is, or ValueError.
 Buffer& buffer_of(const py::object& object);
+
+// How many blocks of `block_bytes` a transfer of `size` bytes from `offset`
+// takes: `blocks` when given (ValueError unless they fit, the core's
+// buffer_range_fits), else every block after `offset` (ValueError unless the
+// rest is whole blocks, at least one). `what` begins each message.
+std::uint64_t blocks_in_buffer(std::uint64_t size, std::uint64_t offset, std::uint64_t block_bytes,
+                               std::optional<std::uint64_t> blocks, const std::string& what);
 
 // Counts a transfer on a buffer (under the GIL) so close() from another thread
 // cannot deregister memory in flight.

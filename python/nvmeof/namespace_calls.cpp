@@ -133,18 +133,10 @@ struct PyNamespace {
         }
         const nvmeof::Protection protection = args.of(ns);
         const std::uint64_t block_bytes = ns.info().buffer_block_bytes(protection);
-        std::uint64_t count = 0;
-        if (blocks) {
-            count = *blocks;
-        } else if (offset < registered.size) {
-            if ((registered.size - offset) % block_bytes != 0) {
-                throw py::value_error("the buffer's " + std::to_string(registered.size - offset) +
-                                      " bytes after offset " + std::to_string(offset) +
-                                      " are not a whole number of " +
-                                      std::to_string(block_bytes) + "-byte blocks: pass blocks");
-            }
-            count = (registered.size - offset) / block_bytes;
-        }
+        // Given blocks are checked against the region by check_transfer below.
+        const std::uint64_t count =
+            blocks ? *blocks
+                   : blocks_in_buffer(registered.size, offset, block_bytes, std::nullopt, "");
         if (count == 0) {
             throw py::value_error("the buffer holds no whole block after offset " +
                                   std::to_string(offset));

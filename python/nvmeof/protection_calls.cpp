@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "buffer.hpp"
 #include "state.hpp"
 
 namespace nvmeof_python {
@@ -126,29 +127,8 @@ std::span<std::byte> blocks_of(const View& view, const BlockFormat& format,
                               ") has no protection information");
     }
     const std::uint64_t block = format.extended_bytes();
-    const std::uint64_t size = view.size();
-    if (offset > size) {
-        throw py::value_error(std::string(what) + ": buffer_offset " + std::to_string(offset) +
-                              " is past the buffer's " + std::to_string(size) + " bytes");
-    }
-    std::uint64_t count = 0;
-    if (blocks) {
-        count = *blocks;
-        if (count > (size - offset) / block) {
-            throw py::value_error(std::string(what) + ": " + std::to_string(count) +
-                                  " blocks of " + std::to_string(block) +
-                                  " bytes at buffer offset " + std::to_string(offset) +
-                                  " do not fit the " + std::to_string(size) + "-byte buffer");
-        }
-    } else {
-        if ((size - offset) % block != 0) {
-            throw py::value_error(std::string(what) + ": the buffer's " +
-                                  std::to_string(size - offset) + " bytes after offset " +
-                                  std::to_string(offset) + " are not a whole number of " +
-                                  std::to_string(block) + "-byte blocks: pass blocks");
-        }
-        count = (size - offset) / block;
-    }
+    const std::uint64_t count =
+        blocks_in_buffer(view.size(), offset, block, blocks, std::string(what) + ": ");
     return {view.data() + offset, static_cast<std::size_t>(count * block)};
 }
 
