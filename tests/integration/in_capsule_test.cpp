@@ -13,6 +13,7 @@
 
 using namespace nvmeof;
 using nvmeof::test::TargetProcess;
+using nvmeof::test::fill;
 using namespace std::chrono_literals;
 
 namespace {
@@ -26,12 +27,6 @@ namespace {
 
 constexpr std::uint32_t kDefaultInCapsuleBytes = 4096;  // the target's default IOCCSZ 260
 
-void fill(const MemoryRegion& m, std::uint32_t seed) {
-    auto* p = reinterpret_cast<std::uint32_t*>(m.data());
-    for (std::size_t i = 0; i < m.size() / 4; ++i) {
-        p[i] = seed * 2654435761u + static_cast<std::uint32_t>(i);
-    }
-}
 
 // Writes `blocks` blocks at `slba` from `offset` in a fresh pattern, reads them
 // back and compares.

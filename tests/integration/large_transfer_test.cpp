@@ -9,16 +9,11 @@
 
 using namespace nvmeof;
 using nvmeof::test::TargetProcess;
+using nvmeof::test::fill;
 using namespace std::chrono_literals;
 
 namespace {
 
-void fill(const MemoryRegion& m, std::uint32_t seed) {
-    auto* p = reinterpret_cast<std::uint32_t*>(m.data());
-    for (std::size_t i = 0; i < m.size() / 4; ++i) {
-        p[i] = seed * 2654435761u + static_cast<std::uint32_t>(i);
-    }
-}
 
 // Polls until `count` transfers finished; returns them in completion order.
 std::vector<Completion> wait_for(IoQueue& io, std::size_t count) {

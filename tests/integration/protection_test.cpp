@@ -14,15 +14,10 @@
 
 using namespace nvmeof;
 using nvmeof::test::TargetProcess;
+using nvmeof::test::fill;
 
 namespace {
 
-void fill(const MemoryRegion& m, std::uint32_t seed) {
-    auto* p = reinterpret_cast<std::uint32_t*>(m.data());
-    for (std::size_t i = 0; i < m.size() / 4; ++i) {
-        p[i] = seed * 2654435761u + static_cast<std::uint32_t>(i);
-    }
-}
 
 // The errno and message of a blocking call's failure.
 template <typename F>

@@ -18,6 +18,15 @@ namespace nvmeof::test {
 
 inline constexpr char kTestNqn[] = "nqn.2026-01.io.nvmeof:test";
 
+// Fills a region with a pattern that differs per seed and per 4-byte word, so
+// a misplaced or stale block reads back different.
+inline void fill(const MemoryRegion& m, std::uint32_t seed) {
+    auto* p = reinterpret_cast<std::uint32_t*>(m.data());
+    for (std::size_t i = 0; i < m.size() / 4; ++i) {
+        p[i] = seed * 2654435761u + static_cast<std::uint32_t>(i);
+    }
+}
+
 class TargetProcess {
 public:
     // Starts a target (or picks up the external one). `extra` are more
