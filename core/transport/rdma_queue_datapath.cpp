@@ -32,7 +32,7 @@ bool has_data(Op op) { return op == Op::read || op == Op::write; }
 // Bytes per block in the transfer's buffer: the data (a power of two), and
 // on a namespace with metadata whatever of the metadata travels.
 std::uint32_t block_bytes_of(const NamespaceRef& ns, const Transfer& t) noexcept {
-    return ns.metadata_bytes == 0 ? std::uint32_t{1} << ns.lba_shift
+    return ns.format.metadata_bytes == 0 ? std::uint32_t{1} << ns.lba_shift
                                   : ns.format.transfer_block_bytes(t.protection.pract());
 }
 

@@ -88,9 +88,7 @@ NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns, const Identify
     g.size_blocks = ns.nsze;
     g.capacity_blocks = ns.ncap;
     g.lba_size = 1u << format.lbads;
-    g.metadata_size = format.ms;
     g.format = block_format(ns, nvm, index);
-    g.protection_information = g.format.pi_type != PiType::none;
     return g;
 }
 

@@ -40,9 +40,8 @@ struct NamespaceRef {
     std::uint32_t nsid = 0;
     std::uint32_t lba_shift = 0;  // log2 of the block's data size (a power of two)
     std::uint64_t size_lbas = 0;
-    // Non-zero: blocks carry metadata, and transfers take the general path,
-    // which sizes them by `format` and sets PRINFO and tags.
-    std::uint32_t metadata_bytes = 0;
+    // Blocks with metadata (format.metadata_bytes non-zero) take the general
+    // path, which sizes them by `format` and sets PRINFO and tags.
     BlockFormat format{};
     // size_lbas where the one-command fast path may serve the namespace, 0
     // where blocks carry metadata: its range test then sends every transfer

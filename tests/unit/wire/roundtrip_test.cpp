@@ -278,15 +278,15 @@ TEST(RoundTrip, NamespaceGeometry) {
     const w::NamespaceGeometry g = w::namespace_geometry(ns);
     EXPECT_EQ(g.lba_size, 4096u);
     EXPECT_EQ(g.size_blocks, 1u << 20);
-    EXPECT_EQ(g.metadata_size, 0);
-    EXPECT_FALSE(g.protection_information);
+    EXPECT_EQ(g.format.metadata_bytes, 0u);
+    EXPECT_EQ(g.format.pi_type, w::PiType::none);
     ns.lbaf[1].ms = 8;
     ns.dps = 1;
     // Metadata in a separate buffer: fabrics carry it only interleaved.
     EXPECT_THROW(w::namespace_geometry(ns), std::runtime_error);
     ns.flbas = 1 | w::kFlbasExtendedMetadata;
-    EXPECT_EQ(w::namespace_geometry(ns).metadata_size, 8);
-    EXPECT_TRUE(w::namespace_geometry(ns).protection_information);
+    EXPECT_EQ(w::namespace_geometry(ns).format.metadata_bytes, 8u);
+    EXPECT_NE(w::namespace_geometry(ns).format.pi_type, w::PiType::none);
     const w::BlockFormat f = w::namespace_geometry(ns).format;
     EXPECT_EQ(f.extended_bytes(), 4104u);
     EXPECT_EQ(f.pi_type, w::PiType::type1);

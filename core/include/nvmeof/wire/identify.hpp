@@ -244,8 +244,6 @@ struct NamespaceGeometry {
     std::uint64_t size_blocks = 0;
     std::uint64_t capacity_blocks = 0;
     std::uint32_t lba_size = 0;
-    std::uint16_t metadata_size = 0;
-    bool protection_information = false;
     BlockFormat format;  // data, metadata and PI layout of a block
 };
 
