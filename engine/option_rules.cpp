@@ -1,6 +1,7 @@
 #include "option_rules.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <optional>
 
@@ -52,15 +53,10 @@ std::optional<std::uint64_t> parse_number(std::string_view text, bool suffixes) 
         return std::nullopt;
     }
     std::uint64_t value = 0;
-    for (const char c : text) {
-        const int digit = std::isdigit(static_cast<unsigned char>(c)) != 0 ? c - '0'
-                          : base == 16 && std::isxdigit(static_cast<unsigned char>(c)) != 0
-                              ? std::tolower(static_cast<unsigned char>(c)) - 'a' + 10
-                              : -1;
-        if (digit < 0 || value > (UINT64_MAX - static_cast<unsigned>(digit)) / base) {
-            return std::nullopt;
-        }
-        value = value * base + static_cast<unsigned>(digit);
+    const char* const last = text.data() + text.size();
+    const auto [end, error] = std::from_chars(text.data(), last, value, static_cast<int>(base));
+    if (error != std::errc{} || end != last) {
+        return std::nullopt;  // not digits of the base, or past 64 bits
     }
     if (shift != 0 && value > (UINT64_MAX >> shift)) {
         return std::nullopt;
