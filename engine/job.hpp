@@ -3,6 +3,8 @@
 // torn down in iomem_free, before fio frees the buffers.
 #pragma once
 
+#include <bit>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -109,6 +111,7 @@ struct alignas(16) FileSlot {
     // (job_protection.cpp); nullptr on a namespace without metadata.
     const FileLayout* layout = nullptr;
 };
+static_assert(std::has_single_bit(sizeof(FileSlot)), "queue() indexes files_ with a shift");
 
 class Job {
 public:
