@@ -4,7 +4,6 @@
 #pragma once
 
 #include <bit>
-
 #include <chrono>
 #include <cstdint>
 #include <optional>
