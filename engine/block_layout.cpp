@@ -102,9 +102,12 @@ std::string format_name(const BlockFormat& format) {
     if (format.pi_type == PiType::none) {
         return name + ", no PI";
     }
-    return name + ", PI type " + std::to_string(static_cast<unsigned>(format.pi_type)) + " (" +
-           (format.guard == PiGuard::crc64 ? "64" : "16") + "-bit guard, " +
-           (format.pi_first ? "first" : "last") + " in the metadata)";
+    name += ", PI type " + std::to_string(static_cast<unsigned>(format.pi_type)) + " (" +
+            std::to_string(format.guard_bits()) + "-bit guard, ";
+    if (format.storage_tag_bits != 0) {
+        name += std::to_string(format.storage_tag_bits) + "-bit storage tag, ";
+    }
+    return name + (format.pi_first ? "first" : "last") + " in the metadata)";
 }
 
 std::string describe_layout(const FileLayout& l) {
@@ -128,9 +131,10 @@ std::string describe_layout(const FileLayout& l) {
 
 std::string describe_mismatch(const PiMismatch& m, std::uint64_t first_lba) {
     // The names of the NVMe status the controller returns for the same check.
-    const char* check = m.check == PiCheck::guard    ? "Guard"
-                        : m.check == PiCheck::apptag ? "Application Tag"
-                                                     : "Reference Tag";
+    const char* check = m.check == PiCheck::guard         ? "Guard"
+                        : m.check == PiCheck::apptag      ? "Application Tag"
+                        : m.check == PiCheck::storage_tag ? "Storage Tag"
+                                                          : "Reference Tag";
     return std::string("End-to-end ") + check + " Check Error found by the host at LBA " +
            std::to_string(first_lba + m.block) + ": expected " + hex(m.expected) + ", found " +
            hex(m.found);

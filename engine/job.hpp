@@ -95,9 +95,9 @@ struct ControllerSlot {
 };
 
 // One fio file: a namespace on one of the job's controllers. Aligned so that
-// its size is a power of two (128 bytes): queue() finds an io_u's file with
+// its size is a power of two (256 bytes): queue() finds an io_u's file with
 // one shift of fio's file number, not a multiply.
-struct alignas(16) FileSlot {
+struct alignas(256) FileSlot {
     Namespace ns;
     std::size_t controller;
     std::uint64_t lba_mask;  // lba_size − 1: an I/O's offset and length are aligned when clear of it

@@ -31,9 +31,17 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
         throw InvalidArgument(what + " is formatted without protection information: PRACT and "
                               "PRCHK do not apply to it");
     }
-    if ((t.protection.prinfo & ~(kPract | kPrchkAll)) != 0) {
+    if ((t.protection.prinfo & ~(kPract | kPrchkAll | kCheckStorageTag)) != 0) {
         throw InvalidArgument(what + ": PRINFO " + std::to_string(t.protection.prinfo) +
-                              " has bits beyond PRACT and PRCHK (0-15)");
+                              " has bits beyond PRACT, PRCHK and the storage tag check (0-31)");
+    }
+    if ((t.protection.prinfo & kCheckStorageTag) != 0 && ns.format.storage_tag_bits == 0) {
+        throw InvalidArgument(what + "'s format has no storage tag to check (STS 0)");
+    }
+    if (t.protection.storage_tag > ns.format.storage_tag_max()) {
+        throw InvalidArgument(what + ": storage tag " + std::to_string(t.protection.storage_tag) +
+                              " does not fit its format's " +
+                              std::to_string(ns.format.storage_tag_bits) + "-bit storage tag");
     }
     if (!lba_range_fits(t.op, t.slba, t.blocks, ns.size_lbas)) {
         throw InvalidArgument(what + ": LBA range [" + std::to_string(t.slba) + ", +" +
@@ -127,7 +135,7 @@ NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
         throw Error("namespace " + std::to_string(nsid) + ": " + e.what());
     }
     NamespaceInfo info{nsid, geometry.lba_size, geometry.size_blocks, geometry.capacity_blocks,
-                       geometry.format};
+                       geometry.format, geometry.storage_tag_mask};
     if (static_cast<std::uint64_t>(info.format.extended_bytes()) > limits_.max_transfer_bytes) {
         throw Error("namespace " + std::to_string(nsid) + ": one block of " +
                     std::to_string(info.format.extended_bytes()) +

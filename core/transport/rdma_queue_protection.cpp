@@ -14,13 +14,10 @@ void RdmaQueue::set_protection_fields(PieceCursor& c, const NamespaceRef& ns,
     if (!c.protected_blocks) {
         return;
     }
-    const PiTags tags = pi_tags(ns.format, t.protection, t.slba);
+    c.tags = pi_tags(ns.format, t.protection, t.slba);
+    c.format = ns.format;
     c.prinfo = t.protection.prinfo;
-    c.reftag = tags.reftag;
-    c.reftag_mask = ns.format.reftag_mask();
     c.reftag_step = ns.format.pi_type == PiType::type3 ? 0 : 1;
-    c.apptag = tags.apptag;
-    c.apptag_mask = tags.apptag_mask;
 }
 
 }  // namespace nvmeof::detail

@@ -1,4 +1,4 @@
-// The implementations behind crc16_t10dif and crc64_nvme (nvmeof/wire/
+// The implementations behind crc16_t10dif, crc32c and crc64_nvme (nvmeof/wire/
 // protection.hpp), for the wire layer itself, its tests and its benchmark:
 // not part of the public headers.
 //
@@ -26,5 +26,11 @@ bool clmul_supported() noexcept;
 // through the tables. Call only where clmul_supported().
 std::uint16_t crc16_t10dif_clmul(std::uint16_t crc, const void* data, std::size_t length) noexcept;
 std::uint64_t crc64_nvme_clmul(std::uint64_t crc, const void* data, std::size_t length) noexcept;
+
+// CRC-32C (crc32c.cpp): the tables, and the SSE4.2 CRC32 instruction where
+// sse42_supported() (the tables again elsewhere).
+std::uint32_t crc32c_table(std::uint32_t crc, const void* data, std::size_t length) noexcept;
+bool sse42_supported() noexcept;
+std::uint32_t crc32c_sse42(std::uint32_t crc, const void* data, std::size_t length) noexcept;
 
 }  // namespace nvmeof::wire::crc

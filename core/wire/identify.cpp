@@ -43,15 +43,19 @@ BlockFormat block_format(const IdentifyNamespace& ns, const IdentifyNvmNamespace
     f.pi_first = (ns.dps & kDpsPiFirst) != 0;
     if (nvm != nullptr) {
         const std::uint32_t elbaf = nvm->elbaf[index];
-        if ((elbaf & kElbafStorageTagMask) != 0) {
-            throw std::runtime_error("the LBA format has a " +
-                                     std::to_string(elbaf & kElbafStorageTagMask) +
-                                     "-bit storage tag, which this host does not serve");
-        }
         const auto pif = (elbaf >> kElbafPiFormatShift) & kElbafPiFormatMask;
-        if (pif != static_cast<unsigned>(PiGuard::crc16) && pif != static_cast<unsigned>(PiGuard::crc64)) {
-            throw std::runtime_error("the LBA format's protection information has a 32-bit guard "
-                                     "(PIF " + std::to_string(pif) + "), which this host does not serve");
+        if (pif > static_cast<unsigned>(PiGuard::crc64)) {
+            throw std::runtime_error("the LBA format reports reserved protection information format "
+                                     "(PIF " + std::to_string(pif) + ")");
+        }
+        const unsigned sts = elbaf & kElbafStorageTagMask;
+        if (f.pi_type != PiType::none && !storage_tag_bits_valid(static_cast<PiGuard>(pif), sts)) {
+            throw std::runtime_error("the LBA format reports a " + std::to_string(sts) +
+                                     "-bit storage tag, outside what its protection information "
+                                     "format (PIF " + std::to_string(pif) + ") allows");
+        }
+        if (f.pi_type != PiType::none) {
+            f.storage_tag_bits = static_cast<std::uint8_t>(sts);
         }
         f.guard = static_cast<PiGuard>(pif);
     }
@@ -89,6 +93,9 @@ NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns, const Identify
     g.capacity_blocks = ns.ncap;
     g.lba_size = 1u << format.lbads;
     g.format = block_format(ns, nvm, index);
+    if (nvm != nullptr) {
+        g.storage_tag_mask = nvm->lbstm;
+    }
     return g;
 }
 

@@ -56,20 +56,55 @@ constexpr Crc64Tables make_crc64_tables() {
 constexpr Crc16Tables kCrc16 = make_crc16_tables();
 constexpr Crc64Tables kCrc64 = make_crc64_tables();
 
-std::uint64_t load_be(const std::uint8_t* p, unsigned bytes) {
-    std::uint64_t v = 0;
+// The 80-bit storage and reference space of the 32-bit guard formats needs
+// more than 64 bits.
+__extension__ using Space = unsigned __int128;
+
+Space load_be(const std::uint8_t* p, unsigned bytes) {
+    Space v = 0;
     for (unsigned i = 0; i < bytes; ++i) {
         v = (v << 8) | p[i];
     }
     return v;
 }
 
-void store_be(std::uint8_t* p, unsigned bytes, std::uint64_t v) {
+void store_be(std::uint8_t* p, unsigned bytes, Space v) {
     for (unsigned i = bytes; i-- > 0;) {
         p[i] = static_cast<std::uint8_t>(v);
         v >>= 8;
     }
 }
+
+Space join_space(const BlockFormat& format, std::uint64_t storage_tag, std::uint64_t reftag) {
+    return (Space{storage_tag & format.storage_tag_max()} << format.reftag_bits()) |
+           (reftag & format.reftag_mask());
+}
+
+void split_space(const BlockFormat& format, Space space, std::uint64_t& storage_tag,
+                 std::uint64_t& reftag) {
+    reftag = static_cast<std::uint64_t>(space) & format.reftag_mask();
+    storage_tag = static_cast<std::uint64_t>(space >> format.reftag_bits()) & format.storage_tag_max();
+}
+
+// Where the fields of the format's tuple lie, and their sizes.
+struct TupleLayout {
+    unsigned guard_at, guard_bytes, apptag_at, space_at, space_bytes;
+};
+TupleLayout tuple_layout(const BlockFormat& format) {
+    switch (format.guard) {
+    case PiGuard::crc32:
+        return {offsetof(Pi32, guard), sizeof(Pi32::guard), offsetof(Pi32, apptag),
+                offsetof(Pi32, space), sizeof(Pi32::space)};
+    case PiGuard::crc64:
+        return {offsetof(Pi64, guard), sizeof(Pi64::guard), offsetof(Pi64, apptag),
+                offsetof(Pi64, reftag), sizeof(Pi64::reftag)};
+    case PiGuard::crc16:
+        break;
+    }
+    return {offsetof(Pi16, guard), sizeof(Pi16::guard), offsetof(Pi16, apptag),
+            offsetof(Pi16, reftag), sizeof(Pi16::reftag)};
+}
+constexpr unsigned kApptagBytes = sizeof(Pi16::apptag);
 
 // Type 1 and 2 count the reference tag up from the command's; type 3's is opaque.
 std::uint64_t expected_reftag(const BlockFormat& format, const PiTags& tags, std::uint64_t block) {
@@ -81,7 +116,8 @@ bool escaped(const BlockFormat& format, const PiFields& pi) {
     if (pi.apptag != kApptagEscape) {
         return false;
     }
-    return format.pi_type != PiType::type3 || pi.reftag == format.reftag_mask();
+    return format.pi_type != PiType::type3 ||
+           (pi.reftag == format.reftag_mask() && pi.storage_tag == format.storage_tag_max());
 }
 
 }  // namespace
@@ -164,6 +200,8 @@ std::string_view pi_check_name(PiCheck check) {
         return "application tag";
     case PiCheck::reftag:
         return "reference tag";
+    case PiCheck::storage_tag:
+        return "storage tag";
     case PiCheck::none:
         break;
     }
@@ -173,38 +211,48 @@ std::string_view pi_check_name(PiCheck check) {
 std::uint64_t pi_guard(const BlockFormat& format, const std::byte* block) noexcept {
     // PI first: over the data only; PI last: over everything before it.
     const std::uint32_t covered = format.pi_first ? format.data_bytes : format.pi_offset();
-    if (format.guard == PiGuard::crc64) {
+    switch (format.guard) {
+    case PiGuard::crc32:
+        return crc32c(0, block, covered);
+    case PiGuard::crc64:
         return crc64_nvme(0, block, covered);
+    case PiGuard::crc16:
+        break;
     }
     return crc16_t10dif(0, block, covered);
 }
 
 PiFields pi_read(const BlockFormat& format, const std::byte* block) noexcept {
     const auto* pi = reinterpret_cast<const std::uint8_t*>(block + format.pi_offset());
+    const TupleLayout at = tuple_layout(format);
     PiFields f;
-    if (format.guard == PiGuard::crc64) {
-        f.guard = load_be(pi + offsetof(Pi64, guard), sizeof(Pi64::guard));
-        f.apptag = static_cast<std::uint16_t>(load_be(pi + offsetof(Pi64, apptag), sizeof(Pi64::apptag)));
-        f.reftag = load_be(pi + offsetof(Pi64, reftag), sizeof(Pi64::reftag));
-    } else {
-        f.guard = load_be(pi + offsetof(Pi16, guard), sizeof(Pi16::guard));
-        f.apptag = static_cast<std::uint16_t>(load_be(pi + offsetof(Pi16, apptag), sizeof(Pi16::apptag)));
-        f.reftag = load_be(pi + offsetof(Pi16, reftag), sizeof(Pi16::reftag));
-    }
+    f.guard = static_cast<std::uint64_t>(load_be(pi + at.guard_at, at.guard_bytes));
+    f.apptag = static_cast<std::uint16_t>(load_be(pi + at.apptag_at, kApptagBytes));
+    split_space(format, load_be(pi + at.space_at, at.space_bytes), f.storage_tag, f.reftag);
     return f;
 }
 
 void pi_write(const BlockFormat& format, std::byte* block, const PiFields& fields) noexcept {
     auto* pi = reinterpret_cast<std::uint8_t*>(block + format.pi_offset());
-    if (format.guard == PiGuard::crc64) {
-        store_be(pi + offsetof(Pi64, guard), sizeof(Pi64::guard), fields.guard);
-        store_be(pi + offsetof(Pi64, apptag), sizeof(Pi64::apptag), fields.apptag);
-        store_be(pi + offsetof(Pi64, reftag), sizeof(Pi64::reftag), fields.reftag);
-    } else {
-        store_be(pi + offsetof(Pi16, guard), sizeof(Pi16::guard), fields.guard);
-        store_be(pi + offsetof(Pi16, apptag), sizeof(Pi16::apptag), fields.apptag);
-        store_be(pi + offsetof(Pi16, reftag), sizeof(Pi16::reftag), fields.reftag);
-    }
+    const TupleLayout at = tuple_layout(format);
+    store_be(pi + at.guard_at, at.guard_bytes, fields.guard);
+    store_be(pi + at.apptag_at, kApptagBytes, fields.apptag);
+    store_be(pi + at.space_at, at.space_bytes, join_space(format, fields.storage_tag, fields.reftag));
+}
+
+CommandTagWords command_tag_words(const BlockFormat& format, std::uint64_t storage_tag,
+                                  std::uint64_t reftag) noexcept {
+    const Space space = join_space(format, storage_tag, reftag);
+    return {static_cast<std::uint32_t>(space >> 64), static_cast<std::uint32_t>(space >> 32),
+            static_cast<std::uint32_t>(space)};
+}
+
+void split_command_tag_words(const BlockFormat& format, const CommandTagWords& words,
+                             std::uint64_t& storage_tag, std::uint64_t& reftag) noexcept {
+    // Bits beyond the format's space are reserved in the command: not read.
+    const Space all = (Space{words.cdw2} << 64) | (Space{words.cdw3} << 32) | words.cdw14;
+    const unsigned bits = format.space_bits();
+    split_space(format, all & ((Space{1} << bits) - 1), storage_tag, reftag);
 }
 
 void pi_generate(const BlockFormat& format, std::span<std::byte> blocks, const PiTags& tags) noexcept {
@@ -214,7 +262,8 @@ void pi_generate(const BlockFormat& format, std::span<std::byte> blocks, const P
     for (std::uint64_t i = 0; i < count; ++i, block += step) {
         // The guard of a PI-last block covers the metadata before the PI, and
         // nothing of the PI itself, so it can be computed first.
-        pi_write(format, block, {pi_guard(format, block), tags.apptag, expected_reftag(format, tags, i)});
+        pi_write(format, block,
+                 {pi_guard(format, block), tags.apptag, expected_reftag(format, tags, i), tags.storage_tag});
     }
 }
 
@@ -243,6 +292,10 @@ PiMismatch pi_verify(const BlockFormat& format, std::span<const std::byte> block
             if (reftag != pi.reftag) {
                 return {PiCheck::reftag, i, reftag, pi.reftag};
             }
+        }
+        if ((checks & kCheckStorageTag) &&
+            ((pi.storage_tag ^ tags.storage_tag) & tags.storage_tag_mask & format.storage_tag_max()) != 0) {
+            return {PiCheck::storage_tag, i, tags.storage_tag & format.storage_tag_max(), pi.storage_tag};
         }
     }
     return {};

@@ -95,6 +95,7 @@ constexpr std::array kMediaNames = {
     Entry{0x85, "Compare Failure"},
     Entry{0x86, "Access Denied"},
     Entry{0x87, "Deallocated or Unwritten Logical Block"},
+    Entry{0x88, "End-to-end Storage Tag Check Error"},
 };
 
 constexpr std::array kPathNames = {

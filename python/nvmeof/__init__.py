@@ -10,7 +10,7 @@ asynchronous transfers, keep-alive and reconnecting.
             payload = block.read()
 
 Namespaces formatted with metadata and protection information are read and
-written with pract/prchk/apptag/apptag_mask/reftag (see nvmeof.protection).
+written with pract/prchk/apptag/apptag_mask/reftag/storage_tag (see nvmeof.protection).
 
 Blocking calls release the GIL. Threads may share a controller: each call
 into it is serialised, but a blocking read or write holds the controller only
@@ -25,8 +25,8 @@ from nvmeof.errors import (CommandTimeoutError, ConnectError, Error, NvmeError, 
                            QueueFullError, TransportError)
 from nvmeof.futures import TransferFuture
 from nvmeof import protection, protocol, rdma
-from nvmeof.protection import (BlockFormat, Prchk, crc16_t10dif, crc64_nvme, pi_generate,
-                               pi_verify)
+from nvmeof.protection import (BlockFormat, Prchk, crc16_t10dif, crc32c, crc64_nvme,
+                               pi_generate, pi_verify)
 from nvmeof.protocol import (NVME_RDMA_PORT, Completion, ControllerInfo, NamespaceInfo,
                              NVMeStatusError)
 from nvmeof.rdma import HostBuffer, RDMAQueue
@@ -36,5 +36,5 @@ __all__ = [
     "Controller", "ControllerInfo", "Error", "HostBuffer", "IoQueue", "Namespace", "NamespaceInfo",
     "NvmeError", "NVMeStatusError", "NVME_RDMA_PORT", "Prchk", "ProtectionError",
     "QueueFullError", "RDMAQueue", "Request", "Response", "TransferFuture", "TransportError",
-    "crc16_t10dif", "crc64_nvme", "pi_generate", "pi_verify", "protection", "protocol", "rdma",
+    "crc16_t10dif", "crc32c", "crc64_nvme", "pi_generate", "pi_verify", "protection", "protocol", "rdma",
 ]

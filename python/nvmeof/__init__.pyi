@@ -7,7 +7,7 @@ from nvmeof import rdma as rdma
 from nvmeof._core import Buffer as Buffer, IoQueue as IoQueue, Namespace as Namespace
 from nvmeof._core import Request as Request, Response as Response
 from nvmeof._core import BlockFormat as BlockFormat, crc16_t10dif as crc16_t10dif
-from nvmeof._core import crc64_nvme as crc64_nvme, pi_generate as pi_generate
+from nvmeof._core import crc32c as crc32c, crc64_nvme as crc64_nvme, pi_generate as pi_generate
 from nvmeof._core import pi_verify as pi_verify
 from nvmeof.errors import CommandTimeoutError as CommandTimeoutError, ConnectError as ConnectError
 from nvmeof.errors import Error as Error, NvmeError as NvmeError, QueueFullError as QueueFullError

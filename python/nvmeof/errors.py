@@ -103,7 +103,7 @@ class NvmeError(Error, OSError):
 
 class ProtectionError(Error, OSError):
     """nvmeof.pi_verify found a block whose protection information does not
-    check out: `check` ("guard", "apptag" or "reftag"), `block` (its index in the
+    check out: `check` ("guard", "apptag", "reftag" or "storage_tag"), `block` (its index in the
     buffer), `lba`, `expected` and `found` (the field's values). An OSError with
     errno EILSEQ, as an NvmeError for the same failure in the controller."""
 

@@ -113,9 +113,11 @@ struct ProtectionArgs {
     std::int64_t apptag = 0;
     std::int64_t apptag_mask = 0xFFFF;
     std::optional<std::int64_t> reftag;
+    std::uint64_t storage_tag = 0;
 
     nvmeof::Protection of(const nvmeof::Namespace& ns) const {
-        return protection_from(ns.format(), pract, prchk, apptag, apptag_mask, reftag);
+        return protection_from(ns.format(), pract, prchk, apptag, apptag_mask, reftag,
+                               storage_tag);
     }
 };
 
@@ -246,14 +248,14 @@ void def_transfer(py::class_<PyNamespace>& cls, const char* name, Call call, con
         name,
         [call](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
                std::uint64_t offset, bool pract, std::int64_t prchk, std::int64_t apptag,
-               std::int64_t apptag_mask, Reftag reftag) {
+               std::int64_t apptag_mask, Reftag reftag, std::uint64_t storage_tag) {
             return call(n, buffer, slba, blocks, offset,
-                        ProtectionArgs{pract, prchk, apptag, apptag_mask, reftag});
+                        ProtectionArgs{pract, prchk, apptag, apptag_mask, reftag, storage_tag});
         },
         py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(), py::kw_only(),
         py::arg("buffer_offset") = 0, py::arg("pract") = false, py::arg("prchk") = 0,
         py::arg("apptag") = 0, py::arg("apptag_mask") = 0xFFFF, py::arg("reftag") = py::none(),
-        doc);
+        py::arg("storage_tag") = 0, doc);
 }
 
 }  // namespace
@@ -281,14 +283,23 @@ void bind_namespace(py::module_& m) {
                                "dps bits 2:0).")
         .def_property_readonly("pi_guard_bits",
                                [](const PyNamespace& n) { return pi_guard_bits(n.ns.format()); },
-                               "16 (CRC-16/T10-DIF) or 64 (CRC-64/NVME); 0 without PI.")
+                               "16 (CRC-16/T10-DIF), 32 (CRC-32C) or 64 (CRC-64/NVME); 0 "
+                               "without PI.")
+        .def_property_readonly("storage_tag_bits",
+                               [](const PyNamespace& n) { return storage_tag_bits(n.ns.format()); },
+                               "Bits of the storage tag in the PI (nvme id-ns --csi: elbaf sts); 0 "
+                               "without.")
+        .def_property_readonly("storage_tag_mask",
+                               [](const PyNamespace& n) { return n.ns.info().storage_tag_mask; },
+                               "The storage tag bits a Prchk.STORAGE_TAG check compares (LBSTM).")
         .def_property_readonly("pi_first",
                                [](const PyNamespace& n) { return pi_first(n.ns.format()); },
                                "PI in the first bytes of the metadata, else in its last (nvme "
                                "id-ns: dps bit 3).")
         .def_property_readonly("pi_size",
                                [](const PyNamespace& n) { return n.ns.format().pi_bytes(); },
-                               "Bytes of PI per block: 8 (16-bit guard), 16 (64-bit), 0 without.")
+                               "Bytes of PI per block: 8 (16-bit guard), 16 (32- or 64-bit), 0 "
+                               "without.")
         .def(
             "buffer_block_size",
             [](const PyNamespace& n, bool pract) {
@@ -309,7 +320,7 @@ void bind_namespace(py::module_& m) {
         "Blocks without the GIL; split at MDTS into commands spread over the I/O queues. "
         "On a namespace with protection information: pract (PRACT: the controller strips "
         "the PI), prchk (Prchk flags: what the controller checks), apptag and apptag_mask, "
-        "reftag (of the first block; None: the LBA). ValueError for a range outside the "
+        "reftag (of the first block; None: the LBA), storage_tag. ValueError for a range outside the "
         "namespace or buffer, or PRACT/PRCHK on a namespace without PI; NvmeError / "
         "TransportError when it fails (an end-to-end check: NvmeError with errno EILSEQ).");
     def_transfer(
@@ -343,13 +354,14 @@ void bind_namespace(py::module_& m) {
         .def(
             "write_zeroes",
             [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks, bool pract,
-               std::int64_t prchk, std::int64_t apptag, std::int64_t apptag_mask, Reftag reftag) {
-                const ProtectionArgs args{pract, prchk, apptag, apptag_mask, reftag};
+               std::int64_t prchk, std::int64_t apptag, std::int64_t apptag_mask, Reftag reftag,
+               std::uint64_t storage_tag) {
+                const ProtectionArgs args{pract, prchk, apptag, apptag_mask, reftag, storage_tag};
                 n.run({nvmeof::Op::write_zeroes, slba, blocks, nullptr, 0, 0, args.of(n.ns)});
             },
             py::arg("slba"), py::arg("blocks"), py::kw_only(), py::arg("pract") = false,
             py::arg("prchk") = 0, py::arg("apptag") = 0, py::arg("apptag_mask") = 0xFFFF,
-            py::arg("reftag") = py::none(),
+            py::arg("reftag") = py::none(), py::arg("storage_tag") = 0,
             "Write Zeroes of `blocks` blocks at `slba`; pract, prchk and the tags as write().")
         .def(
             "deallocate",

@@ -21,12 +21,14 @@ namespace py = pybind11;
 // PI at all is the core's check_transfer's to say.
 nvmeof::Protection protection_from(const nvmeof::BlockFormat& format, bool pract,
                                    std::int64_t prchk, std::int64_t apptag,
-                                   std::int64_t apptag_mask, std::optional<std::int64_t> reftag);
+                                   std::int64_t apptag_mask, std::optional<std::int64_t> reftag,
+                                   std::uint64_t storage_tag);
 
 // The layout as the Python API words it: the guard's width (0 without PI) and
 // whether the PI opens the metadata (False without PI).
 unsigned pi_guard_bits(const nvmeof::BlockFormat& format);
 bool pi_first(const nvmeof::BlockFormat& format);
+unsigned storage_tag_bits(const nvmeof::BlockFormat& format);
 
 void bind_protection(py::module_& m);
 

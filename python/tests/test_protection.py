@@ -2,8 +2,9 @@
 softverbs: the layout attributes, PRACT writes read back stripped and whole
 (the target's PI checked by nvmeof.pi_verify), host-generated PI written and
 read with every check, application tag mismatches and the target's corrupt-*
-faults raising EILSEQ, PRINFO refused on a plain namespace, and asynchronous
-transfers cut at MDTS with an explicit type 2 reference tag."""
+faults raising EILSEQ, PRINFO refused on a plain namespace, asynchronous
+transfers cut at MDTS with an explicit type 2 reference tag, and storage tags
+with the 32-bit guard."""
 import errno
 import pathlib
 import re
@@ -69,6 +70,7 @@ LAYOUTS = [
     (PI2_FIRST, (16, 2, 16, True, 8, 528, 528)),
     (PI3, (8, 3, 16, False, 8, 520, 512)),
     ("ram:16M:4096+16:pi3:guard64", (16, 3, 64, False, 16, 4112, 4096)),
+    ("ram:16M:4096+16:pi1:guard32", (16, 1, 32, False, 16, 4112, 4096)),
 ]
 
 
@@ -328,7 +330,9 @@ def test_block_format_and_the_host_helpers():
     assert repr(fmt) == "BlockFormat(lba_size=4096, metadata_size=64, pi_type=3, pi_guard_bits=64, pi_first=True)"
     assert hash(fmt) == hash(BlockFormat(4096, 64, 3, pi_guard_bits=64, pi_first=True))
     for args, kwargs in (((512, 4, 1), {}), ((512, 8, 1), {"pi_guard_bits": 64}),
-                         ((512, 8, 4), {}), ((512, 16, 1), {"pi_guard_bits": 32}),
+                         ((512, 8, 4), {}), ((512, 8, 1), {"pi_guard_bits": 32}),
+                         ((512, 16, 1), {"pi_guard_bits": 32, "storage_tag_bits": 8}),
+                         ((512, 8, 1), {"storage_tag_bits": 33}),
                          ((0, 8, 1), {})):
         with pytest.raises(ValueError):
             BlockFormat(*args, **kwargs)
@@ -359,6 +363,43 @@ def test_block_format_and_the_host_helpers():
     blocks[2 * 4160 + 4096 + 8:2 * 4160 + 4096 + 10] = b"\xff\xff"
     blocks[2 * 4160 + 4096 + 10:2 * 4160 + 4096 + 16] = b"\xff" * 6
     nvmeof.pi_verify(fmt, blocks, 77, apptag=0x99, reftag=0x123456789ABC)
+
+
+def test_storage_tags_with_the_32_bit_guard():
+    assert nvmeof.crc32c(b"123456789") == 0xE3069283
+    assert nvmeof.crc32c(b"6789", nvmeof.crc32c(b"12345")) == 0xE3069283
+    fmt = BlockFormat(4096, 16, 1, pi_guard_bits=32, storage_tag_bits=24)
+    assert (fmt.pi_guard_bits, fmt.storage_tag_bits, fmt.pi_size) == (32, 24, 16)
+    assert repr(fmt).endswith("pi_guard_bits=32, pi_first=False, storage_tag_bits=24)")
+    assert BlockFormat(4096, 16, 1, pi_guard_bits=32).storage_tag_bits == 16
+
+    with start_target(namespace="ram:4M:4096+16:pi1:guard32:sts=24") as target, \
+            connect(target) as controller:
+        namespace = controller.namespace(1)
+        assert namespace.format == fmt
+        assert namespace.storage_tag_mask == 0xFFFFFF
+        count, slba, tag = 6, 50, 0xC0FFEE
+        data = pattern(count * 4096, 9)
+        whole = numpy.zeros(count * 4112, dtype=numpy.uint8)
+        with controller.register(data) as out, controller.register(whole) as into:
+            # PRACT: the target writes the command's storage tag into its PI.
+            namespace.write(out, slba, pract=True, storage_tag=tag)
+            namespace.read(into, slba, prchk=Prchk.ALL | Prchk.STORAGE_TAG, storage_tag=tag)
+            nvmeof.pi_verify(namespace, whole, slba, prchk=Prchk.ALL | Prchk.STORAGE_TAG,
+                             storage_tag=tag)
+            pi = blocks_of(namespace, whole)[0, 4096:]
+            assert int.from_bytes(pi[:4].tobytes(), "big") == nvmeof.crc32c(data[:4096].tobytes())
+            assert int.from_bytes(pi[6:16].tobytes(), "big") == (tag << 56) | slba
+            with pytest.raises(nvmeof.NvmeError, match="Storage Tag") as raised:
+                namespace.read(into, slba, prchk=Prchk.STORAGE_TAG, storage_tag=tag ^ 1)
+            assert raised.value.errno == errno.EILSEQ
+            assert (raised.value.sct, raised.value.sc) == (2, 0x88)
+            namespace.read(into, slba, prchk=Prchk.ALL, storage_tag=tag ^ 1)  # not checked
+            with pytest.raises(nvmeof.ProtectionError, match="Storage Tag") as found:
+                nvmeof.pi_verify(namespace, whole, slba, prchk=Prchk.STORAGE_TAG, storage_tag=1)
+            assert found.value.check == "storage_tag"
+            with pytest.raises(ValueError, match="24-bit storage tag"):
+                namespace.read(into, slba, storage_tag=1 << 24)
 
 
 def test_help_documents_protection():

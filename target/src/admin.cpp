@@ -308,9 +308,12 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             if (ns == nullptr) {
                 return done;  // an inactive NSID: zeroes, as for CNS 0x00
             }
-            // ELBAF of format 0: its guard type, and no storage tag (STS 0).
+            // ELBAF of format 0: its guard type and storage tag size; every
+            // storage tag bit is checked (LBSTM).
             wire::IdentifyNvmNamespace id{};
-            id.elbaf[0] = static_cast<std::uint32_t>(ns->format.guard) << wire::kElbafPiFormatShift;
+            id.elbaf[0] = (static_cast<std::uint32_t>(ns->format.guard) << wire::kElbafPiFormatShift) |
+                          ns->format.storage_tag_bits;
+            id.lbstm = ns->format.storage_tag_max();
             std::memcpy(data.data(), &id, sizeof id);
             return done;
         }

@@ -86,6 +86,7 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
                            PI guard altered, after the write's own checks
   corrupt-apptag=LBA       the same with the application tag
   corrupt-reftag=LBA       the same with the reference tag
+  corrupt-storage-tag=LBA  the same with the storage tag (a format with sts=BITS)
   drop-after=N             disconnect all queues after N commands in total
   delay-ms=N               delay every completion by N ms
   stop-answering-after=N   after N commands, accept but never answer
@@ -302,10 +303,12 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
             throw UsageError(what + ": FIRST is above LAST");
         }
         faults.fail_lba.push_back(fault);
-    } else if (name == "corrupt-guard" || name == "corrupt-apptag" || name == "corrupt-reftag") {
+    } else if (name == "corrupt-guard" || name == "corrupt-apptag" || name == "corrupt-reftag" ||
+               name == "corrupt-storage-tag") {
         const wire::PiCheck field = name == "corrupt-guard"    ? wire::PiCheck::guard
                                     : name == "corrupt-apptag" ? wire::PiCheck::apptag
-                                                               : wire::PiCheck::reftag;
+                                    : name == "corrupt-reftag" ? wire::PiCheck::reftag
+                                                               : wire::PiCheck::storage_tag;
         faults.corrupt_pi.push_back({field, parse_number(value, what, max64)});
     } else if (name == "drop-after") {
         faults.drop_after = parse_number(value, what, max64);

@@ -41,9 +41,10 @@ struct NamespaceConfig {
     wire::PiType pi_type = wire::PiType::none;
     wire::PiGuard pi_guard = wire::PiGuard::crc16;
     bool pi_first = false;
+    std::uint8_t storage_tag_bits = 0;  // STS; every storage tag bit is checked (LBSTM all ones)
 
     wire::BlockFormat block_format() const {
-        return {lba_size, metadata_size, pi_type, pi_guard, pi_first};
+        return {lba_size, metadata_size, pi_type, pi_guard, pi_first, storage_tag_bits};
     }
     // Bytes the backing store holds for size_bytes of data.
     std::uint64_t store_bytes() const {
@@ -85,7 +86,7 @@ struct FailLbaFault {
     wire::Status status;
 };
 
-// corrupt-guard/-apptag/-reftag=LBA: every write that stores block LBA of a
+// corrupt-guard/-apptag/-reftag/-storage-tag=LBA: every write that stores block LBA of a
 // namespace with protection information stores it with that PI field altered.
 struct CorruptPiFault {
     wire::PiCheck field = wire::PiCheck::guard;

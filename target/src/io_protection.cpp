@@ -40,6 +40,8 @@ Status pi_check_status(wire::PiCheck check) {
         code = wire::MediaStatus::end_to_end_application_tag_check_error;
     } else if (check == wire::PiCheck::reftag) {
         code = wire::MediaStatus::end_to_end_reference_tag_check_error;
+    } else if (check == wire::PiCheck::storage_tag) {
+        code = wire::MediaStatus::end_to_end_storage_tag_check_error;
     }
     // Retrying cannot help: the same buffer or the same stored block fails again.
     return Status::make(wire::StatusCodeType::media, static_cast<std::uint8_t>(code), true);
@@ -51,12 +53,15 @@ Status invalid_protection_information() {
         static_cast<std::uint8_t>(wire::NvmCommandStatus::invalid_protection_information), true);
 }
 
-// The command's tags, the reference tag cut to the format's width (with a
-// 16-bit guard, CDW3 is no part of it).
+// The command's tags, read as wide as the format's storage and reference space.
 wire::PiTags tags_of(const wire::BlockFormat& format, const Sqe& sqe) {
-    wire::PiTags tags = wire::command_tags(sqe);
-    tags.reftag &= format.reftag_mask();
-    return tags;
+    return wire::command_tags(sqe, format);
+}
+
+// The checks a command asks for: PRCHK, and STC on a format with a storage tag.
+std::uint8_t checks_of(const wire::BlockFormat& format, std::uint8_t prinfo) {
+    const std::uint8_t stc = format.storage_tag_bits != 0 ? wire::kCheckStorageTag : 0;
+    return prinfo & (wire::kPrchkAll | stc);
 }
 
 std::span<std::uint8_t> as_store_bytes(std::span<std::byte> bytes) {
@@ -107,6 +112,8 @@ std::string_view corrupt_fault_name(wire::PiCheck field) {
             return "corrupt-apptag";
         case wire::PiCheck::reftag:
             return "corrupt-reftag";
+        case wire::PiCheck::storage_tag:
+            return "corrupt-storage-tag";
         default:
             return "corrupt-guard";
     }
@@ -169,7 +176,7 @@ Completion CommandCore::read_protected(Namespace& ns, const Sqe& sqe,
     mark_unwritten(format, extended);
     // Checked whatever PRACT says: PRACT only decides whether the PI goes to the host.
     if (const wire::PiMismatch mismatch =
-            wire::pi_verify(format, extended, prinfo & wire::kPrchkAll, tags_of(format, sqe))) {
+            wire::pi_verify(format, extended, checks_of(format, prinfo), tags_of(format, sqe))) {
         log_mismatch(sqe, mismatch);
         return Completion{pi_check_status(mismatch.check)};
     }
@@ -189,7 +196,7 @@ Completion CommandCore::write_protected(Namespace& ns, const Sqe& sqe,
     if (!pract_of(ns, sqe)) {
         // The host's PI, checked as PRCHK asks, stored as sent.
         if (const wire::PiMismatch mismatch =
-                wire::pi_verify(format, extended, prinfo & wire::kPrchkAll, tags)) {
+                wire::pi_verify(format, extended, checks_of(format, prinfo), tags)) {
             log_mismatch(sqe, mismatch);
             return Completion{pi_check_status(mismatch.check)};
         }
@@ -255,15 +262,25 @@ void CommandCore::corrupt_protection(const Namespace& ns, const Sqe& sqe, std::u
             case wire::PiCheck::reftag:
                 pi.reftag ^= kCorruptedBit;
                 break;
+            case wire::PiCheck::storage_tag:
+                pi.storage_tag ^= kCorruptedBit;
+                break;
             default:
                 pi.guard ^= kCorruptedBit;
                 break;
         }
         wire::pi_write(format, block, pi);
         const auto field_value = [&](const wire::PiFields& f) {
-            return fault.field == wire::PiCheck::apptag   ? std::uint64_t{f.apptag}
-                   : fault.field == wire::PiCheck::reftag ? f.reftag
-                                                          : f.guard;
+            switch (fault.field) {
+                case wire::PiCheck::apptag:
+                    return std::uint64_t{f.apptag};
+                case wire::PiCheck::reftag:
+                    return f.reftag;
+                case wire::PiCheck::storage_tag:
+                    return f.storage_tag;
+                default:
+                    return f.guard;
+            }
         };
         log_fault(std::string(corrupt_fault_name(fault.field)) + ": " +
                   std::string(wire::command_name(sqe, wire::QueueKind::io)) + " (CID " +

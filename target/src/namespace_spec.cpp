@@ -2,6 +2,7 @@
 // or DATA+MD followed by the protection options (docs/target-cli.md).
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,10 +60,13 @@ struct PiTypeName {
 constexpr PiTypeName kPiTypeNames[] = {
     {"pi1", wire::PiType::type1}, {"pi2", wire::PiType::type2}, {"pi3", wire::PiType::type3}};
 constexpr std::string_view kPiFirstOption = "first";
+constexpr std::string_view kGuard32Option = "guard32";
 constexpr std::string_view kGuard64Option = "guard64";
+constexpr std::string_view kStorageTagOption = "sts=";
 
 bool is_protection_option(std::string_view text) {
-    return text == kPiFirstOption || text == kGuard64Option ||
+    return text == kPiFirstOption || text == kGuard32Option || text == kGuard64Option ||
+           text.starts_with(kStorageTagOption) ||
            std::any_of(std::begin(kPiTypeNames), std::end(kPiTypeNames),
                        [&](const PiTypeName& pi) { return pi.name == text; });
 }
@@ -85,7 +89,8 @@ void parse_block_format(std::string_view text, const std::string& what, Namespac
     ns.metadata_size = static_cast<std::uint32_t>(size);
 }
 
-// The words after the LBA: a PI type, where the PI sits, its guard.
+// The words after the LBA: a PI type, where the PI sits, its guard, its
+// storage tag size.
 void parse_protection_options(std::span<const std::string_view> options, const std::string& what,
                               NamespaceConfig& ns) {
     if (options.empty()) {
@@ -96,11 +101,14 @@ void parse_protection_options(std::span<const std::string_view> options, const s
                          " needs metadata: give the LBA as DATA+MD (e.g. 512+8)");
     }
     bool first = false;
+    bool guard32 = false;
     bool guard64 = false;
+    std::optional<std::uint64_t> storage_tag_bits;
     for (const std::string_view option : options) {
         const auto* pi = std::find_if(std::begin(kPiTypeNames), std::end(kPiTypeNames),
                                       [&](const PiTypeName& p) { return p.name == option; });
         bool* flag = option == kPiFirstOption   ? &first
+                     : option == kGuard32Option ? &guard32
                      : option == kGuard64Option ? &guard64
                                                 : nullptr;
         if (pi != std::end(kPiTypeNames)) {
@@ -108,6 +116,12 @@ void parse_protection_options(std::span<const std::string_view> options, const s
                 throw UsageError(what + ": more than one PI type (pi1, pi2, pi3)");
             }
             ns.pi_type = pi->type;
+        } else if (option.starts_with(kStorageTagOption)) {
+            if (storage_tag_bits) {
+                throw UsageError(what + ": \"sts\" is given twice");
+            }
+            storage_tag_bits = parse_number(option.substr(kStorageTagOption.size()), what,
+                                            wire::kMaxStorageTag32Bits);
         } else if (flag != nullptr) {
             if (*flag) {
                 throw UsageError(what + ": " + quoted(option) + " is given twice");
@@ -115,17 +129,33 @@ void parse_protection_options(std::span<const std::string_view> options, const s
             *flag = true;
         } else {
             throw UsageError(what + ": unknown option " + quoted(option) +
-                             " (expected pi1, pi2, pi3, first or guard64)");
+                             " (expected pi1, pi2, pi3, first, guard32, guard64 or sts=BITS)");
         }
     }
-    if ((first || guard64) && ns.pi_type == wire::PiType::none) {
-        throw UsageError(what + ": " + (first ? "first" : "guard64") +
-                         " needs a PI type (pi1, pi2 or pi3)");
+    if ((first || guard32 || guard64 || storage_tag_bits) && ns.pi_type == wire::PiType::none) {
+        const std::string_view option = first     ? kPiFirstOption
+                                        : guard32 ? kGuard32Option
+                                        : guard64 ? kGuard64Option
+                                                  : std::string_view("sts");
+        throw UsageError(what + ": " + std::string(option) + " needs a PI type (pi1, pi2 or pi3)");
+    }
+    if (guard32 && guard64) {
+        throw UsageError(what + ": guard32 and guard64 exclude each other");
     }
     ns.pi_first = first;
-    ns.pi_guard = guard64 ? wire::PiGuard::crc64 : wire::PiGuard::crc16;
+    ns.pi_guard = guard32   ? wire::PiGuard::crc32
+                  : guard64 ? wire::PiGuard::crc64
+                            : wire::PiGuard::crc16;
+    const unsigned sts = static_cast<unsigned>(storage_tag_bits.value_or(
+        ns.pi_guard == wire::PiGuard::crc32 ? wire::kMinStorageTag32Bits : 0));
+    if (!wire::storage_tag_bits_valid(ns.pi_guard, sts)) {
+        throw UsageError(what + ": sts=" + std::to_string(sts) + " is outside what the guard allows " +
+                         "(0-32 bits with the 16-bit guard, 16-64 with guard32, 0-48 with guard64)");
+    }
+    ns.storage_tag_bits = static_cast<std::uint8_t>(sts);
     if (ns.block_format().pi_bytes() > ns.metadata_size) {
-        throw UsageError(what + ": guard64 needs 16 bytes of PI, more than the " +
+        throw UsageError(what + ": " + (guard32 ? "guard32" : "guard64") +
+                         " needs 16 bytes of PI, more than the " +
                          std::to_string(ns.metadata_size) + " bytes of metadata");
     }
 }

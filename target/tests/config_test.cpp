@@ -185,9 +185,10 @@ TEST(Config, NamespacesWithMetadataAndProtection) {
                "ram:64M:4096+64:pi1:guard64", "--namespace", "ram:16M:512+16", "--namespace",
                "ram:1M:512+16:first:pi2", "--namespace", "ram:1M:4096+16:pi3:guard64:first",
                "--size", "4M", "--namespace", "file:/tmp/a:b.img:512+32:pi3", "--namespace",
-               "file:/tmp/c.img:4096"});
+               "file:/tmp/c.img:4096", "--namespace", "ram:1M:4096+16:pi1:guard32", "--namespace",
+               "ram:1M:512+8:pi2:sts=12", "--namespace", "file:/tmp/d.img:512+16:pi1:guard64:sts=48"});
     const auto& ns = c.subsystems[0].namespaces;
-    ASSERT_EQ(ns.size(), 7u);
+    ASSERT_EQ(ns.size(), 10u);
     EXPECT_EQ(ns[0].size_bytes, 64u << 20);
     EXPECT_EQ(ns[0].lba_size, 512u);
     EXPECT_EQ(ns[0].metadata_size, 8u);
@@ -212,6 +213,14 @@ TEST(Config, NamespacesWithMetadataAndProtection) {
     EXPECT_EQ(ns[5].size_bytes, 4u << 20);
     EXPECT_EQ(ns[6].path, "/tmp/c.img");
     EXPECT_EQ(ns[6].lba_size, 4096u);
+    EXPECT_EQ(ns[7].pi_guard, wire::PiGuard::crc32);
+    EXPECT_EQ(ns[7].storage_tag_bits, 16u);  // the least the 32-bit guard allows
+    EXPECT_EQ(ns[7].block_format().pi_bytes(), wire::kPi32Bytes);
+    EXPECT_EQ(ns[8].pi_guard, wire::PiGuard::crc16);
+    EXPECT_EQ(ns[8].storage_tag_bits, 12u);
+    EXPECT_EQ(ns[8].block_format().reftag_mask(), 0xFFFFFu);
+    EXPECT_EQ(ns[9].path, "/tmp/d.img");
+    EXPECT_EQ(ns[9].storage_tag_bits, 48u);
     EXPECT_EQ(ns[6].metadata_size, 0u);
 }
 
@@ -234,26 +243,43 @@ TEST(Config, NamespaceProtectionErrors) {
     EXPECT_NE(error("ram:1M:512+16:guard64").find("guard64 needs a PI type"), std::string::npos);
     EXPECT_NE(error("ram:1M:512+8:pi1:guard64").find("guard64 needs 16 bytes of PI"),
               std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi1:guard32").find("guard32 needs 16 bytes of PI"),
+              std::string::npos);
+    EXPECT_NE(error("ram:1M:512+16:pi1:guard32:guard64").find("exclude each other"),
+              std::string::npos);
+    EXPECT_NE(error("ram:1M:512+16:sts=8").find("sts needs a PI type"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+16:pi1:guard32:sts=8").find("sts=8 is outside"),
+              std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi1:sts=33").find("sts=33 is outside"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+16:pi1:guard64:sts=49").find("sts=49 is outside"),
+              std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi1:sts=x").find("not a number"), std::string::npos);
+    EXPECT_NE(error("ram:1M:512+8:pi1:sts=4:sts=4").find("\"sts\" is given twice"),
+              std::string::npos);
     EXPECT_NE(error("ram:1000:512+8").find("multiple"), std::string::npos);
     EXPECT_NE(error("file:/tmp/x:512+8:pi9").find("unknown option \"pi9\""), std::string::npos);
     EXPECT_NE(error("file:/tmp/x:4096:pi1").find("needs metadata"), std::string::npos);
     EXPECT_NE(error("file::512+8:pi1").find("path is empty"), std::string::npos);
     // Each mistake is one line naming the spec.
     EXPECT_EQ(error("ram:1M:512+8:pi1:guard64").find('\n'), std::string::npos);
+    EXPECT_EQ(error("ram:1M:512+16:pi1:guard32:sts=8").find('\n'), std::string::npos);
     EXPECT_EQ(error("ram:1M:512+8:pi1:guard64").rfind("--namespace ram:1M:512+8:pi1:guard64", 0),
               0u);
 }
 
 TEST(Config, CorruptProtectionFaults) {
     const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "corrupt-guard=7", "--fault",
-                                  "corrupt-apptag=0x10", "--fault=corrupt-reftag=9"});
-    ASSERT_EQ(c.faults.corrupt_pi.size(), 3u);
+                                  "corrupt-apptag=0x10", "--fault=corrupt-reftag=9", "--fault",
+                                  "corrupt-storage-tag=3"});
+    ASSERT_EQ(c.faults.corrupt_pi.size(), 4u);
     EXPECT_EQ(c.faults.corrupt_pi[0].field, wire::PiCheck::guard);
     EXPECT_EQ(c.faults.corrupt_pi[0].lba, 7u);
     EXPECT_EQ(c.faults.corrupt_pi[1].field, wire::PiCheck::apptag);
     EXPECT_EQ(c.faults.corrupt_pi[1].lba, 16u);
     EXPECT_EQ(c.faults.corrupt_pi[2].field, wire::PiCheck::reftag);
     EXPECT_EQ(c.faults.corrupt_pi[2].lba, 9u);
+    EXPECT_EQ(c.faults.corrupt_pi[3].field, wire::PiCheck::storage_tag);
+    EXPECT_EQ(c.faults.corrupt_pi[3].lba, 3u);
     EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "corrupt-guard=x"}).find("not a number"),
               std::string::npos);
     EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "corrupt-reftag"}).find("NAME=VALUE"),

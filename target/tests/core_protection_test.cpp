@@ -35,6 +35,7 @@ NamespaceConfig namespace_config(const BlockFormat& format) {
     ns.pi_type = format.pi_type;
     ns.pi_guard = format.guard;
     ns.pi_first = format.pi_first;
+    ns.storage_tag_bits = format.storage_tag_bits;
     return ns;
 }
 
@@ -60,13 +61,16 @@ std::span<const std::byte> readable(const Bytes& bytes) {
 }
 
 constexpr std::uint64_t kReftagBase = 0xA5000000;
+constexpr std::uint64_t kStorageTag = 0x5A3C96E1D2B4F00Full;
 
 // The tags a host would use for blocks from `slba`: type 1's reference tags
 // are the LBAs; type 2's any that count up (here offset from the LBAs, so a
 // command on part of a range asks the tags stored there); type 3's a constant.
+// Formats with a storage tag get one as wide as it.
 PiTags tags_for(const BlockFormat& format, std::uint64_t slba) {
     PiTags tags;
     tags.apptag = kApptag;
+    tags.storage_tag = kStorageTag & format.storage_tag_max();
     switch (format.pi_type) {
         case PiType::type1:
             tags.reftag = slba & format.reftag_mask();
@@ -90,7 +94,7 @@ wire::Sqe protected_rw(const BlockFormat& format, IoOpcode op, std::uint64_t slb
     wire::Sqe sqe = wire::rw_command(
         op, 1, slba, blocks,
         wire::RemoteBuffer{kHostAddress, std::size_t{blocks} * block_bytes, kRkey}, block_bytes);
-    wire::set_protection(sqe, prinfo, tags);
+    wire::set_protection(sqe, format, prinfo, tags);
     return sqe;
 }
 
@@ -122,6 +126,9 @@ void flip_field(const BlockFormat& format, Bytes& blocks, std::uint32_t block, P
         case PiCheck::apptag:
             pi.apptag = static_cast<std::uint16_t>(pi.apptag ^ 1);
             break;
+        case PiCheck::storage_tag:
+            pi.storage_tag ^= 1;
+            break;
         default:
             pi.reftag ^= 1;
             break;
@@ -138,6 +145,8 @@ Status check_status(PiCheck check) {
             return media(wire::MediaStatus::end_to_end_guard_check_error);
         case PiCheck::apptag:
             return media(wire::MediaStatus::end_to_end_application_tag_check_error);
+        case PiCheck::storage_tag:
+            return media(wire::MediaStatus::end_to_end_storage_tag_check_error);
         default:
             return media(wire::MediaStatus::end_to_end_reference_tag_check_error);
     }
@@ -148,6 +157,8 @@ std::uint8_t check_bit(PiCheck check) {
             return wire::kPrchkGuard;
         case PiCheck::apptag:
             return wire::kPrchkApptag;
+        case PiCheck::storage_tag:
+            return wire::kCheckStorageTag;
         default:
             return wire::kPrchkReftag;
     }
@@ -159,7 +170,14 @@ const Status kInvalidPi = Status::make(
     wire::StatusCodeType::command_specific,
     static_cast<std::uint8_t>(wire::NvmCommandStatus::invalid_protection_information), true);
 
-constexpr PiCheck kChecks[] = {PiCheck::guard, PiCheck::apptag, PiCheck::reftag};
+// The checks of a format: the storage tag's where it has one.
+std::vector<PiCheck> checks_of(const BlockFormat& format) {
+    std::vector<PiCheck> checks = {PiCheck::guard, PiCheck::apptag, PiCheck::reftag};
+    if (format.storage_tag_bits != 0) {
+        checks.push_back(PiCheck::storage_tag);
+    }
+    return checks;
+}
 
 struct FormatCase {
     const char* name;
@@ -172,12 +190,18 @@ const FormatCase kFormats[] = {
     {"512_16_pi2_first", {512, 16, PiType::type2, PiGuard::crc16, true}},
     {"512_32_pi3", {512, 32, PiType::type3, PiGuard::crc16, false}},
     {"4096_16_pi3_guard64_first", {4096, 16, PiType::type3, PiGuard::crc64, true}},
+    {"4096_16_pi1_guard32_sts16", {4096, 16, PiType::type1, PiGuard::crc32, false, 16}},
+    {"512_32_pi3_guard32_sts64_first", {512, 32, PiType::type3, PiGuard::crc32, true, 64}},
+    {"512_8_pi2_sts8", {512, 8, PiType::type2, PiGuard::crc16, false, 8}},
+    {"4096_16_pi1_guard64_sts20", {4096, 16, PiType::type1, PiGuard::crc64, false, 20}},
 };
 
 class Protection : public ::testing::TestWithParam<FormatCase> {
   protected:
     void SetUp() override {
         format_ = GetParam().format;
+        all_ = wire::kPrchkAll | (format_.storage_tag_bits != 0 ? wire::kCheckStorageTag : 0);
+        checks_ = checks_of(format_);
         start(config_with(format_));
     }
     void start(const TargetConfig& config) {
@@ -199,6 +223,8 @@ class Protection : public ::testing::TestWithParam<FormatCase> {
     }
 
     BlockFormat format_;
+    std::uint8_t all_ = wire::kPrchkAll;  // every check the format has
+    std::vector<PiCheck> checks_;
     std::unique_ptr<CoreHarness> h_;
     QueueState admin_;
     QueueState io_;
@@ -229,7 +255,9 @@ TEST_P(Protection, IdentifyReportsTheFormat) {
     ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
     wire::IdentifyNvmNamespace nvm{};
     std::memcpy(&nvm, r.data.data(), sizeof nvm);
-    EXPECT_EQ(nvm.elbaf[0], static_cast<std::uint32_t>(format_.guard) << wire::kElbafPiFormatShift);
+    EXPECT_EQ(nvm.elbaf[0], (static_cast<std::uint32_t>(format_.guard) << wire::kElbafPiFormatShift) |
+                                format_.storage_tag_bits);
+    EXPECT_EQ(nvm.lbstm, format_.storage_tag_max());
 
     // What the host makes of the two is the format served.
     const wire::NamespaceGeometry geometry = wire::namespace_geometry(ns, &nvm);
@@ -238,6 +266,7 @@ TEST_P(Protection, IdentifyReportsTheFormat) {
     EXPECT_EQ(geometry.format.pi_type, format_.pi_type);
     EXPECT_EQ(geometry.format.guard, format_.guard);
     EXPECT_EQ(geometry.format.pi_first, format_.pi_first);
+    EXPECT_EQ(geometry.format.storage_tag_bits, format_.storage_tag_bits);
 }
 
 TEST_P(Protection, HostPiStoredAndCheckedBothWays) {
@@ -245,10 +274,10 @@ TEST_P(Protection, HostPiStoredAndCheckedBothWays) {
     const std::uint32_t blocks = 6;
     const PiTags tags = tags_for(format_, slba);
     const Bytes sent = host_blocks(format_, blocks, tags, 7);
-    const Result w = write(slba, blocks, wire::kPrchkAll, tags, sent);
+    const Result w = write(slba, blocks, all_, tags, sent);
     ASSERT_TRUE(w.status().ok()) << wire::describe(w.status());
     EXPECT_EQ(w.plan.length, sent.size());
-    const Result r = read(slba, blocks, wire::kPrchkAll);
+    const Result r = read(slba, blocks, all_);
     ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
     EXPECT_EQ(r.data, sent);
 }
@@ -260,7 +289,7 @@ TEST_P(Protection, PractInsertsAndStrips) {
     const bool pi_only = !format_.metadata_transferred(true);
     // PI the whole metadata: data only; else extended blocks whose PI the target replaces.
     const Bytes sent = pattern(std::size_t{blocks} * format_.transfer_block_bytes(true), 21);
-    const std::uint8_t pract = wire::kPract | wire::kPrchkAll;
+    const std::uint8_t pract = wire::kPract | all_;
     const Result w = write(slba, blocks, pract, tags, sent);
     ASSERT_TRUE(w.status().ok()) << wire::describe(w.status());
     EXPECT_EQ(w.plan.length, sent.size());
@@ -269,10 +298,10 @@ TEST_P(Protection, PractInsertsAndStrips) {
     ASSERT_TRUE(stripped.status().ok()) << wire::describe(stripped.status());
     ASSERT_EQ(stripped.data.size(), sent.size());
 
-    const Result full = read(slba, blocks, wire::kPrchkAll);
+    const Result full = read(slba, blocks, all_);
     ASSERT_TRUE(full.status().ok()) << wire::describe(full.status());
     ASSERT_EQ(full.data.size(), std::size_t{blocks} * format_.extended_bytes());
-    EXPECT_FALSE(wire::pi_verify(format_, readable(full.data), wire::kPrchkAll, tags));
+    EXPECT_FALSE(wire::pi_verify(format_, readable(full.data), all_, tags));
     if (pi_only) {
         EXPECT_EQ(stripped.data, sent);
         EXPECT_EQ(data_of(format_, full.data), sent);
@@ -288,25 +317,25 @@ TEST_P(Protection, PractInsertsAndStrips) {
 TEST_P(Protection, BadHostPiFailsWithItsOwnStatus) {
     const std::uint32_t blocks = 4;
     std::uint64_t slba = 200;
-    for (const PiCheck check : kChecks) {
+    for (const PiCheck check : checks_) {
         SCOPED_TRACE(std::string(wire::pi_check_name(check)));
         slba += blocks;
         const PiTags tags = tags_for(format_, slba);
         Bytes sent = host_blocks(format_, blocks, tags, 3);
         flip_field(format_, sent, 2, check);
-        EXPECT_EQ(write(slba, blocks, wire::kPrchkAll, tags, sent).status(), check_status(check));
+        EXPECT_EQ(write(slba, blocks, all_, tags, sent).status(), check_status(check));
         // Nothing was stored: the blocks still read as never written.
         const Result unwritten = read(slba, blocks, kNoChecks);
         ASSERT_TRUE(unwritten.status().ok());
         EXPECT_EQ(std::count(unwritten.data.begin(), unwritten.data.end(), 0xFF),
                   static_cast<std::ptrdiff_t>(blocks * format_.pi_bytes()));
         // With that check off the same blocks are stored as sent.
-        const std::uint8_t others = without(wire::kPrchkAll, check);
+        const std::uint8_t others = without(all_, check);
         ASSERT_TRUE(write(slba, blocks, others, tags, sent).status().ok());
         const Result back = read(slba, blocks, others);
         ASSERT_TRUE(back.status().ok());
         EXPECT_EQ(back.data, sent);
-        EXPECT_EQ(read(slba, blocks, wire::kPrchkAll).status(), check_status(check));
+        EXPECT_EQ(read(slba, blocks, all_).status(), check_status(check));
     }
 }
 
@@ -314,22 +343,31 @@ TEST_P(Protection, WrongTagsOnReadFailWithTheirStatus) {
     const std::uint64_t slba = 300;
     const std::uint32_t blocks = 3;
     const PiTags tags = tags_for(format_, slba);
-    ASSERT_TRUE(write(slba, blocks, wire::kPrchkAll, tags, host_blocks(format_, blocks, tags, 9))
+    ASSERT_TRUE(write(slba, blocks, all_, tags, host_blocks(format_, blocks, tags, 9))
                     .status()
                     .ok());
     PiTags other_apptag = tags;
     other_apptag.apptag = static_cast<std::uint16_t>(kApptag + 1);
-    EXPECT_EQ(read(slba, blocks, wire::kPrchkAll, other_apptag).status(),
+    EXPECT_EQ(read(slba, blocks, all_, other_apptag).status(),
               check_status(PiCheck::apptag));
     EXPECT_TRUE(
-        read(slba, blocks, wire::kPrchkAll & ~wire::kPrchkApptag, other_apptag).status().ok());
+        read(slba, blocks, without(all_, PiCheck::apptag), other_apptag).status().ok());
     if (format_.pi_type != PiType::type1) {  // type 1: a reftag other than the SLBA is refused
         PiTags other_reftag = tags;
         other_reftag.reftag += 1;
-        EXPECT_EQ(read(slba, blocks, wire::kPrchkAll, other_reftag).status(),
+        EXPECT_EQ(read(slba, blocks, all_, other_reftag).status(),
                   check_status(PiCheck::reftag));
         EXPECT_TRUE(
-            read(slba, blocks, wire::kPrchkAll & ~wire::kPrchkReftag, other_reftag).status().ok());
+            read(slba, blocks, without(all_, PiCheck::reftag), other_reftag).status().ok());
+    }
+    if (format_.storage_tag_bits != 0) {
+        PiTags other_storage_tag = tags;
+        other_storage_tag.storage_tag ^= 1;
+        EXPECT_EQ(read(slba, blocks, all_, other_storage_tag).status(),
+                  check_status(PiCheck::storage_tag));
+        EXPECT_TRUE(read(slba, blocks, without(all_, PiCheck::storage_tag), other_storage_tag)
+                        .status()
+                        .ok());
     }
 }
 
@@ -338,13 +376,13 @@ TEST_P(Protection, ApptagMaskAndEscape) {
     PiTags tags = tags_for(format_, slba);
     tags.apptag = 0x12FF;
     ASSERT_TRUE(
-        write(slba, 2, wire::kPrchkAll, tags, host_blocks(format_, 2, tags, 1)).status().ok());
+        write(slba, 2, all_, tags, host_blocks(format_, 2, tags, 1)).status().ok());
     PiTags masked = tags;
     masked.apptag = 0x1200;
     masked.apptag_mask = 0xFF00;  // the low byte is not compared
-    EXPECT_TRUE(read(slba, 2, wire::kPrchkAll, masked).status().ok());
+    EXPECT_TRUE(read(slba, 2, all_, masked).status().ok());
     masked.apptag_mask = 0xFFFF;
-    EXPECT_EQ(read(slba, 2, wire::kPrchkAll, masked).status(), check_status(PiCheck::apptag));
+    EXPECT_EQ(read(slba, 2, all_, masked).status(), check_status(PiCheck::apptag));
 
     // A block whose apptag is the escape (type 3: and reftag all ones) is
     // checked neither on write nor on read, its guard wrong as it may be.
@@ -352,19 +390,20 @@ TEST_P(Protection, ApptagMaskAndEscape) {
     escape.apptag = wire::kApptagEscape;
     if (format_.pi_type == PiType::type3) {
         escape.reftag = format_.reftag_mask();
+        escape.storage_tag = format_.storage_tag_max();
     }
     Bytes escaped = host_blocks(format_, 1, escape, 2);
     flip_field(format_, escaped, 0, PiCheck::guard);
     ASSERT_TRUE(
-        write(slba + 2, 1, wire::kPrchkAll, tags_for(format_, slba + 2), escaped).status().ok());
-    const Result r = read(slba + 2, 1, wire::kPrchkAll);
+        write(slba + 2, 1, all_, tags_for(format_, slba + 2), escaped).status().ok());
+    const Result r = read(slba + 2, 1, all_);
     ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
     EXPECT_EQ(r.data, escaped);
 }
 
 TEST_P(Protection, NeverWrittenAndDeallocatedBlocksReadWithChecksOn) {
     // Blocks 500..503 never written; 504..507 written, then deallocated.
-    ASSERT_TRUE(write(504, 4, wire::kPrchkAll, tags_for(format_, 504),
+    ASSERT_TRUE(write(504, 4, all_, tags_for(format_, 504),
                       host_blocks(format_, 4, tags_for(format_, 504), 3))
                     .status()
                     .ok());
@@ -379,16 +418,17 @@ TEST_P(Protection, NeverWrittenAndDeallocatedBlocksReadWithChecksOn) {
                     .ok());
     for (const std::uint64_t slba : {500, 504}) {
         SCOPED_TRACE(slba);
-        const Result r = read(slba, 4, wire::kPrchkAll);
+        const Result r = read(slba, 4, all_);
         ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
         ASSERT_EQ(r.data.size(), 4u * format_.extended_bytes());
         for (std::size_t at = 0; at < r.data.size(); at += format_.extended_bytes()) {
             const wire::PiFields pi = wire::pi_read(format_, readable(r.data).data() + at);
             EXPECT_EQ(pi.apptag, wire::kApptagEscape);
             EXPECT_EQ(pi.reftag, format_.reftag_mask());
+            EXPECT_EQ(pi.storage_tag, format_.storage_tag_max());
         }
         EXPECT_EQ(data_of(format_, r.data), Bytes(4u * format_.data_bytes, 0));
-        const Result stripped = read(slba, 4, wire::kPract | wire::kPrchkAll);
+        const Result stripped = read(slba, 4, wire::kPract | all_);
         ASSERT_TRUE(stripped.status().ok());
         EXPECT_EQ(stripped.data.size(), 4u * format_.transfer_block_bytes(true));
     }
@@ -399,28 +439,28 @@ TEST_P(Protection, WriteZeroesStoresValidPi) {
     const std::uint32_t blocks = 300;  // more than one run of blocks built at a time
     const PiTags tags = tags_for(format_, slba);
     ASSERT_TRUE(
-        write(slba, 8, wire::kPrchkAll, tags, host_blocks(format_, 8, tags, 5)).status().ok());
+        write(slba, 8, all_, tags, host_blocks(format_, 8, tags, 5)).status().ok());
     wire::Sqe zeroes = wire::write_zeroes_command(1, slba, blocks);
-    wire::set_protection(zeroes, wire::kPract, tags);
+    wire::set_protection(zeroes, format_, wire::kPract, tags);
     ASSERT_TRUE(h_->run(io_, zeroes).status().ok());
     const std::uint32_t per_read = 16;
     for (std::uint32_t done = 0; done < blocks; done += per_read) {
         const std::uint32_t count = std::min(per_read, blocks - done);
         const PiTags at = tags_for(format_, slba + done);
-        const Result r = read(slba + done, count, wire::kPrchkAll, at);
+        const Result r = read(slba + done, count, all_, at);
         ASSERT_TRUE(r.status().ok()) << done << ": " << wire::describe(r.status());
-        EXPECT_FALSE(wire::pi_verify(format_, readable(r.data), wire::kPrchkAll, at));
+        EXPECT_FALSE(wire::pi_verify(format_, readable(r.data), all_, at));
         EXPECT_EQ(data_of(format_, r.data), Bytes(std::size_t{count} * format_.data_bytes, 0));
     }
     // Write Zeroes carries no data to check: PRCHK must be clear.
-    wire::set_protection(zeroes, wire::kPract | wire::kPrchkGuard, tags);
+    wire::set_protection(zeroes, format_, wire::kPract | wire::kPrchkGuard, tags);
     EXPECT_EQ(h_->run(io_, zeroes).status(), kInvalidPi);
 }
 
 TEST_P(Protection, TransferLengthMustCoverTheMetadata) {
     const PiTags tags = tags_for(format_, 0);
     // PRACT=0: extended blocks; an SGL of the data alone is refused.
-    wire::Sqe sqe = protected_rw(format_, IoOpcode::write, 0, 2, wire::kPrchkAll, tags);
+    wire::Sqe sqe = protected_rw(format_, IoOpcode::write, 0, 2, all_, tags);
     sqe.dptr = CoreHarness::keyed(2u * format_.data_bytes);
     EXPECT_EQ(h_->run(io_, sqe, pattern(2u * format_.extended_bytes(), 0)).status(),
               generic(GenericStatus::data_sgl_length_invalid));
@@ -440,37 +480,43 @@ TEST_P(Protection, TransferLengthMustCoverTheMetadata) {
 TEST_P(Protection, CorruptFaultsCaughtByTheirOwnCheck) {
     TargetConfig config = config_with(format_);
     const std::uint64_t slba = 700;
-    const std::uint64_t lba_of[] = {slba + 1, slba + 3, slba + 5};  // guard, apptag, reftag
-    for (std::size_t i = 0; i < std::size(kChecks); ++i) {
-        config.faults.corrupt_pi.push_back({kChecks[i], lba_of[i]});
+    const std::uint64_t lba_of[] = {slba + 1, slba + 3, slba + 5, slba + 7};  // as checks_
+    for (std::size_t i = 0; i < checks_.size(); ++i) {
+        config.faults.corrupt_pi.push_back({checks_[i], lba_of[i]});
     }
     start(config);
     const std::uint32_t blocks = 8;
     const PiTags tags = tags_for(format_, slba);
     ::testing::internal::CaptureStderr();
-    ASSERT_TRUE(write(slba, blocks, wire::kPrchkAll, tags, host_blocks(format_, blocks, tags, 4))
+    ASSERT_TRUE(write(slba, blocks, all_, tags, host_blocks(format_, blocks, tags, 4))
                     .status()
                     .ok());
     const std::string log = ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(h_->stats().faults_injected, 3u);
-    for (const char* name : {"corrupt-guard: ", "corrupt-apptag: ", "corrupt-reftag: "}) {
+    EXPECT_EQ(h_->stats().faults_injected, checks_.size());
+    for (const PiCheck check : checks_) {
+        const std::string name = check == PiCheck::storage_tag
+                                     ? "corrupt-storage-tag: "
+                                     : "corrupt-" + std::string(check == PiCheck::guard    ? "guard"
+                                                                : check == PiCheck::apptag ? "apptag"
+                                                                                           : "reftag") +
+                                           ": ";
         EXPECT_NE(log.find(name), std::string::npos) << log;
     }
-    for (std::size_t i = 0; i < std::size(kChecks); ++i) {
-        SCOPED_TRACE(std::string(wire::pi_check_name(kChecks[i])));
+    for (std::size_t i = 0; i < checks_.size(); ++i) {
+        SCOPED_TRACE(std::string(wire::pi_check_name(checks_[i])));
         const std::uint64_t lba = lba_of[i];
         ::testing::internal::CaptureStderr();
-        EXPECT_EQ(read(lba, 1, check_bit(kChecks[i])).status(), check_status(kChecks[i]));
+        EXPECT_EQ(read(lba, 1, check_bit(checks_[i])).status(), check_status(checks_[i]));
         EXPECT_NE(::testing::internal::GetCapturedStderr().find("check failed at LBA " +
                                                                 std::to_string(lba)),
                   std::string::npos);
-        const std::uint8_t others = without(wire::kPrchkAll, kChecks[i]);
+        const std::uint8_t others = without(all_, checks_[i]);
         EXPECT_TRUE(read(lba, 1, others).status().ok());
         EXPECT_TRUE(read(lba, 1, static_cast<std::uint8_t>(wire::kPract | others)).status().ok());
     }
     // Write Zeroes and PRACT writes store the fault too.
     wire::Sqe zeroes = wire::write_zeroes_command(1, slba, blocks);
-    wire::set_protection(zeroes, wire::kPract, tags);
+    wire::set_protection(zeroes, format_, wire::kPract, tags);
     ::testing::internal::CaptureStderr();
     ASSERT_TRUE(h_->run(io_, zeroes).status().ok());
     ::testing::internal::GetCapturedStderr();
@@ -482,7 +528,7 @@ TEST_P(Protection, CorruptFaultsCaughtByTheirOwnCheck) {
                     .ok());
     ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(read(lba_of[2], 1, wire::kPrchkReftag).status(), check_status(PiCheck::reftag));
-    EXPECT_EQ(h_->stats().faults_injected, 9u);
+    EXPECT_EQ(h_->stats().faults_injected, 3 * checks_.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Protection, ::testing::ValuesIn(kFormats),

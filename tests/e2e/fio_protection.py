@@ -249,7 +249,52 @@ def test_job():
           f"target {stats['bytes']}")
 
 
-TESTS = {"job": test_job, "verify": test_verify, "interleaved": test_interleaved, "corrupt": test_corrupt,
+# Other formats, one fio run: (target namespace spec, layout with pi_act=0, with pi_act=1).
+FORMATS = [("ram:16M:512+16:pi2:first", "data-only", "data-only"),
+           ("ram:16M:4096+8:pi3", "data-only", "plain"),
+           ("ram:16M:4096+16:pi1:guard32:sts=16", "data-only", "plain"),
+           ("ram:16M:512+8:pi2:sts=8", "data-only", "plain"),
+           ("ram:16M:4096+16:pi3:guard64:first:sts=20", "data-only", "plain")]
+
+
+def test_formats(mode):
+    """randrw with verify=crc32c on PI types 2 and 3, PI first in the metadata,
+    the 32-bit guard and storage tags with each guard: pi_act 0 and 1, every
+    check on, one job section per namespace and pi_act, each in its own range."""
+    wd = h.workdir()
+    job, info = wd + "/formats.fio", wd + "/facts.jsonl"
+    more = [arg for fmt in FORMATS[1:] for arg in ("--namespace", fmt[0])]
+    with h.target(wd, namespace=FORMATS[0][0], extra=more) as t:
+        text = global_section(t, mode, info) + """rw=randrw
+bs=4k
+size=256k
+iodepth=8
+verify=crc32c
+do_verify=1
+verify_fatal=1
+verify_state_save=0
+pi_chk=GUARD|REFTAG|APPTAG
+apptag=0x5AA5
+"""
+        for nsid in range(1, len(FORMATS) + 1):
+            for act in (0, 1):
+                text += (f"[ns{nsid}-act{act}]\nfilename={spec(t, nsid)}\npi_act={act}\n"
+                         f"offset={act * 256}k\n")
+        Path(job).write_text(text)
+        proc, result = run_ok(job, t, f"{mode} formats")
+        t.stop()
+    stats = {n["nsid"]: n["bytes"] for n in t.stats()["namespaces"]}
+    got = layouts(info)
+    for nsid, (fmt, layout0, layout1) in enumerate(FORMATS, start=1):
+        for act, want in ((0, layout0), (1, layout1)):
+            name = f"ns{nsid}-act{act}"
+            check(got.get(name) == [want], f"{name} ({fmt}): layout {got.get(name)}, expected {want}")
+        check(stats[nsid]["write"] > 0 and stats[nsid]["read"] >= stats[nsid]["write"],
+              f"{fmt}: the target moved {stats[nsid]}")
+    print(f"{mode}: {len(FORMATS)} formats x pi_act 0/1 verified; target bytes {stats}")
+
+
+TESTS = {"job": test_job, "formats": test_formats, "verify": test_verify, "interleaved": test_interleaved, "corrupt": test_corrupt,
          "refusals": test_refusals}
 
 if __name__ == "__main__":

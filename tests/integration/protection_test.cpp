@@ -167,6 +167,77 @@ TEST(Protection, SixtyFourBitGuardWithMoreMetadataThanPi) {
     }
 }
 
+TEST(Protection, StorageTagsWithThe32BitGuardAcrossPieces) {
+    if (!TargetProcess::can_configure())
+        GTEST_SKIP() << "needs our nvmeof-target (a PI namespace)";
+    // At --mdts 1 (8 KiB): one 4112-byte block per piece.
+    TargetProcess target({"--mdts", "1"}, "ram:4M:4096+16:pi1:guard32:sts=24");
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    const BlockFormat& f = ns.format();
+    ASSERT_EQ(f.guard, PiGuard::crc32);
+    EXPECT_EQ(f.storage_tag_bits, 24u);
+    EXPECT_EQ(f.reftag_bits(), 56u);
+    EXPECT_EQ(ns.info().storage_tag_mask, 0xFFFFFFu);  // the target's LBSTM
+    constexpr std::uint64_t kCount = 6;
+    constexpr std::uint64_t kStorageTag = 0xC0FFEE;
+    // Host-generated PI with a storage tag, every check on; the write is cut
+    // into pieces, each with its own reference tag and the same storage tag.
+    auto buf = ctrl.allocate(kCount * f.extended_bytes());
+    fill(buf, 6);
+    pi_generate(f, buf.bytes(), {40, 0x77, 0xFFFF, kStorageTag});
+    const Protection checked{.prinfo = kPrchkAll | kCheckStorageTag, .apptag = 0x77,
+                             .storage_tag = kStorageTag};
+    ASSERT_GT(ctrl.io().pieces(ns, {Op::write, 40, kCount, &buf, 0, 0, checked}), 1u);
+    ns.write(buf, 40, kCount, 0, checked);
+    auto back = ctrl.allocate(buf.size());
+    ns.read(back, 40, kCount, 0, checked);
+    EXPECT_EQ(std::memcmp(back.data(), buf.data(), buf.size()), 0);
+    // Another storage tag: refused by the storage tag check only.
+    Protection other = checked;
+    other.storage_tag = kStorageTag ^ 0x100;
+    auto [code, text] = failure_of([&] { ns.read(back, 40, kCount, 0, other); });
+    EXPECT_EQ(code, EILSEQ) << text;
+    EXPECT_NE(text.find("Storage Tag Check Error"), std::string::npos) << text;
+    other.prinfo = kPrchkAll;
+    ns.read(back, 40, kCount, 0, other);
+    // PRACT: the target writes the command's storage tag into the PI it makes.
+    auto data = ctrl.allocate(kCount * 4096);  // PI is the whole metadata: data only
+    fill(data, 7);
+    ns.write(data, 100, kCount, 0, {.prinfo = kPract, .apptag = 1, .storage_tag = 0xABCDEF});
+    ns.read(back, 100, kCount, 0, {.prinfo = kPrchkAll, .apptag = 1});
+    EXPECT_FALSE(pi_verify(f, back.bytes(), kPrchkAll | kCheckStorageTag,
+                           pi_tags(f, {.apptag = 1, .storage_tag = 0xABCDEF}, 100)));
+    EXPECT_EQ(pi_verify(f, back.bytes(), kCheckStorageTag, pi_tags(f, {.storage_tag = 1}, 100)).check,
+              PiCheck::storage_tag);
+}
+
+TEST(Protection, StorageTagIn16BitGuardNarrowsTheReferenceTag) {
+    if (!TargetProcess::can_configure())
+        GTEST_SKIP() << "needs our nvmeof-target (a PI namespace)";
+    TargetProcess target({}, "ram:1M:512+8:pi2:sts=20");
+    auto ctrl = Controller::connect(target.options());
+    auto ns = ctrl.namespace_at(1);
+    const BlockFormat& f = ns.format();
+    ASSERT_EQ(f.storage_tag_bits, 20u);
+    EXPECT_EQ(f.reftag_mask(), 0xFFFu);
+    // Type 2 tags count up and wrap at 12 bits: 0xFFE, 0xFFF, 0, 1.
+    auto buf = ctrl.allocate(4 * 520);
+    fill(buf, 8);
+    const Protection p{.prinfo = kPrchkAll | kCheckStorageTag, .reftag = 0xFFE, .storage_tag = 0x12345};
+    pi_generate(f, buf.bytes(), pi_tags(f, p, 7));
+    ns.write(buf, 7, 4, 0, p);
+    auto back = ctrl.allocate(4 * 520);
+    ns.read(back, 7, 4, 0, p);
+    EXPECT_EQ(std::memcmp(back.data(), buf.data(), buf.size()), 0);
+    EXPECT_EQ(wire::pi_read(f, back.bytes().data() + 2 * 520).reftag, 0u);
+    EXPECT_EQ(wire::pi_read(f, back.bytes().data() + 2 * 520).storage_tag, 0x12345u);
+    auto [code, text] = failure_of([&] {
+        ns.read(back, 7, 4, 0, {.prinfo = kCheckStorageTag, .reftag = 0xFFE, .storage_tag = 0x12344});
+    });
+    EXPECT_EQ(code, EILSEQ) << text;
+}
+
 TEST(Protection, RefusedWhereItDoesNotApply) {
     TargetProcess target;
     auto ctrl = Controller::connect(target.options());

@@ -25,6 +25,9 @@ struct NamespaceInfo {
     // The block layout: metadata bytes interleaved after each block's data
     // (extended LBA) and the protection information in them, if any.
     BlockFormat format{};
+    // LBSTM: the storage tag bits a storage tag check compares (a format with
+    // a storage tag).
+    std::uint64_t storage_tag_mask = ~std::uint64_t{0};
     std::uint64_t size_bytes() const { return size_lbas * lba_size; }
     std::uint32_t metadata_size() const { return format.metadata_bytes; }
     // Bytes per block in a transfer's buffer: data, plus the metadata unless

@@ -1,7 +1,8 @@
 // CRC check values from the CRC catalogue ("123456789"), a bit-at-a-time
-// reference for the sliced tables, the carry-less multiply versions against the
-// tables (every length, alignment and split), and PI generation and checking
-// for every layout: each check catches its own corruption and nothing else.
+// reference for the sliced tables, the carry-less multiply and SSE4.2 versions
+// against the tables (every length, alignment and split), PI generation and
+// checking for every layout (each check catches its own corruption and nothing
+// else), and the storage and reference space of tuples and commands.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "nvmeof/wire/io.hpp"
 #include "nvmeof/wire/protection.hpp"
 #include "wire/crc.hpp"
 
@@ -39,6 +41,17 @@ std::uint64_t crc64_bitwise(const std::uint8_t* p, std::size_t n) {
     return ~crc;
 }
 
+std::uint32_t crc32c_bitwise(const std::uint8_t* p, std::size_t n) {
+    std::uint32_t crc = ~0u;
+    for (std::size_t i = 0; i < n; ++i) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; ++b) {
+            crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+        }
+    }
+    return ~crc;
+}
+
 std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
     std::vector<std::uint8_t> data(n);
     std::mt19937 rng(seed);
@@ -63,6 +76,28 @@ TEST(Crc, CatalogueCheckValues) {
     const char* text = "123456789";
     EXPECT_EQ(w::crc16_t10dif(0, text, 9), 0xD0DB);
     EXPECT_EQ(w::crc64_nvme(0, text, 9), 0xAE8B14860A799888ull);
+    EXPECT_EQ(w::crc32c(0, text, 9), 0xE3069283u);
+    EXPECT_EQ(crc::crc32c_table(0, text, 9), 0xE3069283u);
+}
+
+TEST(Crc, Crc32cEveryVersionMatchesBitwiseAtEveryLengthAlignmentAndSplit) {
+    const auto data = random_bytes(4200, 17);
+    const bool sse42 = crc::sse42_supported();
+    for (std::size_t offset = 0; offset < 8; ++offset) {
+        for (std::size_t n = 0; n + offset <= 1100; n += 1 + n / 16) {
+            const std::uint8_t* p = data.data() + offset;
+            const std::uint32_t want = crc32c_bitwise(p, n);
+            ASSERT_EQ(crc::crc32c_table(0, p, n), want) << n << "+" << offset;
+            ASSERT_EQ(crc::crc32c_sse42(0, p, n), want) << n << "+" << offset;  // tables without SSE4.2
+            ASSERT_EQ(w::crc32c(0, p, n), want) << n << "+" << offset;
+            const std::size_t third = n / 3;
+            ASSERT_EQ(w::crc32c(w::crc32c(0, p, third), p + third, n - third), want) << n;
+        }
+    }
+    EXPECT_EQ(crc::crc32c_sse42(0, data.data(), 4104), crc32c_bitwise(data.data(), 4104));
+    if (!sse42) {
+        GTEST_SKIP() << "no SSE4.2 here: crc32c_sse42 ran the tables";
+    }
 }
 
 TEST(Crc, SlicedTablesMatchBitwiseAtEveryLengthAndContinue) {
@@ -202,6 +237,105 @@ TEST(BlockFormat, TransferSizesAndPiPlace) {
     EXPECT_FALSE(plain.metadata_transferred(false));
 }
 
+TEST(BlockFormat, StorageTagSplitsTheSpace) {
+    const w::BlockFormat g16{512, 8, w::PiType::type1, w::PiGuard::crc16, false, 8};
+    EXPECT_EQ(g16.reftag_mask(), 0xFFFFFFu);
+    EXPECT_EQ(g16.storage_tag_max(), 0xFFu);
+    const w::BlockFormat g32{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 16};
+    EXPECT_EQ(g32.pi_bytes(), w::kPi32Bytes);
+    EXPECT_EQ(g32.reftag_mask(), ~std::uint64_t{0});  // 64 of the 80 bits
+    const w::BlockFormat g32_64{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 64};
+    EXPECT_EQ(g32_64.reftag_mask(), 0xFFFFu);
+    EXPECT_EQ(g32_64.storage_tag_max(), ~std::uint64_t{0});
+    const w::BlockFormat g64{4096, 16, w::PiType::type1, w::PiGuard::crc64, false, 48};
+    EXPECT_EQ(g64.reftag_mask(), 0u);
+    EXPECT_TRUE(w::storage_tag_bits_valid(w::PiGuard::crc16, 32));
+    EXPECT_FALSE(w::storage_tag_bits_valid(w::PiGuard::crc16, 33));
+    EXPECT_FALSE(w::storage_tag_bits_valid(w::PiGuard::crc32, 15));
+    EXPECT_TRUE(w::storage_tag_bits_valid(w::PiGuard::crc32, 64));
+    EXPECT_FALSE(w::storage_tag_bits_valid(w::PiGuard::crc32, 65));
+    EXPECT_TRUE(w::storage_tag_bits_valid(w::PiGuard::crc64, 48));
+    EXPECT_FALSE(w::storage_tag_bits_valid(w::PiGuard::crc64, 49));
+}
+
+TEST(Pi, KnownTupleOfThe32BitGuard) {
+    const w::BlockFormat f{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 16};
+    std::vector<std::byte> block(f.extended_bytes());
+    for (std::size_t i = 0; i < 4096; ++i) {
+        block[i] = static_cast<std::byte>(i * 7);
+    }
+    w::PiTags tags{0x0102030405060708ull, 0xABCD, 0xFFFF, 0xBEEF};
+    w::pi_generate(f, block, tags);
+    const auto* pi = reinterpret_cast<const std::uint8_t*>(block.data() + 4096);
+    const std::uint32_t guard = crc32c_bitwise(reinterpret_cast<const std::uint8_t*>(block.data()), 4096);
+    const std::uint8_t want[16] = {static_cast<std::uint8_t>(guard >> 24), static_cast<std::uint8_t>(guard >> 16),
+                                   static_cast<std::uint8_t>(guard >> 8), static_cast<std::uint8_t>(guard),
+                                   0xAB, 0xCD, 0xBE, 0xEF, 1, 2, 3, 4, 5, 6, 7, 8};
+    EXPECT_EQ(std::memcmp(pi, want, sizeof want), 0);
+    const w::PiFields read = w::pi_read(f, block.data());
+    EXPECT_EQ(read.guard, guard);
+    EXPECT_EQ(read.storage_tag, 0xBEEFu);
+    EXPECT_EQ(read.reftag, 0x0102030405060708ull);
+}
+
+TEST(Pi, KnownTupleWithAStorageTagIn16And64BitGuards) {
+    // 16-bit guard, STS 8: the 32-bit space is the storage tag, then 24 bits of reference tag.
+    const w::BlockFormat f16{512, 8, w::PiType::type1, w::PiGuard::crc16, false, 8};
+    std::vector<std::byte> block(520);
+    w::pi_generate(f16, block, {0x123456, 0, 0xFFFF, 0xAB});
+    const auto* pi = reinterpret_cast<const std::uint8_t*>(block.data() + 512);
+    EXPECT_EQ(pi[4], 0xAB);
+    EXPECT_EQ(pi[5], 0x12);
+    EXPECT_EQ(pi[7], 0x56);
+    // 64-bit guard, STS 20: 48 bits, 20 of storage tag, 28 of reference tag.
+    const w::BlockFormat f64{4096, 16, w::PiType::type1, w::PiGuard::crc64, false, 20};
+    std::vector<std::byte> block64(f64.extended_bytes());
+    w::pi_generate(f64, block64, {0x1234567, 0, 0xFFFF, 0xABCDE});
+    const auto* pi64 = reinterpret_cast<const std::uint8_t*>(block64.data() + 4096);
+    const std::uint8_t space[6] = {0xAB, 0xCD, 0xE1, 0x23, 0x45, 0x67};
+    EXPECT_EQ(std::memcmp(pi64 + 10, space, sizeof space), 0);
+}
+
+TEST(Pi, CommandCarriesStorageAndReferenceTagsAcrossCdw2Cdw3Cdw14) {
+    struct Case {
+        w::BlockFormat format;
+        std::uint64_t storage_tag, reftag;
+        std::uint32_t cdw2, cdw3, cdw14;
+    };
+    const Case cases[] = {
+        {{512, 8, w::PiType::type1, w::PiGuard::crc16, false}, 0, 0x89ABCDEF, 0, 0, 0x89ABCDEF},
+        {{512, 8, w::PiType::type1, w::PiGuard::crc16, false, 8}, 0xAB, 0x123456, 0, 0, 0xAB123456},
+        {{4096, 16, w::PiType::type1, w::PiGuard::crc64, false}, 0, 0xABCD01234567, 0, 0xABCD, 0x01234567},
+        {{4096, 16, w::PiType::type1, w::PiGuard::crc64, false, 20}, 0xABCDE, 0x1234567, 0, 0xABCD, 0xE1234567},
+        {{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 16},
+         0xBEEF, 0x0102030405060708, 0xBEEF, 0x01020304, 0x05060708},
+        {{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 64},
+         0x1122334455667788, 0xABCD, 0x1122, 0x33445566, 0x7788ABCD},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.cdw14);
+        w::Sqe sqe{};
+        w::set_protection(sqe, c.format, w::kPract | w::kPrchkGuard | w::kCheckStorageTag,
+                          {c.reftag, 0x1234, 0xFF00, c.storage_tag});
+        EXPECT_EQ(sqe.cdw2, c.cdw2);
+        EXPECT_EQ(sqe.cdw3, c.cdw3);
+        EXPECT_EQ(sqe.cdw14, c.cdw14);
+        EXPECT_EQ(sqe.cdw15, 0xFF001234u);
+        EXPECT_EQ(sqe.cdw12 & w::kStcBit, w::kStcBit);
+        EXPECT_EQ(w::command_prinfo(sqe), w::kPract | w::kPrchkGuard | w::kCheckStorageTag);
+        const w::PiTags back = w::command_tags(sqe, c.format);
+        EXPECT_EQ(back.storage_tag, c.storage_tag);
+        EXPECT_EQ(back.reftag, c.reftag);
+    }
+    // Without STC the bit stays clear; bits beyond the format's space are not read.
+    w::Sqe sqe{};
+    const w::BlockFormat f16{512, 8, w::PiType::type1, w::PiGuard::crc16, false};
+    w::set_protection(sqe, f16, w::kPrchkReftag, {5, 0, 0xFFFF});
+    EXPECT_EQ(sqe.cdw12 & w::kStcBit, 0u);
+    sqe.cdw3 = 0xFFFF;
+    EXPECT_EQ(w::command_tags(sqe, f16).reftag, 5u);
+}
+
 TEST(Pi, KnownTupleForA512ByteBlockOfZeroes) {
     const w::BlockFormat f{512, 8, w::PiType::type1, w::PiGuard::crc16, false};
     std::vector<std::byte> block(520);
@@ -226,7 +360,8 @@ class PiLayouts : public ::testing::TestWithParam<Layout> {};
 TEST_P(PiLayouts, EachCheckCatchesItsCorruptionAndOnlyWhenOn) {
     const w::BlockFormat& f = GetParam().format;
     constexpr std::size_t kBlocks = 5;
-    const w::PiTags tags{0xFFFFFFF0ull + 3, 0x1234, 0xFFFF};  // counts across a 32-bit wrap
+    // Counts across a 32-bit wrap; a storage tag wider than any format's.
+    const w::PiTags tags{0xFFFFFFF0ull + 3, 0x1234, 0xFFFF, 0xA5C3A5C3A5C3A5C3ull};
     auto buf = random_blocks(f, kBlocks, 11);
     w::pi_generate(f, buf, tags);
     EXPECT_FALSE(w::pi_verify(f, buf, w::kPrchkAll, tags));
@@ -235,10 +370,16 @@ TEST_P(PiLayouts, EachCheckCatchesItsCorruptionAndOnlyWhenOn) {
         w::PiCheck check;
         std::uint8_t bit;
     };
+    const auto all = static_cast<std::uint8_t>(w::kPrchkAll | w::kCheckStorageTag);
+    EXPECT_FALSE(w::pi_verify(f, buf, all, tags));
     for (const Case c : {Case{w::PiCheck::guard, w::kPrchkGuard}, Case{w::PiCheck::apptag, w::kPrchkApptag},
-                         Case{w::PiCheck::reftag, w::kPrchkReftag}}) {
-        if (c.check == w::PiCheck::reftag && f.pi_type == w::PiType::type3) {
+                         Case{w::PiCheck::reftag, w::kPrchkReftag},
+                         Case{w::PiCheck::storage_tag, w::kCheckStorageTag}}) {
+        if (c.check == w::PiCheck::reftag && (f.pi_type == w::PiType::type3 || f.reftag_bits() == 0)) {
             continue;  // covered below: type 3 keeps one opaque tag
+        }
+        if (c.check == w::PiCheck::storage_tag && f.storage_tag_bits == 0) {
+            continue;
         }
         auto bad = buf;
         std::byte* block = bad.data() + 3 * f.extended_bytes();
@@ -248,15 +389,24 @@ TEST_P(PiLayouts, EachCheckCatchesItsCorruptionAndOnlyWhenOn) {
         } else if (c.check == w::PiCheck::apptag) {
             pi.apptag ^= 0x0100;
             w::pi_write(f, block, pi);
-        } else {
+        } else if (c.check == w::PiCheck::reftag) {
             pi.reftag ^= 1;
             w::pi_write(f, block, pi);
+        } else {
+            pi.storage_tag ^= 1;
+            w::pi_write(f, block, pi);
         }
-        const w::PiMismatch m = w::pi_verify(f, bad, w::kPrchkAll, tags);
+        const w::PiMismatch m = w::pi_verify(f, bad, all, tags);
         EXPECT_EQ(m.check, c.check) << GetParam().name << " " << w::pi_check_name(c.check);
         EXPECT_EQ(m.block, 3u);
-        EXPECT_FALSE(w::pi_verify(f, bad, static_cast<std::uint8_t>(w::kPrchkAll & ~c.bit), tags))
+        EXPECT_FALSE(w::pi_verify(f, bad, static_cast<std::uint8_t>(all & ~c.bit), tags))
             << GetParam().name << ": caught with its check off: " << w::pi_check_name(c.check);
+        if (c.check == w::PiCheck::storage_tag) {
+            // The namespace's mask (LBSTM) leaves out the bit changed.
+            w::PiTags masked = tags;
+            masked.storage_tag_mask = ~std::uint64_t{1};
+            EXPECT_FALSE(w::pi_verify(f, bad, all, masked));
+        }
     }
     // A mask hides the apptag bits it leaves out.
     auto masked = buf;
@@ -270,10 +420,18 @@ TEST_P(PiLayouts, EachCheckCatchesItsCorruptionAndOnlyWhenOn) {
 TEST_P(PiLayouts, EscapeApptagTurnsChecksOff) {
     const w::BlockFormat& f = GetParam().format;
     auto buf = random_blocks(f, 2, 5);
-    w::PiFields pi{0, w::kApptagEscape, f.pi_type == w::PiType::type3 ? f.reftag_mask() : 0};
+    const bool type3 = f.pi_type == w::PiType::type3;
+    w::PiFields pi{0, w::kApptagEscape, type3 ? f.reftag_mask() : 0, type3 ? f.storage_tag_max() : 0};
     w::pi_write(f, buf.data(), pi);
     w::pi_write(f, buf.data() + f.extended_bytes(), pi);
-    EXPECT_FALSE(w::pi_verify(f, buf, w::kPrchkAll, {7, 1, 0xFFFF}));
+    const auto all = static_cast<std::uint8_t>(w::kPrchkAll | w::kCheckStorageTag);
+    EXPECT_FALSE(w::pi_verify(f, buf, all, {7, 1, 0xFFFF, 3}));
+    if (type3 && f.storage_tag_bits != 0) {
+        // Type 3 escapes only with the whole space all ones.
+        pi.storage_tag = 0;
+        w::pi_write(f, buf.data(), pi);
+        EXPECT_TRUE(w::pi_verify(f, buf, all, {7, 1, 0xFFFF, 3}));
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -284,7 +442,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{{512, 16, w::PiType::type2, w::PiGuard::crc16, false}, "512+16 type2 last"},
                       Layout{{4096, 8, w::PiType::type3, w::PiGuard::crc16, false}, "4096+8 type3"},
                       Layout{{4096, 64, w::PiType::type1, w::PiGuard::crc64, false}, "4096+64 type1 g64"},
-                      Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc64, true}, "4096+16 type3 g64"}));
+                      Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc64, true}, "4096+16 type3 g64"},
+                      Layout{{512, 8, w::PiType::type1, w::PiGuard::crc16, false, 8}, "512+8 type1 sts8"},
+                      Layout{{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 16}, "4096+16 type1 g32 sts16"},
+                      Layout{{512, 32, w::PiType::type2, w::PiGuard::crc32, true, 40}, "512+32 type2 g32 sts40 first"},
+                      Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc32, false, 64}, "4096+16 type3 g32 sts64"},
+                      Layout{{4096, 16, w::PiType::type2, w::PiGuard::crc64, false, 20}, "4096+16 type2 g64 sts20"}));
 
 TEST(Pi, GuardOfAPiLastBlockCoversTheMetadataBeforeIt) {
     const w::BlockFormat f{512, 16, w::PiType::type1, w::PiGuard::crc16, false};

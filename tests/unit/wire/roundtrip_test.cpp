@@ -305,9 +305,29 @@ TEST(RoundTrip, NamespaceGeometry) {
     ns.lbaf[1].ms = 64;
     EXPECT_EQ(w::namespace_geometry(ns, &nvm).format.guard, w::PiGuard::crc64);
     EXPECT_EQ(w::namespace_geometry(ns, &nvm).format.pi_offset(), 4096u + 48u);
-    nvm.elbaf[1] = 1u << w::kElbafPiFormatShift;  // 32-bit guard
+    // The 32-bit guard: a 16- to 64-bit storage tag, the reference tag the
+    // rest of the 80-bit space.
+    nvm.elbaf[1] = 1u << w::kElbafPiFormatShift;
+    EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);  // STS 0
+    nvm.elbaf[1] |= 24;
+    nvm.lbstm = 0xFF00FF;
+    const w::NamespaceGeometry g32 = w::namespace_geometry(ns, &nvm);
+    EXPECT_EQ(g32.format.guard, w::PiGuard::crc32);
+    EXPECT_EQ(g32.format.storage_tag_bits, 24u);
+    EXPECT_EQ(g32.format.reftag_bits(), 56u);
+    EXPECT_EQ(g32.storage_tag_mask, 0xFF00FFu);
+    nvm.elbaf[1] = (1u << w::kElbafPiFormatShift) | 65;
     EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);
-    nvm.elbaf[1] = 16;  // a storage tag
+    // Storage tags with the 16-bit guard (0-32 bits) and the 64-bit one (0-48).
+    nvm.elbaf[1] = 16;
+    EXPECT_EQ(w::namespace_geometry(ns, &nvm).format.reftag_mask(), 0xFFFFu);
+    nvm.elbaf[1] = 33;
+    EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);
+    nvm.elbaf[1] = (2u << w::kElbafPiFormatShift) | 48;
+    EXPECT_EQ(w::namespace_geometry(ns, &nvm).format.reftag_mask(), 0u);
+    nvm.elbaf[1] = (2u << w::kElbafPiFormatShift) | 49;
+    EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);
+    nvm.elbaf[1] = 3u << w::kElbafPiFormatShift;  // reserved PIF
     EXPECT_THROW(w::namespace_geometry(ns, &nvm), std::runtime_error);
     ns.dps = 0;
     ns.flbas = 1;

@@ -245,13 +245,16 @@ struct NamespaceGeometry {
     std::uint64_t capacity_blocks = 0;
     std::uint32_t lba_size = 0;
     BlockFormat format;  // data, metadata and PI layout of a block
+    // LBSTM: the storage tag bits a storage tag check compares (all when the
+    // controller does not report extended LBA formats).
+    std::uint64_t storage_tag_mask = ~std::uint64_t{0};
 };
 
 // Throws std::runtime_error for a format index beyond NLBAF, an LBA data size
 // outside 2^9..2^31, or a layout a fabrics host cannot use: metadata in a
 // separate buffer (FLBAS bit 4 clear; NVMe-oF carries metadata only interleaved
-// as an extended LBA), a reserved PI type, PI larger than the metadata, a
-// 32-bit guard or a storage tag. `nvm` is the NVM command set's namespace data
+// as an extended LBA), a reserved PI type or PI format, PI larger than the
+// metadata, or a storage tag size its PI format does not allow. `nvm` is the NVM command set's namespace data
 // when the controller reports extended LBA formats (else 16-bit guards).
 NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns,
                                      const IdentifyNvmNamespace* nvm = nullptr);

@@ -55,24 +55,33 @@ inline std::uint64_t command_slba(const Sqe& sqe) {
            (static_cast<std::uint64_t>(sqe.cdw11) << kSlbaHighShift);
 }
 inline std::uint32_t command_block_count(const Sqe& sqe) { return (sqe.cdw12 & kNlbMask) + 1; }
-// End-to-end protection fields of a Read/Write/Write Zeroes: PRINFO (kPract |
-// kPrchk* bits) in CDW12, the initial reference tag in CDW14 (its bits 47:32,
-// used by the 64-bit guard formats, in CDW3), the application tag and mask in
-// CDW15. The caller has masked the reference tag to the format's width.
-inline void set_protection(Sqe& sqe, std::uint8_t prinfo, const PiTags& tags) {
-    sqe.cdw12 = (sqe.cdw12 & ~(kPrinfoMask << kPrinfoShift)) |
-                ((std::uint32_t{prinfo} & kPrinfoMask) << kPrinfoShift);
-    sqe.cdw14 = static_cast<std::uint32_t>(tags.reftag);
-    sqe.cdw3 = static_cast<std::uint32_t>(tags.reftag >> kReftagHighShift);
+// End-to-end protection fields of a Read/Write/Compare/Write Zeroes: PRINFO
+// (kPract | kPrchk* bits) in CDW12 and, for kCheckStorageTag, its STC bit; the
+// storage tag and initial reference tag in the storage and reference space
+// (CDW14, CDW3, CDW2 as the format's width needs); the application tag and mask
+// in CDW15.
+inline void set_protection(Sqe& sqe, const BlockFormat& format, std::uint8_t prinfo,
+                           const PiTags& tags) {
+    sqe.cdw12 = (sqe.cdw12 & ~(kPrinfoMask << kPrinfoShift) & ~kStcBit) |
+                ((std::uint32_t{prinfo} & kPrinfoMask) << kPrinfoShift) |
+                ((prinfo & kCheckStorageTag) != 0 ? kStcBit : 0);
+    const CommandTagWords words = command_tag_words(format, tags.storage_tag, tags.reftag);
+    sqe.cdw2 = words.cdw2;
+    sqe.cdw3 = words.cdw3;
+    sqe.cdw14 = words.cdw14;
     sqe.cdw15 = std::uint32_t{tags.apptag} | (std::uint32_t{tags.apptag_mask} << kApptagMaskShift);
 }
+// PRINFO, with kCheckStorageTag for the STC bit.
 inline std::uint8_t command_prinfo(const Sqe& sqe) {
-    return static_cast<std::uint8_t>((sqe.cdw12 >> kPrinfoShift) & kPrinfoMask);
+    return static_cast<std::uint8_t>(((sqe.cdw12 >> kPrinfoShift) & kPrinfoMask) |
+                                     ((sqe.cdw12 & kStcBit) != 0 ? kCheckStorageTag : 0));
 }
-inline PiTags command_tags(const Sqe& sqe) {
-    return {std::uint64_t{sqe.cdw14} | (std::uint64_t{sqe.cdw3 & 0xFFFF} << kReftagHighShift),
-            static_cast<std::uint16_t>(sqe.cdw15),
-            static_cast<std::uint16_t>(sqe.cdw15 >> kApptagMaskShift)};
+inline PiTags command_tags(const Sqe& sqe, const BlockFormat& format) {
+    PiTags tags;
+    split_command_tag_words(format, {sqe.cdw2, sqe.cdw3, sqe.cdw14}, tags.storage_tag, tags.reftag);
+    tags.apptag = static_cast<std::uint16_t>(sqe.cdw15);
+    tags.apptag_mask = static_cast<std::uint16_t>(sqe.cdw15 >> kApptagMaskShift);
+    return tags;
 }
 inline std::uint32_t dsm_range_count(const Sqe& sqe) { return (sqe.cdw10 & kDsmRangeCountMask) + 1; }
 

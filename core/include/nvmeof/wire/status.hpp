@@ -105,6 +105,7 @@ enum class MediaStatus : std::uint8_t {
     compare_failure = 0x85,
     access_denied = 0x86,
     deallocated_or_unwritten_logical_block = 0x87,
+    end_to_end_storage_tag_check_error = 0x88,
 };
 
 // SCT 3.
@@ -186,12 +187,13 @@ public:
     constexpr bool is(MediaStatus s) const {
         return type() == StatusCodeType::media && code() == static_cast<std::uint8_t>(s);
     }
-    // A guard, application tag or reference tag check of end-to-end
-    // protection failed (the Linux host's EILSEQ, "protection error").
+    // A guard, application tag, reference tag or storage tag check of
+    // end-to-end protection failed (the Linux host's EILSEQ, "protection error").
     constexpr bool is_end_to_end_check_error() const {
         return is(MediaStatus::end_to_end_guard_check_error) ||
                is(MediaStatus::end_to_end_application_tag_check_error) ||
-               is(MediaStatus::end_to_end_reference_tag_check_error);
+               is(MediaStatus::end_to_end_reference_tag_check_error) ||
+               is(MediaStatus::end_to_end_storage_tag_check_error);
     }
 
     friend constexpr bool operator==(Status a, Status b) { return a.field_ == b.field_; }
