@@ -21,7 +21,8 @@ namespace nvmeof {
 namespace detail {
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept {
     return {info.nsid, static_cast<std::uint32_t>(std::countr_zero(info.lba_size)), info.size_lbas,
-            info.format, info.format.metadata_bytes == 0 ? info.size_lbas : 0};
+            info.format, info.format.metadata_bytes == 0 ? info.size_lbas : 0,
+            info.format.reftag_mask()};
 }
 }  // namespace detail
 

@@ -323,10 +323,13 @@ private:
         std::uint32_t nsid = 0;
         std::uint32_t block_bytes = 0;  // per block in the buffer (data and metadata that travels)
         std::uint32_t unbuilt = 0;  // pieces still waiting for a slot
-        // End-to-end protection (a namespace with PI): the next piece's tags
-        // (reftag counted on unmasked; the wire masks it to the format's width).
-        PiTags tags;
-        BlockFormat format;  // a copy: a replay outlives the caller's namespace
+        // End-to-end protection (a namespace with PI): the next piece's tags,
+        // the storage tag's part of the command's words worked out once.
+        wire::CommandTagWords storage_words;
+        std::uint64_t reftag = 0;
+        std::uint64_t reftag_mask = 0;
+        std::uint16_t apptag = 0;
+        std::uint16_t apptag_mask = 0;
         std::uint8_t prinfo = 0;
         std::uint8_t reftag_step = 0;  // type 1 and 2 count the tag up with the blocks
         bool protected_blocks = false;

@@ -361,8 +361,10 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
                 fill_dataless_command(slot, sqe, cid, c.op, c.nsid, c.slba, blocks);
             }
             if (c.protected_blocks) {
-                wire::set_protection(sqe, c.format, c.prinfo, c.tags);
-                c.tags.reftag += c.reftag_step * blocks;
+                wire::set_protection(sqe, c.prinfo,
+                                     wire::with_reftag(c.storage_words, c.reftag & c.reftag_mask),
+                                     c.apptag, c.apptag_mask);
+                c.reftag += c.reftag_step * blocks;
             }
         }
         c.slba += blocks;

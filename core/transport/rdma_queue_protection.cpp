@@ -14,10 +14,18 @@ void RdmaQueue::set_protection_fields(PieceCursor& c, const NamespaceRef& ns,
     if (!c.protected_blocks) {
         return;
     }
-    c.tags = pi_tags(ns.format, t.protection, t.slba);
-    c.format = ns.format;
-    c.prinfo = t.protection.prinfo;
+    // pi_tags' rule, with the namespace's reference tag mask kept ready.
+    const Protection& p = t.protection;
+    c.reftag_mask = ns.reftag_mask;
+    c.reftag = initial_reftag(p, t.slba) & ns.reftag_mask;
+    // Without a storage tag the space is the reference tag alone.
+    c.storage_words = ns.format.storage_tag_bits == 0
+                          ? wire::CommandTagWords{}
+                          : wire::command_tag_words(ns.format, p.storage_tag, 0);
+    c.prinfo = p.prinfo;
     c.reftag_step = ns.format.pi_type == PiType::type3 ? 0 : 1;
+    c.apptag = p.apptag;
+    c.apptag_mask = p.apptag_mask;
 }
 
 }  // namespace nvmeof::detail

@@ -4,7 +4,7 @@
 //
 // Both public functions pick one implementation on their first call: carry-less
 // multiply folding (crc_clmul.cpp) where the CPU has it, else the sliced tables
-// (protection.cpp). Every function here continues from `crc` as the public ones
+// (crc.cpp). Every function here continues from `crc` as the public ones
 // do (0 to start).
 #pragma once
 

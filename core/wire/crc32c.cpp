@@ -1,7 +1,7 @@
 // CRC-32C (Castagnoli), the guard of the 32-bit guard PI formats: the SSE4.2
 // CRC32 instruction, which computes exactly this CRC, where the CPU has it;
 // slicing-by-8 tables elsewhere. Chosen on the first call, as crc16_t10dif and
-// crc64_nvme are (protection.cpp).
+// crc64_nvme are (crc.cpp).
 #include <array>
 #include <atomic>
 #include <cstring>

@@ -50,6 +50,7 @@ struct NamespaceRef {
     // where blocks carry metadata: its range test then sends every transfer
     // to the general path, with no test of its own.
     std::uint64_t fast_path_lbas = 0;
+    std::uint64_t reftag_mask = 0;  // format.reftag_mask(), kept ready for the general path
 };
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
 }  // namespace detail

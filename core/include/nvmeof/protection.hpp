@@ -48,13 +48,18 @@ struct Protection {
     bool pract() const noexcept { return (prinfo & kPract) != 0; }
 };
 
+// The initial reference tag of a transfer starting at `slba`, before it is
+// masked to the format's width.
+inline std::uint64_t initial_reftag(const Protection& p, std::uint64_t slba) noexcept {
+    return p.reftag == kReftagFromLba ? slba : p.reftag;
+}
+
 // The tags of a transfer starting at `slba`, as its command carries them (and
 // as the host generates or checks its PI with, given the namespace's
 // `storage_tag_mask`).
 inline PiTags pi_tags(const BlockFormat& format, const Protection& p, std::uint64_t slba,
                       std::uint64_t storage_tag_mask = ~std::uint64_t{0}) noexcept {
-    const std::uint64_t reftag = p.reftag == kReftagFromLba ? slba : p.reftag;
-    return {reftag & format.reftag_mask(), p.apptag, p.apptag_mask,
+    return {initial_reftag(p, slba) & format.reftag_mask(), p.apptag, p.apptag_mask,
             p.storage_tag & format.storage_tag_max(), storage_tag_mask};
 }
 

@@ -60,16 +60,29 @@ inline std::uint32_t command_block_count(const Sqe& sqe) { return (sqe.cdw12 & k
 // storage tag and initial reference tag in the storage and reference space
 // (CDW14, CDW3, CDW2 as the format's width needs); the application tag and mask
 // in CDW15.
-inline void set_protection(Sqe& sqe, const BlockFormat& format, std::uint8_t prinfo,
-                           const PiTags& tags) {
+inline void set_protection(Sqe& sqe, std::uint8_t prinfo, const CommandTagWords& words,
+                           std::uint16_t apptag, std::uint16_t apptag_mask) {
     sqe.cdw12 = (sqe.cdw12 & ~(kPrinfoMask << kPrinfoShift) & ~kStcBit) |
                 ((std::uint32_t{prinfo} & kPrinfoMask) << kPrinfoShift) |
-                ((prinfo & kCheckStorageTag) != 0 ? kStcBit : 0);
-    const CommandTagWords words = command_tag_words(format, tags.storage_tag, tags.reftag);
+                ((std::uint32_t{prinfo} & kCheckStorageTag) << kStcFromCheckShift);
     sqe.cdw2 = words.cdw2;
     sqe.cdw3 = words.cdw3;
     sqe.cdw14 = words.cdw14;
-    sqe.cdw15 = std::uint32_t{tags.apptag} | (std::uint32_t{tags.apptag_mask} << kApptagMaskShift);
+    sqe.cdw15 = std::uint32_t{apptag} | (std::uint32_t{apptag_mask} << kApptagMaskShift);
+}
+inline void set_protection(Sqe& sqe, const BlockFormat& format, std::uint8_t prinfo,
+                           const PiTags& tags) {
+    set_protection(sqe, prinfo, command_tag_words(format, tags.storage_tag, tags.reftag),
+                   tags.apptag, tags.apptag_mask);
+}
+// The words of a command's space from those of its storage tag alone
+// (command_tag_words(format, storage_tag, 0)) and a reference tag masked to
+// the format's width: the reference tag is the space's low bits, at most 64,
+// so it adds to CDW14 and CDW3 only. What a transport does per command.
+inline CommandTagWords with_reftag(CommandTagWords storage_words, std::uint64_t reftag) {
+    storage_words.cdw14 |= static_cast<std::uint32_t>(reftag);
+    storage_words.cdw3 |= static_cast<std::uint32_t>(reftag >> 32);
+    return storage_words;
 }
 // PRINFO, with kCheckStorageTag for the STC bit.
 inline std::uint8_t command_prinfo(const Sqe& sqe) {

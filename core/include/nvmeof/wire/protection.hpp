@@ -44,6 +44,8 @@ inline constexpr std::uint8_t kPract = 1u << 3;
 // the checks here carry it beside them, as bit 4 of the same byte.
 inline constexpr std::uint8_t kCheckStorageTag = 1u << 4;
 inline constexpr std::uint32_t kStcBit = 1u << 24;
+inline constexpr unsigned kStcFromCheckShift = 20;  // kCheckStorageTag << 20 == kStcBit
+static_assert(std::uint32_t{kCheckStorageTag} << kStcFromCheckShift == kStcBit);
 // CDW15: the application tag (bits 15:0) and its mask (bits 31:16).
 inline constexpr unsigned kApptagMaskShift = 16;
 
@@ -58,6 +60,7 @@ inline constexpr std::uint32_t kPi64Bytes = 16;
 inline constexpr unsigned kSpace16Bits = 32;
 inline constexpr unsigned kSpace32Bits = 80;
 inline constexpr unsigned kSpace64Bits = 48;
+inline constexpr unsigned kSpaceBitsByPif[] = {kSpace16Bits, kSpace32Bits, kSpace64Bits, 0};
 // The storage tag sizes (STS) each format allows.
 inline constexpr unsigned kMinStorageTag32Bits = 16;
 inline constexpr unsigned kMaxStorageTag32Bits = 64;
@@ -109,11 +112,10 @@ struct BlockFormat {
         if (pi_type == PiType::none) {
             return 0;
         }
-        return guard == PiGuard::crc16 ? kPi16Bytes : guard == PiGuard::crc32 ? kPi32Bytes : kPi64Bytes;
+        static_assert(kPi32Bytes == kPi64Bytes);
+        return guard == PiGuard::crc16 ? kPi16Bytes : kPi64Bytes;
     }
-    constexpr unsigned space_bits() const {
-        return guard == PiGuard::crc16 ? kSpace16Bits : guard == PiGuard::crc32 ? kSpace32Bits : kSpace64Bits;
-    }
+    constexpr unsigned space_bits() const { return kSpaceBitsByPif[static_cast<unsigned>(guard) & 3]; }
     constexpr unsigned reftag_bits() const { return space_bits() - storage_tag_bits; }
     constexpr unsigned guard_bits() const {
         return guard == PiGuard::crc16 ? 16 : guard == PiGuard::crc32 ? 32 : 64;
