@@ -23,6 +23,8 @@ inline wire::IoOpcode opcode_of(Op op) {
             return wire::IoOpcode::write_zeroes;
         case Op::deallocate:
             return wire::IoOpcode::dataset_management;
+        case Op::compare:
+            return wire::IoOpcode::compare;
     }
     return wire::IoOpcode::flush;
 }
