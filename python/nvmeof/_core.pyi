@@ -99,6 +99,13 @@ class Namespace:
     def write_async(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
                     buffer_offset: int = 0, pract: bool = False, prchk: int = 0, apptag: int = 0,
                     apptag_mask: int = 0xFFFF, reftag: Optional[int] = None) -> TransferFuture: ...
+    def compare(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
+                buffer_offset: int = 0, pract: bool = False, prchk: int = 0, apptag: int = 0,
+                apptag_mask: int = 0xFFFF, reftag: Optional[int] = None) -> bool: ...
+    def compare_async(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
+                      buffer_offset: int = 0, pract: bool = False, prchk: int = 0,
+                      apptag: int = 0, apptag_mask: int = 0xFFFF,
+                      reftag: Optional[int] = None) -> TransferFuture: ...
     def flush(self) -> None: ...
     def write_zeroes(self, slba: int, blocks: int, *, pract: bool = False, prchk: int = 0,
                      apptag: int = 0, apptag_mask: int = 0xFFFF,
