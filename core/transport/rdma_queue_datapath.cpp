@@ -122,14 +122,17 @@ void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
                                   std::uint32_t nsid, std::uint64_t slba, std::uint64_t blocks,
                                   std::uint64_t address, std::uint32_t bytes, std::uint32_t rkey,
                                   std::uint32_t lkey) const noexcept {
-    sqe.opcode = static_cast<std::uint8_t>(opcode_of(op));
+    const auto opcode = static_cast<std::uint8_t>(opcode_of(op));
+    sqe.opcode = opcode;
     sqe.flags = wire::kCommandFlagsSgl;
     sqe.command_id = cid;
     sqe.nsid = nsid;
     sqe.cdw2 = 0;
     sqe.cdw3 = 0;
     sqe.metadata_pointer = 0;
-    if (sends_data(op) && bytes <= in_capsule_limit_) {
+    // A write's or compare's data (sends_data: the opcode's direction says it).
+    if (wire::direction_of(opcode) == wire::DataDirection::host_to_controller &&
+        bytes <= in_capsule_limit_) {
         // The data rides in the SEND, straight from the caller's buffer.
         sqe.dptr = wire::in_capsule_data(0, bytes);
         slot.sge[1] = ibv_sge{address, bytes, lkey};

@@ -29,6 +29,7 @@ class RdmaQueue;
 
 // compare: the controller compares the blocks with the buffer's (Compare,
 // Identify ONCS bit 0); its data travels host to controller as a write's.
+// A new Op goes last, its opcode into the transport's kOpcodeOf table.
 enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate, compare };
 
 // The operations whose blocks travel through a memory region (and are cut at
