@@ -22,7 +22,7 @@ struct PieceInFlight {
 
 }  // namespace
 
-void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
+bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
                                   const BetweenPolls& between_polls) {
     const auto pause = [&](std::chrono::microseconds nap) {
         if (between_polls) {
@@ -39,7 +39,8 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
     }
     require_open("I/O");
     check_transfer(ns, t);
-    const bool has_data = t.op == Op::read || t.op == Op::write;
+    check_supported(limits_, t.op);
+    const bool has_data = carries_data(t.op);
     if (has_data &&
         (t.memory == nullptr || !t.memory->valid() || t.memory->record()->owner != this)) {
         throw InvalidArgument("namespace " + std::to_string(ns.nsid) +
@@ -48,7 +49,7 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
     }
     const NamespaceRef ref = namespace_ref(ns);
     const std::uint32_t block_bytes = ns.buffer_block_bytes(t.protection);
-    // A read or write is cut at one command's worth, so its pieces can go to
+    // A read, write or compare is cut at one command's worth, so its pieces can go to
     // different queues; the other operations go whole to one queue, which
     // splits them where it has to.
     const std::uint64_t per_piece =
@@ -111,7 +112,11 @@ void ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
             require_open("I/O");  // closed meanwhile (by another thread, in between_polls)
         }
     }
+    if (t.op == Op::compare && first_error.miscompare()) {
+        return false;  // the blocks differ: Compare's answer, not an error
+    }
     raise_for_status(first_error);
+    return true;
 }
 
 }  // namespace nvmeof::detail

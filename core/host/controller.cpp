@@ -49,7 +49,7 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
                               std::to_string(t.blocks) + ") is outside the namespace (" +
                               std::to_string(ns.size_lbas) + " blocks)");
     }
-    if ((t.op != Op::read && t.op != Op::write) || t.memory == nullptr) {
+    if (!carries_data(t.op) || t.memory == nullptr) {
         return;  // a missing or closed region is the submission's to refuse
     }
     const std::uint64_t size = t.memory->size();
@@ -59,6 +59,13 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
                               std::to_string(block_bytes) + " bytes at buffer offset " +
                               std::to_string(t.offset) + " do not fit the " +
                               std::to_string(size) + "-byte memory region");
+    }
+}
+
+void check_supported(const Limits& limits, Op op) {
+    if (op == Op::compare && (limits.oncs & wire::kOncsCompare) == 0) {
+        throw InvalidArgument(
+            "Compare: the controller does not support it (Identify ONCS bit 0 is clear)");
     }
 }
 
@@ -468,10 +475,19 @@ void Namespace::write(const MemoryRegion& buffer, std::uint64_t slba, std::optio
                                       &buffer, buffer_offset, 0, protection});
 }
 
+bool Namespace::compare(const MemoryRegion& buffer, std::uint64_t slba,
+                        std::optional<std::uint64_t> blocks, std::uint64_t buffer_offset,
+                        const Protection& protection) {
+    const std::uint32_t block_bytes = info_.buffer_block_bytes(protection);
+    return controller_->run_transfer(
+        info_, {Op::compare, slba, default_blocks(buffer, buffer_offset, block_bytes, blocks),
+                &buffer, buffer_offset, 0, protection});
+}
+
 void Namespace::flush() { controller_->run_transfer(info_, {Op::flush, 0, 0, nullptr, 0, 0}); }
 
-void Namespace::run(const Transfer& transfer, const BetweenPolls& between_polls) {
-    controller_->run_transfer(info_, transfer, between_polls);
+bool Namespace::run(const Transfer& transfer, const BetweenPolls& between_polls) {
+    return controller_->run_transfer(info_, transfer, between_polls);
 }
 
 void Namespace::write_zeroes(std::uint64_t slba, std::uint64_t blocks, const Protection& protection) {

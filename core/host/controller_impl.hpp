@@ -79,8 +79,9 @@ public:
     MemoryRegion register_region(void* address, std::size_t length, void* owned);
     // The registration itself is core/gpu's (gpu/gpu_registration.hpp).
     MemoryRegion register_gpu(void* device_ptr, std::size_t bytes, std::shared_ptr<GpuOrdering> ordering);
-    // The blocking calls' loop (blocking_transfer.cpp); throws on failure.
-    void run_transfer(const NamespaceInfo& ns, const Transfer& transfer,
+    // The blocking calls' loop (blocking_transfer.cpp); throws on failure,
+    // but for a Compare the controller found different (Compare Failure): false.
+    bool run_transfer(const NamespaceInfo& ns, const Transfer& transfer,
                       const BetweenPolls& between_polls = {});
 
     const Limits& limits() const { return limits_; }

@@ -400,6 +400,7 @@ void ControllerImpl::identify_controller() {
     limits_.maxcmd = id.maxcmd;
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
+    limits_.oncs = id.oncs;
     limits_.kas = id.kas;
     limits_.kas_ms = id.kas * wire::kKasUnitMs;
     limits_.keep_alive_ms = options_.keep_alive_ms;

@@ -90,6 +90,9 @@ int CompletionStatus::error_number() const noexcept {
     if (nvme.is_end_to_end_check_error()) {
         return EILSEQ;  // as the Linux host reports protection errors
     }
+    if (miscompare()) {
+        return EBADMSG;  // the data differs: neither an I/O error nor a PI error
+    }
     return nvme.ok() ? 0 : EIO;
 }
 

@@ -4,27 +4,29 @@
 // in flight. Defined here so that both inline them.
 #pragma once
 
+#include <iterator>
+
 #include "nvmeof/wire/io.hpp"
 #include "transport/invariant.hpp"
 #include "transport/rdma_queue.hpp"
 
 namespace nvmeof::detail {
 
-// For the opcode a failed transfer's status names.
-inline wire::IoOpcode opcode_of(Op op) {
-    switch (op) {
-        case Op::read:
-            return wire::IoOpcode::read;
-        case Op::write:
-            return wire::IoOpcode::write;
-        case Op::flush:
-            return wire::IoOpcode::flush;
-        case Op::write_zeroes:
-            return wire::IoOpcode::write_zeroes;
-        case Op::deallocate:
-            return wire::IoOpcode::dataset_management;
-    }
-    return wire::IoOpcode::flush;
+// Each Op's NVMe opcode, by its value: the data path builds every data
+// command's SQE with it, and a failed transfer's status names it.
+inline constexpr wire::IoOpcode kOpcodeOf[] = {
+    wire::IoOpcode::read,
+    wire::IoOpcode::write,
+    wire::IoOpcode::flush,
+    wire::IoOpcode::write_zeroes,
+    wire::IoOpcode::dataset_management,
+    wire::IoOpcode::compare,
+};
+static_assert(std::size(kOpcodeOf) == static_cast<std::size_t>(Op::compare) + 1,
+              "an opcode for every Op (compare is the last)");
+
+inline wire::IoOpcode opcode_of(Op op) noexcept {
+    return kOpcodeOf[static_cast<std::size_t>(op)];
 }
 
 inline void RdmaQueue::release_record(std::uint32_t tid) noexcept {

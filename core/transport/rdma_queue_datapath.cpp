@@ -27,8 +27,6 @@ void set_slba(wire::Sqe& sqe, std::uint64_t slba) {
     sqe.cdw11 = static_cast<std::uint32_t>(slba >> wire::kSlbaHighShift);
 }
 
-bool has_data(Op op) { return op == Op::read || op == Op::write; }
-
 // Bytes per block in the transfer's buffer: the data (a power of two), and
 // on a namespace with metadata whatever of the metadata travels.
 std::uint32_t block_bytes_of(const NamespaceRef& ns, const Transfer& t) noexcept {
@@ -50,9 +48,9 @@ std::size_t RdmaQueue::pieces(const NamespaceRef& ns, const Transfer& t) const n
 }
 
 std::uint64_t RdmaQueue::blocks_per_piece(std::uint32_t block_bytes, Op op) const noexcept {
-    return has_data(op) ? std::min<std::uint64_t>(max_transfer_bytes_ / block_bytes,
-                                                  wire::kMaxBlocksPerCommand)
-                        : std::uint64_t{wire::kMaxBlocksPerCommand};
+    return carries_data(op) ? std::min<std::uint64_t>(max_transfer_bytes_ / block_bytes,
+                                                      wire::kMaxBlocksPerCommand)
+                            : std::uint64_t{wire::kMaxBlocksPerCommand};
 }
 
 void RdmaQueue::prepare_send(Slot& slot, bool with_deadline) noexcept {
@@ -91,7 +89,7 @@ int RdmaQueue::check_transfer(const NamespaceRef& ns, const Transfer& t, const M
     if (!lba_range_fits(t.op, t.slba, t.blocks, ns.size_lbas)) {
         return ERANGE;
     }
-    if (!has_data(t.op)) {
+    if (!carries_data(t.op)) {
         return 0;
     }
     if (memory == nullptr || !memory->alive() || memory->owner != owner_) {
@@ -124,14 +122,17 @@ void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
                                   std::uint32_t nsid, std::uint64_t slba, std::uint64_t blocks,
                                   std::uint64_t address, std::uint32_t bytes, std::uint32_t rkey,
                                   std::uint32_t lkey) const noexcept {
-    sqe.opcode = static_cast<std::uint8_t>(op == Op::read ? wire::IoOpcode::read : wire::IoOpcode::write);
+    const auto opcode = static_cast<std::uint8_t>(opcode_of(op));
+    sqe.opcode = opcode;
     sqe.flags = wire::kCommandFlagsSgl;
     sqe.command_id = cid;
     sqe.nsid = nsid;
     sqe.cdw2 = 0;
     sqe.cdw3 = 0;
     sqe.metadata_pointer = 0;
-    if (op == Op::write && bytes <= in_capsule_limit_) {
+    // A write's or compare's data (sends_data: the opcode's direction says it).
+    if (wire::direction_of(opcode) == wire::DataDirection::host_to_controller &&
+        bytes <= in_capsule_limit_) {
         // The data rides in the SEND, straight from the caller's buffer.
         sqe.dptr = wire::in_capsule_data(0, bytes);
         slot.sge[1] = ibv_sge{address, bytes, lkey};
@@ -168,6 +169,7 @@ void RdmaQueue::fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t 
         case Op::flush:
         case Op::read:  // not here: fill_data_command
         case Op::write:
+        case Op::compare:
             sqe = wire::flush_command(nsid);
             break;
     }
@@ -207,7 +209,7 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     }
     const std::uint32_t lba_shift = ns.lba_shift;
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
-    // The common case: a read or write of host memory in one command, with an
+    // The common case: a read, write or compare of host memory in one command, with an
     // ID and a send queue entry free and nothing waiting before it. Its checks
     // are check_transfer()'s, cheaper for one command (at most
     // kMaxBlocksPerCommand blocks: no shift overflows; host_owner is set only
@@ -216,11 +218,12 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     // (and sizes blocks with metadata, and sets PRINFO and tags: such a
     // namespace has no fast_path_lbas).
     const std::uint64_t bytes = t.blocks << lba_shift;
-    if (!has_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
+    if (!carries_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
         bytes > max_transfer_bytes_ || t.slba >= ns.fast_path_lbas ||
-        t.blocks > ns.fast_path_lbas - t.slba || memory == nullptr || memory->host_owner != owner_ ||
-        t.offset > memory->length || bytes > memory->length - t.offset || waiting_count_ != 0 ||
-        cids_.available() == 0 || send_room() == 0) [[unlikely]] {
+        t.blocks > ns.fast_path_lbas - t.slba || memory == nullptr ||
+        memory->host_owner != owner_ || t.offset > memory->length ||
+        bytes > memory->length - t.offset || waiting_count_ != 0 || cids_.available() == 0 ||
+        send_room() == 0) [[unlikely]] {
         return submit_general(ns, t, internal, transfer_index, post);
     }
     const std::uint16_t tid = cids_.take();
@@ -276,7 +279,7 @@ SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t
     if (memory != nullptr && memory->kind == MemoryKind::gpu) {
         // The target may read the MR as soon as the command leaves: the GPU's
         // writes to it must be complete first.
-        if (t.op == Op::write && memory->ordering && memory->ordering->before_write() != 0) {
+        if (sends_data(t.op) && memory->ordering && memory->ordering->before_write() != 0) {
             return refuse(SubmitResult::invalid, TransportErrc::queue_error, EIO, t.op);
         }
         if (t.op == Op::read) {
@@ -352,7 +355,7 @@ void RdmaQueue::build_pieces(std::uint32_t tid, PieceCursor& c, std::size_t coun
             }
         } else {
             wire::Sqe& sqe = commands_[cid];
-            if (has_data(c.op)) {
+            if (carries_data(c.op)) {
                 const auto bytes = static_cast<std::uint32_t>(blocks * c.block_bytes);
                 fill_data_command(slot, sqe, cid, c.op, c.nsid, c.slba, blocks, c.address, bytes,
                                   c.rkey, c.lkey);

@@ -9,8 +9,8 @@ void RdmaQueue::set_protection_fields(PieceCursor& c, const NamespaceRef& ns,
                                       const Transfer& t) noexcept {
     // PRINFO means nothing on a namespace without PI: the controller ignores
     // it, and so does the host.
-    c.protected_blocks = ns.format.pi_type != PiType::none &&
-                         (t.op == Op::read || t.op == Op::write || t.op == Op::write_zeroes);
+    c.protected_blocks =
+        ns.format.pi_type != PiType::none && (carries_data(t.op) || t.op == Op::write_zeroes);
     if (!c.protected_blocks) {
         return;
     }

@@ -251,6 +251,7 @@ py::dict limits_dict(const nvmeof::Limits& l) {
     d["max_transfer_bytes"] = l.max_transfer_bytes;
     d["cntlid"] = l.cntlid;
     d["namespaces"] = l.namespaces;
+    d["oncs"] = l.oncs;
     d["keep_alive_ms"] = l.keep_alive_ms;
     d["kas_ms"] = l.kas_ms;
     d["maxcmd"] = l.maxcmd;

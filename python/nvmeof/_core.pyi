@@ -102,7 +102,7 @@ class Namespace:
     def write(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
               buffer_offset: int = 0, pract: bool = False, prchk: int = 0, apptag: int = 0,
               apptag_mask: int = 0xFFFF, reftag: Optional[int] = None,
-             storage_tag: int = 0) -> None: ...
+              storage_tag: int = 0) -> None: ...
     def read_async(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
                    buffer_offset: int = 0, pract: bool = False, prchk: int = 0, apptag: int = 0,
                    apptag_mask: int = 0xFFFF, reftag: Optional[int] = None,
@@ -110,7 +110,15 @@ class Namespace:
     def write_async(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
                     buffer_offset: int = 0, pract: bool = False, prchk: int = 0, apptag: int = 0,
                     apptag_mask: int = 0xFFFF, reftag: Optional[int] = None,
-                   storage_tag: int = 0) -> TransferFuture: ...
+                    storage_tag: int = 0) -> TransferFuture: ...
+    def compare(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
+                buffer_offset: int = 0, pract: bool = False, prchk: int = 0, apptag: int = 0,
+                apptag_mask: int = 0xFFFF, reftag: Optional[int] = None,
+                storage_tag: int = 0) -> bool: ...
+    def compare_async(self, buffer: Buffer, slba: int = 0, blocks: Optional[int] = None, *,
+                      buffer_offset: int = 0, pract: bool = False, prchk: int = 0,
+                      apptag: int = 0, apptag_mask: int = 0xFFFF,
+                      reftag: Optional[int] = None, storage_tag: int = 0) -> TransferFuture: ...
     def flush(self) -> None: ...
     def write_zeroes(self, slba: int, blocks: int, *, pract: bool = False, prchk: int = 0,
                      apptag: int = 0, apptag_mask: int = 0xFFFF,

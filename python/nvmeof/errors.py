@@ -6,8 +6,8 @@
     |   +-- QueueFullError       no free slot (also a RuntimeError, as the reference's)
     |   +-- CommandTimeoutError  a command timed out (also a TimeoutError)
     +-- NvmeError           an NVMe error status (also an OSError with errno EIO, EILSEQ
-    |                       for a failed end-to-end check: the reference package's
-    |                       NVMeStatusError)
+    |                       for a failed end-to-end check, EBADMSG for a Compare
+    |                       Failure: the reference package's NVMeStatusError)
     +-- ProtectionError     pi_verify found a block whose protection information does
                             not check out (also an OSError with errno EILSEQ)
 Bad arguments (ranges, buffers, options) raise ValueError.
@@ -55,15 +55,19 @@ class CommandTimeoutError(TransportError, TimeoutError):
 
 
 # Media and Data Integrity Errors (SCT 2): the end-to-end guard, application
-# tag and reference tag check errors.
+# tag and reference tag check errors, and Compare Failure.
 _SCT_MEDIA = 2
 _END_TO_END_CHECK_ERRORS = (0x82, 0x83, 0x84)
+_COMPARE_FAILURE = 0x85
 
 
 def _errno_of(sct, sc):
-    """EILSEQ for a failed end-to-end check (as the Linux host reports it), else EIO."""
+    """EILSEQ for a failed end-to-end check (as the Linux host reports it),
+    EBADMSG for a Compare Failure, else EIO (as the C++ core's error_number())."""
     if sct == _SCT_MEDIA and sc in _END_TO_END_CHECK_ERRORS:
         return _errno.EILSEQ
+    if sct == _SCT_MEDIA and sc == _COMPARE_FAILURE:
+        return _errno.EBADMSG
     return _errno.EIO
 
 
@@ -73,7 +77,9 @@ class NvmeError(Error, OSError):
     opcode) and `completion` (a protocol.Completion). An OSError with errno EIO,
     so code written for the reference package's NVMeStatusError catches it;
     errno EILSEQ for a failed end-to-end protection check (SCT 2, SC 0x82 guard,
-    0x83 application tag, 0x84 reference tag), whose message names the check.
+    0x83 application tag, 0x84 reference tag), whose message names the check;
+    EBADMSG for a Compare Failure (SCT 2, SC 0x85: compare_async's future has
+    the result False instead, as compare() returns it).
 
     ``NvmeError(completion)`` builds one from a completion, as the reference does."""
 

@@ -1,7 +1,6 @@
 // The core's exceptions as Python's (exceptions.hpp).
 #include "exceptions.hpp"
 
-#include <cerrno>
 #include <string>
 #include <string_view>
 
@@ -124,8 +123,9 @@ void translate(std::exception_ptr error) {
         f["dnr"] = e.status().do_not_retry();
         f["command"] = e.command();
         f["name"] = std::string(nvmeof::wire::status_name(e.status()));
-        // As the Linux host reports them: a failed end-to-end check is EILSEQ.
-        f["errno"] = e.status().is_end_to_end_check_error() ? EILSEQ : EIO;
+        // The core's errno: EILSEQ for a failed end-to-end check (as the Linux
+        // host reports it), EBADMSG for a Compare Failure, else EIO.
+        f["errno"] = nvmeof::CompletionStatus{.nvme = e.status()}.error_number();
         raise_python("NvmeError", e.what(), f);
     } catch (const nvmeof::Error& e) {
         raise_python("Error", e.what(), py::dict());

@@ -1,6 +1,6 @@
 // Namespace calls from Python (namespace_calls.hpp).
 //
-// A blocking read or write runs the core's blocking loop (Namespace::run), with
+// A blocking read, write or compare runs the core's blocking loop (Namespace::run), with
 // the GIL released: it holds the controller's lock to submit and for each poll
 // and lets it go between polls, so other threads' transfers are in flight
 // together. The
@@ -88,13 +88,13 @@ void start_progress(ControllerState& state) {
 
 // The core's blocking loop, letting go of the controller's lock each time it
 // waits, so other threads' calls (and the progress thread) run meanwhile. The
-// caller has released the GIL.
-void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns,
+// caller has released the GIL. False for a Compare whose blocks differ.
+bool blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns,
                        const nvmeof::Transfer& transfer) {
     std::unique_lock lock(state.mutex);
     state.open();
     nvmeof::Namespace bound = ns;
-    bound.run(transfer, [&] {
+    return bound.run(transfer, [&] {
         if (state.transfers.has_finished()) {
             state.progress_wake.notify_one();  // others' futures, found by this poll
         }
@@ -105,7 +105,7 @@ void blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns,
     });
 }
 
-// The keyword arguments of a read, write or write zeroes that ask for end-to-end
+// The keyword arguments of a read, write, compare or write zeroes that ask for end-to-end
 // protection (PRACT, PRCHK and the tags), as Python passes them.
 struct ProtectionArgs {
     bool pract = false;
@@ -125,9 +125,9 @@ struct PyNamespace {
     StatePtr state;
     nvmeof::Namespace ns;
 
-    // The transfer a read or write of `buffer` describes, checked. Blocks are
-    // as many bytes in the buffer as buffer_block_bytes(protection) says.
-    nvmeof::Transfer describe(bool write, Buffer& registered, std::uint64_t slba,
+    // The transfer a read, write or compare of `buffer` describes, checked.
+    // Blocks are as many bytes in the buffer as buffer_block_bytes(protection) says.
+    nvmeof::Transfer describe(nvmeof::Op op, Buffer& registered, std::uint64_t slba,
                               std::optional<std::uint64_t> blocks, std::uint64_t offset,
                               const ProtectionArgs& args) const {
         if (registered.state != state) {
@@ -143,31 +143,26 @@ struct PyNamespace {
             throw py::value_error("the buffer holds no whole block after offset " +
                                   std::to_string(offset));
         }
-        const nvmeof::Transfer transfer{write ? nvmeof::Op::write : nvmeof::Op::read,
-                                        slba,
-                                        count,
-                                        &registered.region,
-                                        offset,
-                                        0,
-                                        protection};
+        const nvmeof::Transfer transfer{op, slba, count, &registered.region, offset, 0, protection};
         nvmeof::check_transfer(ns.info(), transfer);
         return transfer;
     }
 
-    void transfer(bool write, const py::object& buffer, std::uint64_t slba,
+    // False for a Compare whose blocks differ.
+    bool transfer(nvmeof::Op op, const py::object& buffer, std::uint64_t slba,
                   std::optional<std::uint64_t> blocks, std::uint64_t offset,
                   const ProtectionArgs& args) {
         auto& registered = buffer_of(buffer);
-        const nvmeof::Transfer t = describe(write, registered, slba, blocks, offset, args);
+        const nvmeof::Transfer t = describe(op, registered, slba, blocks, offset, args);
         const BufferInUse in_use(&registered);
-        run(t);
+        return run(t);
     }
 
-    py::object transfer_async(bool write, const py::object& buffer, std::uint64_t slba,
+    py::object transfer_async(nvmeof::Op op, const py::object& buffer, std::uint64_t slba,
                               std::optional<std::uint64_t> blocks, std::uint64_t offset,
                               const ProtectionArgs& args) {
         auto& registered = buffer_of(buffer);
-        const nvmeof::Transfer t = describe(write, registered, slba, blocks, offset, args);
+        const nvmeof::Transfer t = describe(op, registered, slba, blocks, offset, args);
         return start(t, buffer);
     }
 
@@ -192,9 +187,9 @@ struct PyNamespace {
         return future;
     }
 
-    void run(const nvmeof::Transfer& transfer) {
+    bool run(const nvmeof::Transfer& transfer) {
         py::gil_scoped_release no_gil;
-        blocking_transfer(*state, ns, transfer);
+        return blocking_transfer(*state, ns, transfer);
     }
 };
 
@@ -209,7 +204,9 @@ void deliver(std::vector<TransferBoard::Finished> finished) {
             --buffer.cast<Buffer&>().transfers;
         }
         try {
-            if (done.status.ok()) {
+            if (done.op == nvmeof::Op::compare && (done.status.ok() || done.status.miscompare())) {
+                future.attr("set_result")(done.status.ok());  // a Compare's answer
+            } else if (done.status.ok()) {
                 future.attr("set_result")(py::none());
             } else {
                 future.attr("set_exception")(exception_for(done.status));
@@ -240,7 +237,7 @@ namespace {
 using Blocks = std::optional<std::uint64_t>;
 using Reftag = std::optional<std::int64_t>;
 
-// A read or write (blocking or not) with its documented arguments, the
+// A read, write or compare (blocking or not) with its documented arguments, the
 // protection ones keyword-only after buffer_offset.
 template <typename Call>
 void def_transfer(py::class_<PyNamespace>& cls, const char* name, Call call, const char* doc) {
@@ -313,7 +310,7 @@ void bind_namespace(py::module_& m) {
         cls, "read",
         [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
            std::uint64_t offset, const ProtectionArgs& args) {
-            n.transfer(false, buffer, slba, blocks, offset, args);
+            n.transfer(nvmeof::Op::read, buffer, slba, blocks, offset, args);
         },
         "Reads `blocks` blocks at `slba` into the registered buffer (default: the whole "
         "blocks from buffer_offset to its end; a block is buffer_block_size(pract) bytes). "
@@ -327,7 +324,7 @@ void bind_namespace(py::module_& m) {
         cls, "write",
         [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
            std::uint64_t offset, const ProtectionArgs& args) {
-            n.transfer(true, buffer, slba, blocks, offset, args);
+            n.transfer(nvmeof::Op::write, buffer, slba, blocks, offset, args);
         },
         "Writes `blocks` blocks at `slba` from the registered buffer; as read() (pract: the "
         "controller generates the PI, the buffer holding data only when PI is all the "
@@ -336,7 +333,7 @@ void bind_namespace(py::module_& m) {
         cls, "read_async",
         [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
            std::uint64_t offset, const ProtectionArgs& args) {
-            return n.transfer_async(false, buffer, slba, blocks, offset, args);
+            return n.transfer_async(nvmeof::Op::read, buffer, slba, blocks, offset, args);
         },
         "As read(), without waiting: returns a TransferFuture (a concurrent.futures.Future, "
         "also awaitable) whose result() is None once the data is in the buffer, or raises "
@@ -345,9 +342,29 @@ void bind_namespace(py::module_& m) {
         cls, "write_async",
         [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
            std::uint64_t offset, const ProtectionArgs& args) {
-            return n.transfer_async(true, buffer, slba, blocks, offset, args);
+            return n.transfer_async(nvmeof::Op::write, buffer, slba, blocks, offset, args);
         },
         "As write(), without waiting; returns a TransferFuture as read_async().");
+    def_transfer(
+        cls, "compare",
+        [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
+           std::uint64_t offset, const ProtectionArgs& args) {
+            return n.transfer(nvmeof::Op::compare, buffer, slba, blocks, offset, args);
+        },
+        "Compare: the controller compares `blocks` blocks at `slba` with the registered "
+        "buffer's (sent as write() sends them; with metadata, the metadata that travels too). "
+        "True when they are the same, False when the controller answers Compare Failure "
+        "(SCT 2, SC 0x85). pract, prchk and the tags as read(): the stored PI is checked as a "
+        "read would (a failed check: NvmeError with errno EILSEQ). ValueError where the "
+        "controller does not support Compare (Identify ONCS bit 0); other errors as read().");
+    def_transfer(
+        cls, "compare_async",
+        [](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
+           std::uint64_t offset, const ProtectionArgs& args) {
+            return n.transfer_async(nvmeof::Op::compare, buffer, slba, blocks, offset, args);
+        },
+        "As compare(), without waiting: returns a TransferFuture whose result() is True or "
+        "False, or raises the transfer's error.");
     cls.def(
            "flush", [](PyNamespace& n) { n.run({nvmeof::Op::flush, 0, 0, nullptr, 0, 0}); },
            "Flush: the namespace's volatile write data made durable.")

@@ -10,15 +10,13 @@ namespace nvmeof_python {
 
 namespace {
 
-bool splits_by_blocks(nvmeof::Op op) { return op == nvmeof::Op::read || op == nvmeof::Op::write; }
-
-// A read or write is cut at one command's worth so its pieces can go to
+// A read, write or compare is cut at one command's worth so its pieces can go to
 // different queues; the other operations go whole to one queue, which splits
 // them itself where it has to. A command's worth counts the bytes per block
 // that travel: data, and the metadata unless PRACT strips PI that is all of it.
 std::uint64_t piece_blocks_for(const nvmeof::Controller& controller, nvmeof::Op op,
                                std::uint32_t block_bytes) {
-    if (!splits_by_blocks(op)) {
+    if (!nvmeof::carries_data(op)) {
         return 0;
     }
     const std::uint64_t per_command = controller.limits().max_transfer_bytes / block_bytes;
@@ -29,6 +27,7 @@ std::uint64_t piece_blocks_for(const nvmeof::Controller& controller, nvmeof::Op 
 
 void TransferBoard::add(nvmeof::Controller& controller, const nvmeof::Namespace& ns,
                         const nvmeof::Transfer& transfer, PyObject* future, PyObject* buffer) {
+    nvmeof::check_supported(controller.limits(), transfer.op);  // before the board owns anything
     const std::uint64_t token = next_token_++;
     Pending pending{ns, transfer};
     pending.block_bytes = ns.info().buffer_block_bytes(transfer.protection);
@@ -140,8 +139,8 @@ void TransferBoard::fail(Pending& pending, const nvmeof::CompletionStatus& statu
 }
 
 void TransferBoard::note_done(std::uint64_t token, Pending& pending) {
-    finished_.push_back(
-        {pending.future, pending.buffer, pending.error.value_or(nvmeof::CompletionStatus{})});
+    finished_.push_back({pending.future, pending.buffer,
+                         pending.error.value_or(nvmeof::CompletionStatus{}), pending.rest.op});
     --asynchronous_;
     pending_.erase(token);
 }
@@ -159,7 +158,7 @@ void TransferBoard::fail_all(const nvmeof::CompletionStatus& status) {
         if (!pending.error) {
             pending.error = status;
         }
-        finished_.push_back({pending.future, pending.buffer, *pending.error});
+        finished_.push_back({pending.future, pending.buffer, *pending.error, pending.rest.op});
         --asynchronous_;
         it = pending_.erase(it);
     }

@@ -1,6 +1,7 @@
-// Asynchronous namespace transfers from Python (read_async, write_async),
-// spread over the controller's I/O queues (internal to the nvmeof._core
-// extension; blocking calls run the core's own loop, Namespace::run).
+// Asynchronous namespace transfers from Python (read_async, write_async,
+// compare_async), spread over the controller's I/O queues (internal to the
+// nvmeof._core extension; blocking calls run the core's own loop,
+// Namespace::run).
 //
 // A transfer is cut into command-sized pieces (the controller's maximum
 // transfer size, counting the metadata that travels with each block; an
@@ -38,10 +39,13 @@ public:
         PyObject* future = nullptr;  // a new reference, released with the GIL
         PyObject* buffer = nullptr;  // its Buffer, a new reference counted in use (may be null)
         nvmeof::CompletionStatus status;
+        nvmeof::Op op = nvmeof::Op::read;  // a Compare's future has a result: True or False
     };
 
     // Files `transfer` of `ns` and submits what fits now. The board owns the
     // `future` and `buffer` references until take_finished() hands them out.
+    // Throws InvalidArgument, owning nothing, for an operation the controller
+    // does not support (nvmeof::check_supported).
     void add(nvmeof::Controller& controller, const nvmeof::Namespace& ns,
                       const nvmeof::Transfer& transfer, PyObject* future, PyObject* buffer);
     // Submits waiting pieces, polls every I/O queue and files what finished.

@@ -254,7 +254,7 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
                 // is 0 ("Invalid MNAN value"): every namespace may be attached.
                 id.mnan = id.nn;
             }
-            id.oncs = wire::kOncsDatasetManagement | wire::kOncsWriteZeroes;
+            id.oncs = wire::kOncsCompare | wire::kOncsDatasetManagement | wire::kOncsWriteZeroes;
             id.sgls = kSglSupport;
             wire::copy_to_field(id.subnqn, sizeof id.subnqn, subsystem.nqn);
             id.ioccsz = config_.limits.ioccsz;

@@ -182,6 +182,9 @@ class CommandCore {
     Completion execute_get_log_page(Controller& ctrl, const wire::Sqe& sqe,
                                     std::span<std::uint8_t> data);
     Completion execute_io(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);
+    // Compare: the stored blocks, read as a Read would (PI checks included),
+    // against the host's data; Compare Failure (SCT 2 SC 0x85) where they differ.
+    Completion compare(Namespace& ns, const wire::Sqe& sqe, std::span<const std::uint8_t> data);
     // io_protection.cpp: Read, Write and Write Zeroes of a namespace with
     // protection information.
     Completion read_protected(Namespace& ns, const wire::Sqe& sqe, std::span<std::uint8_t> data);
@@ -205,6 +208,8 @@ class CommandCore {
     // Extended blocks built or read for a command whose data crosses the wire
     // without its PI (PRACT); kept to spare an allocation per command.
     std::vector<std::byte> pi_scratch_;
+    // The stored blocks a Compare reads, as they would cross the wire.
+    std::vector<std::uint8_t> compare_scratch_;
     std::vector<wire::AnaState> ana_states_;  // by port index
     std::uint64_t ana_change_count_ = 1;
     std::string listen_address_ = "127.0.0.1";

@@ -31,14 +31,14 @@ std::uint64_t capabilities_value(const Limits& limits);
 // Success for 0, else Internal Error (the errno logged).
 Completion storage_status(int error);
 
-// PRACT of a Read or Write as it applies to the namespace: PRINFO is ignored
+// PRACT of a Read, Write or Compare as it applies to the namespace: PRINFO is ignored
 // where the namespace has no protection information.
 inline bool pract_of(const Namespace& ns, const wire::Sqe& sqe) {
     return ns.format.pi_type != wire::PiType::none &&
            (wire::command_prinfo(sqe) & wire::kPract) != 0;
 }
 
-// The PRINFO and tag fields of a Read, Write or Write Zeroes the command is
+// The PRINFO and tag fields of a Read, Write, Compare or Write Zeroes the command is
 // refused for before any data moves (Invalid Protection Information); success
 // where they are acceptable or the namespace has no protection information.
 wire::Status check_protection_fields(const Namespace& ns, const wire::Sqe& sqe);

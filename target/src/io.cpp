@@ -1,6 +1,7 @@
-// CommandCore: NVM I/O commands (Read, Write, Flush, Write Zeroes, Dataset
-// Management) and the I/O faults; io_protection.cpp runs those of namespaces
-// with protection information.
+// CommandCore: NVM I/O commands (Read, Write, Compare, Flush, Write Zeroes,
+// Dataset Management) and the I/O faults; io_protection.cpp runs those of
+// namespaces with protection information.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -35,7 +36,9 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
                               std::size_t in_capsule_bytes) {
     const std::uint64_t io_index = ++io_commands_seen_;
     const auto opcode = static_cast<IoOpcode>(sqe.opcode);
-    const bool is_rw = opcode == IoOpcode::read || opcode == IoOpcode::write;
+    // The commands whose blocks cross the wire (Compare's as a Write's).
+    const bool is_rw =
+        opcode == IoOpcode::read || opcode == IoOpcode::write || opcode == IoOpcode::compare;
     if (!is_rw && opcode != IoOpcode::flush && opcode != IoOpcode::write_zeroes &&
         opcode != IoOpcode::dataset_management) {
         return failed_plan(GenericStatus::invalid_opcode);
@@ -66,6 +69,7 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
     switch (opcode) {
         case IoOpcode::read:
         case IoOpcode::write:
+        case IoOpcode::compare:
             slba = wire::command_slba(sqe);
             blocks = wire::command_block_count(sqe);
             transfer_bytes = blocks * ns->format.transfer_block_bytes(pract_of(*ns, sqe));
@@ -177,6 +181,8 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
             }
             return done;
         }
+        case IoOpcode::compare:
+            return compare(*ns, sqe, data);
         case IoOpcode::flush:
             return storage_status(ns->storage->flush());
         case IoOpcode::write_zeroes:
@@ -211,6 +217,29 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
         default:
             return Completion{Status::generic(GenericStatus::invalid_opcode, true)};
     }
+}
+
+Completion CommandCore::compare(Namespace& ns, const Sqe& sqe, std::span<const std::uint8_t> data) {
+    // The stored blocks as a Read of the same command would return them: with
+    // PI, checked as PRCHK asks and the PI stripped where PRACT keeps it off
+    // the wire; what the host sent is compared with that, byte for byte.
+    compare_scratch_.resize(data.size());
+    const std::span<std::uint8_t> stored(compare_scratch_);
+    const Completion read =
+        ns.format.pi_type != wire::PiType::none
+            ? read_protected(ns, sqe, stored)
+            : storage_status(
+                  ns.storage->read(wire::command_slba(sqe) * ns.format.extended_bytes(), stored));
+    if (!read.status.ok()) {
+        return read;
+    }
+    if (!std::equal(data.begin(), data.end(), stored.begin())) {
+        // Retrying cannot help: the same blocks differ again.
+        return Completion{
+            Status::make(wire::StatusCodeType::media,
+                         static_cast<std::uint8_t>(wire::MediaStatus::compare_failure), true)};
+    }
+    return Completion{};
 }
 
 }  // namespace nvmeof::target

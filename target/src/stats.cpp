@@ -10,8 +10,8 @@ namespace {
 
 constexpr const char* kCommandKeys[] = {
     "read",         "write",        "flush",        "write_zeroes", "dataset_management",
-    "identify",     "connect",      "property_get", "property_set", "set_features",
-    "get_features", "get_log_page", "keep_alive",   "other",
+    "compare",      "identify",     "connect",      "property_get", "property_set",
+    "set_features", "get_features", "get_log_page", "keep_alive",   "other",
 };
 static_assert(std::size(kCommandKeys) == static_cast<std::size_t>(CommandKind::count_));
 
@@ -45,6 +45,8 @@ CommandKind command_kind(const wire::Sqe& sqe, wire::QueueKind queue) {
                 return CommandKind::write_zeroes;
             case IoOpcode::dataset_management:
                 return CommandKind::dataset_management;
+            case IoOpcode::compare:
+                return CommandKind::compare;
             default:
                 return CommandKind::other;
         }

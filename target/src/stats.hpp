@@ -16,6 +16,7 @@ enum class CommandKind : std::uint8_t {
     flush,
     write_zeroes,
     dataset_management,
+    compare,
     identify,
     connect,
     property_get,

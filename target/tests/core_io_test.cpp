@@ -54,6 +54,26 @@ TEST_F(Io, WriteThenReadKeyed) {
     EXPECT_EQ(r.cqe.sq_id, 1);
 }
 
+TEST_F(Io, CompareMatchesAndMiscompares) {
+    const auto data = pattern(4096, 4);
+    ASSERT_TRUE(h_.run(io_, rw(IoOpcode::write, 16, 8), data).status().ok());
+    auto compare = rw(IoOpcode::write, 16, 8);  // laid out as a Write
+    compare.opcode = static_cast<std::uint8_t>(IoOpcode::compare);
+    Result same = h_.run(io_, compare, data);
+    ASSERT_TRUE(same.status().ok()) << wire::describe(same.status());
+    EXPECT_EQ(same.plan.direction, wire::DataDirection::host_to_controller);
+    auto other = data;
+    other[4095] ^= 1;
+    EXPECT_EQ(h_.run(io_, compare, other).status(),
+              Status::make(wire::StatusCodeType::media,
+                           static_cast<std::uint8_t>(wire::MediaStatus::compare_failure), true));
+    // In the capsule, as a write's data may be.
+    compare.dptr = wire::in_capsule_data(0, 4096);
+    EXPECT_TRUE(h_.run(io_, compare, {}, data).status().ok());
+    EXPECT_EQ(h_.stats().count_of(CommandKind::compare), 3u);
+    EXPECT_EQ(h_.stats().bytes_written, 4096u);  // Compare writes nothing
+}
+
 TEST_F(Io, InCapsuleWrite) {
     const auto data = pattern(4096, 9);
     auto sqe = rw(IoOpcode::write, 0, 8);
@@ -97,10 +117,10 @@ TEST_F(Io, StatusPaths) {
     EXPECT_EQ(
         h_.run(io_, rw(IoOpcode::read, 0, 512), std::vector<std::uint8_t>(256 * 1024)).status(),
         generic(GenericStatus::invalid_field));
-    // Opcodes this target does not implement.
-    EXPECT_EQ(h_.run(io_, wire::make_sqe(0x05, 1)).status(),
+    // Opcodes this target does not implement (Write Uncorrectable, Verify).
+    EXPECT_EQ(h_.run(io_, wire::make_sqe(0x04, 1)).status(),
               generic(GenericStatus::invalid_opcode));
-    EXPECT_EQ(h_.run(io_, wire::make_sqe(0x06, 1)).status(),
+    EXPECT_EQ(h_.run(io_, wire::make_sqe(0x0C, 1)).status(),
               generic(GenericStatus::invalid_opcode));
     // Admin commands are not I/O commands.
     EXPECT_EQ(h_.run(io_, wire::keep_alive_command()).status(),

@@ -1,6 +1,6 @@
 // CommandCore: namespaces with metadata and end-to-end protection information
-// (PI): Identify, Read/Write/Write Zeroes for each PRINFO combination, the PI
-// check statuses, never-written blocks and the corrupt-* faults.
+// (PI): Identify, Read/Write/Write Zeroes/Compare for each PRINFO combination,
+// the PI check statuses, never-written blocks and the corrupt-* faults.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -221,6 +221,14 @@ class Protection : public ::testing::TestWithParam<FormatCase> {
     Result read(std::uint64_t slba, std::uint32_t blocks, std::uint8_t prinfo) {
         return read(slba, blocks, prinfo, tags_for(format_, slba));
     }
+    // A Compare is laid out as a Write (its data travels host to controller).
+    Status compare(std::uint64_t slba, std::uint32_t blocks, std::uint8_t prinfo,
+                   const Bytes& bytes) {
+        wire::Sqe sqe =
+            protected_rw(format_, IoOpcode::write, slba, blocks, prinfo, tags_for(format_, slba));
+        sqe.opcode = static_cast<std::uint8_t>(IoOpcode::compare);
+        return h_->run(io_, sqe, bytes).status();
+    }
 
     BlockFormat format_;
     std::uint8_t all_ = wire::kPrchkAll;  // every check the format has
@@ -337,6 +345,39 @@ TEST_P(Protection, BadHostPiFailsWithItsOwnStatus) {
         EXPECT_EQ(back.data, sent);
         EXPECT_EQ(read(slba, blocks, all_).status(), check_status(check));
     }
+}
+
+// Compare checks the stored PI as a Read would and compares what travels:
+// data and metadata, or the data alone where PRACT strips a PI-only metadata.
+TEST_P(Protection, CompareChecksStoredPiAndComparesWhatTravels) {
+    const std::uint64_t slba = 250;
+    const std::uint32_t blocks = 3;
+    const PiTags tags = tags_for(format_, slba);
+    Bytes stored = host_blocks(format_, blocks, tags, 11);
+    flip_field(format_, stored, 1, PiCheck::guard);  // stored with the guard check off
+    const std::uint8_t no_guard = without(wire::kPrchkAll, PiCheck::guard);
+    ASSERT_TRUE(write(slba, blocks, no_guard, tags, stored).status().ok());
+    const Status miscompare = media(wire::MediaStatus::compare_failure);
+
+    EXPECT_TRUE(compare(slba, blocks, no_guard, stored).ok());
+    EXPECT_EQ(compare(slba, blocks, wire::kPrchkAll, stored), check_status(PiCheck::guard));
+    Bytes other_data = stored;
+    other_data[format_.extended_bytes() * 2 + 1] ^= 1;
+    EXPECT_EQ(compare(slba, blocks, no_guard, other_data), miscompare);
+    Bytes other_pi = stored;  // the metadata travels: it is compared too
+    flip_field(format_, other_pi, 2, PiCheck::apptag);
+    EXPECT_EQ(compare(slba, blocks, kNoChecks, other_pi), miscompare);
+
+    // PRACT: what travels is what a Read with PRACT returns.
+    const std::uint8_t pract = wire::kPract | no_guard;
+    const Bytes travels = format_.metadata_transferred(true) ? stored : data_of(format_, stored);
+    EXPECT_TRUE(compare(slba, blocks, pract, travels).ok());
+    EXPECT_EQ(compare(slba, blocks, wire::kPract | wire::kPrchkGuard, travels),
+              check_status(PiCheck::guard));
+    Bytes other = travels;
+    other.back() ^= 1;
+    EXPECT_EQ(compare(slba, blocks, pract, other), miscompare);
+    EXPECT_EQ(h_->stats().count_of(CommandKind::compare), 7u);
 }
 
 TEST_P(Protection, WrongTagsOnReadFailWithTheirStatus) {

@@ -317,7 +317,7 @@ TEST(Identify, Controller) {
     EXPECT_EQ(id.lpa & 0x2, 0);
     EXPECT_EQ(id.sqes, 0x66);
     EXPECT_EQ(id.cqes, 0x44);
-    EXPECT_EQ(id.oncs, wire::kOncsDatasetManagement | wire::kOncsWriteZeroes);
+    EXPECT_EQ(id.oncs, wire::kOncsCompare | wire::kOncsDatasetManagement | wire::kOncsWriteZeroes);
     EXPECT_EQ(id.subsystem_nqn(), kSubnqn);
     EXPECT_EQ(id.model(), "nvmeof-target");
 }

@@ -34,13 +34,16 @@ struct Limits {
     std::uint64_t mdts_bytes = 0;        // 0 = the controller sets no limit
     std::uint64_t max_transfer_bytes = 0;  // per command: MDTS, capped by the 24-bit keyed SGL
     std::uint32_t ioccsz = 0;            // I/O capsule size, 16-byte units
-    // Writes of at most this many bytes per command carry their data in the
-    // command capsule (no RDMA READ by the target); 0: every write is keyed.
+    // Writes (and compares) of at most this many bytes per command carry their
+    // data in the command capsule (no RDMA READ by the target); 0: all keyed.
     std::uint32_t in_capsule_bytes = 0;
     std::uint16_t cntlid = 0;
     std::uint16_t maxcmd = 0;
     std::uint32_t mqes_entries = 0;      // CAP.MQES + 1
     std::uint32_t namespaces = 0;        // Identify NN
+    // Identify ONCS: the optional NVM commands the controller serves
+    // (wire::kOncsCompare, kOncsDatasetManagement, kOncsWriteZeroes, ...).
+    std::uint16_t oncs = 0;
     std::uint16_t kas = 0;               // Identify KAS: keep-alive granularity, 100 ms units
     std::uint32_t kas_ms = 0;            // the same in milliseconds; 0: no keep-alive
     std::uint32_t keep_alive_ms = 0;     // the keep-alive timeout (KATO) sent; 0: off
@@ -154,6 +157,12 @@ private:
     explicit Controller(std::unique_ptr<detail::ControllerImpl> impl);
     std::unique_ptr<detail::ControllerImpl> impl_;
 };
+
+// Refuses an operation the controller does not serve (InvalidArgument naming
+// the Identify ONCS bit): Compare where ONCS bit 0 is clear. The blocking
+// calls check with this; IoQueue::submit does not (the controller answers
+// such a command Invalid Command Opcode).
+void check_supported(const Limits& limits, Op op);
 
 // Controller::wait_for_completions over several controllers at once (a job
 // driving namespaces of several targets): sleeps until any of them has a

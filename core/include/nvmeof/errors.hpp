@@ -120,8 +120,15 @@ struct CompletionStatus {
     wire::QueueKind queue = wire::QueueKind::io;
 
     bool ok() const noexcept { return transport == TransportErrc::none && nvme.ok(); }
-    // An errno for callers that speak errno (fio): 0, EIO for NVMe errors, or the
-    // transport's.
+    // A Compare's "the blocks differ" (Compare Failure, SCT 2 SC 0x85): the
+    // blocking calls answer it false rather than throw.
+    bool miscompare() const noexcept {
+        return transport == TransportErrc::none && nvme.is(wire::MediaStatus::compare_failure);
+    }
+    // An errno for callers that speak errno (fio, Python's OSError): 0; EILSEQ
+    // for a failed end-to-end check (SCT 2 SC 0x82-0x84), EBADMSG for a
+    // Compare Failure (SCT 2 SC 0x85: the blocks differ from the buffer), EIO
+    // for any other NVMe error; or the transport's.
     int error_number() const noexcept;
 };
 

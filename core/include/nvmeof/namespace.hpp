@@ -94,12 +94,22 @@ public:
     void write(const MemoryRegion& buffer, std::uint64_t slba,
                std::optional<std::uint64_t> blocks = std::nullopt, std::uint64_t buffer_offset = 0,
                const Protection& protection = {});
+    // Compare: the controller compares the blocks at `slba` with the buffer's
+    // (sent as a write's; with metadata, the metadata that travels too, and
+    // the stored PI checked as PRCHK asks, as a read would). True when they
+    // are the same, false when the controller answers Compare Failure (SCT 2
+    // SC 0x85); any other error throws. InvalidArgument where the controller
+    // does not support Compare (Identify ONCS bit 0).
+    bool compare(const MemoryRegion& buffer, std::uint64_t slba,
+                 std::optional<std::uint64_t> blocks = std::nullopt,
+                 std::uint64_t buffer_offset = 0, const Protection& protection = {});
     void flush();
     void write_zeroes(std::uint64_t slba, std::uint64_t blocks, const Protection& protection = {});
     void deallocate(std::uint64_t slba, std::uint64_t blocks);
     // The loop behind the calls above, for any Transfer (its user_data is not
-    // used), with `between_polls` called each time it waits.
-    void run(const Transfer& transfer, const BetweenPolls& between_polls = {});
+    // used), with `between_polls` called each time it waits. Returns true, or
+    // false for a Compare whose blocks differ (as compare()).
+    bool run(const Transfer& transfer, const BetweenPolls& between_polls = {});
 
 private:
     detail::ControllerImpl* controller_;

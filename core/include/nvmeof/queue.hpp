@@ -27,7 +27,19 @@ namespace detail {
 class RdmaQueue;
 }
 
-enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate };
+// compare: the controller compares the blocks with the buffer's (Compare,
+// Identify ONCS bit 0); its data travels host to controller as a write's.
+// A new Op goes last, its opcode into the transport's kOpcodeOf table.
+enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate, compare };
+
+// The operations whose blocks travel through a memory region (and are cut at
+// MDTS): read, write and compare; and of those, the ones that send them.
+constexpr bool carries_data(Op op) noexcept {
+    return op == Op::read || op == Op::write || op == Op::compare;
+}
+constexpr bool sends_data(Op op) noexcept {
+    return op == Op::write || op == Op::compare;
+}
 
 // One logical transfer. Above the controller's maximum transfer size (MDTS) or
 // 65,536 blocks it is split into several commands (pieces); it completes once,
@@ -38,14 +50,14 @@ struct Transfer {
     Op op = Op::read;
     std::uint64_t slba = 0;
     std::uint64_t blocks = 0;                 // ignored for flush
-    const MemoryRegion* memory = nullptr;     // read/write only
+    const MemoryRegion* memory = nullptr;     // read/write/compare only
     std::uint64_t offset = 0;                 // byte offset into memory
     std::uint64_t user_data = 0;              // handed back in Completion
     Protection protection{};                  // PRACT, PRCHK and tags (PI namespaces)
 };
 
 // The range rules of a transfer, in one place: its LBA range lies inside the
-// namespace (flush has none), and a read's or write's blocks of `block_bytes`
+// namespace (flush has none), and a data transfer's blocks of `block_bytes`
 // (data, and the metadata that travels) from `offset` lie inside its memory
 // region. check_transfer() below
 // says which failed in words; the data path's submit asks the same questions
@@ -63,7 +75,7 @@ constexpr bool buffer_range_fits(std::uint64_t blocks, std::uint32_t block_bytes
 
 struct NamespaceInfo;
 // A transfer's range rules, with the reason: its LBA range inside the
-// namespace, and a read's or write's blocks inside its memory region from
+// namespace, and a data transfer's blocks inside its memory region from
 // `offset` (a region not given is not checked here). Throws InvalidArgument
 // naming what does not fit. The blocking
 // calls (Namespace, Python) check with this; the data path's submit checks

@@ -33,6 +33,23 @@ TEST(CompletionStatus, DescribesNvmeAndTransportErrors) {
     }
 }
 
+TEST(CompletionStatus, ErrnoTellsMiscompareFromProtectionAndOtherErrors) {
+    CompletionStatus s;
+    s.nvme =
+        wire::Status::make(wire::StatusCodeType::media,
+                           static_cast<std::uint8_t>(wire::MediaStatus::compare_failure), true);
+    EXPECT_TRUE(s.miscompare());
+    EXPECT_EQ(s.error_number(), EBADMSG);
+    s.nvme = wire::Status::make(
+        wire::StatusCodeType::media,
+        static_cast<std::uint8_t>(wire::MediaStatus::end_to_end_guard_check_error), true);
+    EXPECT_FALSE(s.miscompare());
+    EXPECT_EQ(s.error_number(), EILSEQ);
+    s.nvme = wire::Status::make(wire::StatusCodeType::media,
+                                static_cast<std::uint8_t>(wire::MediaStatus::write_fault), true);
+    EXPECT_EQ(s.error_number(), EIO);
+}
+
 TEST(ConnectError, NamesCauseAndStep) {
     const ConnectError e(ConnectFailure::timeout, "waiting for CSTS.RDY", "CSTS.RDY stayed 0");
     EXPECT_EQ(e.cause(), ConnectFailure::timeout);

@@ -36,6 +36,7 @@ inline constexpr std::uint32_t kSglsKeyedDataBlock = 1u << 2;     // required on
 inline constexpr std::uint32_t kSglsOffsetAddress = 1u << 20;     // in-capsule data allowed
 inline constexpr std::uint8_t kControllerTypeIo = 1;
 inline constexpr std::uint8_t kControllerTypeDiscovery = 2;
+inline constexpr std::uint16_t kOncsCompare = 1u << 0;
 inline constexpr std::uint16_t kOncsDatasetManagement = 1u << 2;
 inline constexpr std::uint16_t kOncsWriteZeroes = 1u << 3;
 inline constexpr std::uint8_t kVwcPresent = 1u << 0;
