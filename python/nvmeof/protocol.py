@@ -32,6 +32,7 @@ MAX_BLOCKS_PER_COMMAND = 1 << 16
 OPC_FLUSH = 0x00
 OPC_WRITE = 0x01
 OPC_READ = 0x02
+OPC_COMPARE = 0x05
 OPC_WRITE_ZEROES = 0x08
 OPC_DATASET_MANAGEMENT = 0x09
 OPC_IDENTIFY = 0x06
@@ -74,6 +75,10 @@ _SGL = 24
 _CDW10 = 40
 _CDW11 = 44
 _CDW12 = 48
+_CDW2 = 8
+_CDW3 = 12
+_CDW14 = 56
+_PRINFO_SHIFT = 26  # CDW12 bits 29:26: PRACT (bit 3) and PRCHK (guard, apptag, reftag)
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,12 @@ class NamespaceInfo:
     used_lbas: int
     lba_size: int
     metadata_size: int
+    # Beyond the reference package: how the metadata sits (FLBAS bit 4: after
+    # each block's data, the only way fabrics carry it) and the protection
+    # information in it (DPS bits 2:0 and bit 3).
+    extended_lba: bool = False
+    pi_type: int = 0
+    pi_first: bool = False
 
     @classmethod
     def from_bytes(cls, nsid, data):
@@ -191,8 +202,10 @@ class NamespaceInfo:
         if lbads < 9 or lbads > 31:
             raise ValueError("Identify Namespace: unsupported LBA data size 2**%d" % lbads)
         size, capacity, used = struct.unpack_from("<QQQ", data, 0)
+        dps = data[29]
         return cls(nsid=int(nsid), size_lbas=size, capacity_lbas=capacity, used_lbas=used,
-                   lba_size=1 << lbads, metadata_size=metadata_size)
+                   lba_size=1 << lbads, metadata_size=metadata_size,
+                   extended_lba=bool(flbas & 0x10), pi_type=dps & 0x7, pi_first=bool(dps & 0x8))
 
 
 def _command(opcode, nsid=0):
@@ -312,11 +325,20 @@ def set_features(feature_id, value):
     return bytes(command)
 
 
-def rw_command(opcode, nsid, slba, blocks, buffer, *, lba_size, buffer_offset=0, offset=None):
-    """One Read or Write of `blocks` blocks at `slba`, its data at `buffer_offset`
-    of the registered `buffer` (`offset` is an older name of it)."""
-    if opcode not in (OPC_READ, OPC_WRITE):
-        raise ValueError("rw_command: opcode %r is neither OPC_READ nor OPC_WRITE" % (opcode,))
+def rw_command(opcode, nsid, slba, blocks, buffer, *, lba_size, buffer_offset=0, offset=None,
+               prinfo=0, reftag=0, apptag=0, apptag_mask=0xFFFF):
+    """One Read, Write or Compare of `blocks` blocks at `slba`, its data at
+    `buffer_offset` of the registered `buffer` (`offset` is an older name of
+    it); `lba_size` is the bytes per block in the buffer (data and the metadata
+    that travels). On a namespace with protection information: `prinfo` (PRACT
+    0x8 | nvmeof.Prchk bits), the initial reference tag (up to 48 bits: CDW14
+    and CDW3), the application tag and its mask (CDW15)."""
+    if opcode not in (OPC_READ, OPC_WRITE, OPC_COMPARE):
+        raise ValueError("rw_command: opcode %r is not OPC_READ, OPC_WRITE or OPC_COMPARE" % (opcode,))
+    for name, value, bits in (("prinfo", prinfo, 4), ("reftag", reftag, 48), ("apptag", apptag, 16),
+                              ("apptag_mask", apptag_mask, 16)):
+        if not 0 <= int(value) < 1 << bits:
+            raise ValueError("%s %r does not fit its %d bits" % (name, value, bits))
     slba, blocks, lba_size = int(slba), int(blocks), int(lba_size)
     if not 0 <= slba < 1 << 64:
         raise ValueError("starting LBA %d is outside 64 bits" % slba)
@@ -326,7 +348,11 @@ def rw_command(opcode, nsid, slba, blocks, buffer, *, lba_size, buffer_offset=0,
         raise ValueError("lba_size must be positive")
     command = _command(opcode, nsid)
     set_keyed_sgl(command, buffer, blocks * lba_size, buffer_offset if offset is None else offset)
-    struct.pack_into("<QH", command, _CDW10, slba, blocks - 1)
+    struct.pack_into("<QI", command, _CDW10, slba, (blocks - 1) | int(prinfo) << _PRINFO_SHIFT)
+    if prinfo or reftag or apptag:
+        struct.pack_into("<I", command, _CDW3, int(reftag) >> 32)
+        struct.pack_into("<II", command, _CDW14, int(reftag) & 0xFFFFFFFF,
+                         int(apptag) | int(apptag_mask) << 16)
     return bytes(command)
 
 
@@ -336,7 +362,7 @@ __all__ = [
     "FCTYPE_CONNECT", "FCTYPE_PROPERTY_GET", "FCTYPE_PROPERTY_SET", "FEAT_KEEP_ALIVE_TIMER",
     "FEAT_NUMBER_OF_QUEUES", "KEYED_DATA_BLOCK", "MAX_BLOCKS_PER_COMMAND", "MAX_KEYED_SGL_LENGTH",
     "MAX_QUEUE_DEPTH", "NVMeStatusError", "NVME_RDMA_PORT", "NamespaceInfo", "OPC_DATASET_MANAGEMENT",
-    "OPC_FABRICS", "OPC_FLUSH", "OPC_GET_FEATURES", "OPC_IDENTIFY", "OPC_KEEP_ALIVE", "OPC_READ",
+    "OPC_COMPARE", "OPC_FABRICS", "OPC_FLUSH", "OPC_GET_FEATURES", "OPC_IDENTIFY", "OPC_KEEP_ALIVE", "OPC_READ",
     "OPC_SET_FEATURES", "OPC_WRITE", "OPC_WRITE_ZEROES", "PSDT_SGL", "REG_CAP", "REG_CC", "REG_CSTS",
     "REG_VS", "connect_data", "fabrics_connect", "identify", "parse_rdma_cm_response",
     "property_get", "property_set", "rdma_cm_request", "rw_command", "set_features",

@@ -402,6 +402,35 @@ def test_storage_tags_with_the_32_bit_guard():
                 namespace.read(into, slba, storage_tag=1 << 24)
 
 
+def test_the_protocol_modules_commands_carry_prinfo_and_tags(pi1_target):
+    from nvmeof import protocol
+    with connect(pi1_target) as controller:
+        namespace = controller.namespace(1)
+        info = namespace.info
+        assert (info.extended_lba, info.pi_type, info.pi_first, info.metadata_size) == (True, 1, False, 8)
+        with controller.allocate(4 * 512) as buffer:
+            buffer.write(bytes(range(256)) * 8)
+            pract = 0x8 | Prchk.ALL
+            write = protocol.rw_command(protocol.OPC_WRITE, 1, 900, 4, buffer, lba_size=512,
+                                        prinfo=pract, reftag=900, apptag=0x1234)
+            assert controller.io.execute(write, data_owner=buffer).succeeded
+            read = protocol.rw_command(protocol.OPC_READ, 1, 900, 4, buffer, lba_size=512,
+                                       prinfo=pract, reftag=900, apptag=0x1235, apptag_mask=0xFFFE)
+            assert controller.io.execute(read, data_owner=buffer).succeeded  # bit 0 not compared
+            wrong = protocol.rw_command(protocol.OPC_READ, 1, 900, 4, buffer, lba_size=512,
+                                        prinfo=pract, reftag=900, apptag=0x1235)
+            with pytest.raises(nvmeof.NVMeStatusError) as raised:
+                controller.io.execute(wrong, data_owner=buffer)
+            assert raised.value.completion.status_code == 0x83
+            same = protocol.rw_command(protocol.OPC_COMPARE, 1, 900, 4, buffer, lba_size=512,
+                                       prinfo=pract, reftag=900, apptag=0x1234)
+            assert controller.io.execute(same, data_owner=buffer).succeeded
+        with pytest.raises(ValueError, match="prinfo"):
+            protocol.rw_command(protocol.OPC_READ, 1, 0, 1, buffer, lba_size=512, prinfo=16)
+        with pytest.raises(ValueError, match="reftag"):
+            protocol.rw_command(protocol.OPC_READ, 1, 0, 1, buffer, lba_size=512, reftag=1 << 48)
+
+
 def test_help_documents_protection():
     for call in (nvmeof.Namespace.read, nvmeof.Namespace.write, nvmeof.Namespace.read_async,
                  nvmeof.Namespace.write_async, nvmeof.Namespace.write_zeroes):
