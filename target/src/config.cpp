@@ -87,6 +87,7 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   corrupt-apptag=LBA       the same with the application tag
   corrupt-reftag=LBA       the same with the reference tag
   corrupt-storage-tag=LBA  the same with the storage tag (a format with sts=BITS)
+  skip-pi-checks=LBA       a read of block LBA skips the PI checks PRCHK asks for
   drop-after=N             disconnect all queues after N commands in total
   delay-ms=N               delay every completion by N ms
   stop-answering-after=N   after N commands, accept but never answer
@@ -310,6 +311,8 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
                                     : name == "corrupt-reftag" ? wire::PiCheck::reftag
                                                                : wire::PiCheck::storage_tag;
         faults.corrupt_pi.push_back({field, parse_number(value, what, max64)});
+    } else if (name == "skip-pi-checks") {
+        faults.skip_pi_checks.push_back(parse_number(value, what, max64));
     } else if (name == "drop-after") {
         faults.drop_after = parse_number(value, what, max64);
     } else if (name == "delay-ms") {

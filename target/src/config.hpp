@@ -99,6 +99,10 @@ struct FaultConfig {
     std::vector<FailIoFault> fail_io;
     std::vector<FailLbaFault> fail_lba;
     std::vector<CorruptPiFault> corrupt_pi;
+    // skip-pi-checks=LBA: a Read of block LBA returns it without the PRCHK
+    // checks, as a controller that does not check would (the host's own check
+    // is then what finds a corrupted block).
+    std::vector<std::uint64_t> skip_pi_checks;
     std::optional<std::uint64_t> drop_after;
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;

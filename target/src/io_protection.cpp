@@ -175,8 +175,19 @@ Completion CommandCore::read_protected(Namespace& ns, const Sqe& sqe,
     }
     mark_unwritten(format, extended);
     // Checked whatever PRACT says: PRACT only decides whether the PI goes to the host.
+    const std::uint64_t slba = wire::command_slba(sqe);
+    const bool skip = std::any_of(
+        config_.faults.skip_pi_checks.begin(), config_.faults.skip_pi_checks.end(),
+        [&](std::uint64_t lba) { return lba >= slba && lba - slba < blocks; });
+    if (skip) {
+        log_fault("skip-pi-checks: " + std::string(wire::command_name(sqe, wire::QueueKind::io)) +
+                  " (CID " + std::to_string(sqe.command_id) + ") of NSID " +
+                  std::to_string(ns.nsid) + " LBA " + std::to_string(slba) + "+" +
+                  std::to_string(blocks) + " returned without its PI checks");
+    }
     if (const wire::PiMismatch mismatch =
-            wire::pi_verify(format, extended, checks_of(format, prinfo), tags_of(format, sqe))) {
+            skip ? wire::PiMismatch{}
+                 : wire::pi_verify(format, extended, checks_of(format, prinfo), tags_of(format, sqe))) {
         log_mismatch(sqe, mismatch);
         return Completion{pi_check_status(mismatch.check)};
     }

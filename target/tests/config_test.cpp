@@ -270,7 +270,8 @@ TEST(Config, NamespaceProtectionErrors) {
 TEST(Config, CorruptProtectionFaults) {
     const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "corrupt-guard=7", "--fault",
                                   "corrupt-apptag=0x10", "--fault=corrupt-reftag=9", "--fault",
-                                  "corrupt-storage-tag=3"});
+                                  "corrupt-storage-tag=3", "--fault", "skip-pi-checks=12"});
+    EXPECT_EQ(c.faults.skip_pi_checks, std::vector<std::uint64_t>{12});
     ASSERT_EQ(c.faults.corrupt_pi.size(), 4u);
     EXPECT_EQ(c.faults.corrupt_pi[0].field, wire::PiCheck::guard);
     EXPECT_EQ(c.faults.corrupt_pi[0].lba, 7u);

@@ -189,6 +189,43 @@ def test_corrupt(field):
     check(proc.returncode != 0, "fio exited 0 although jobs failed")
 
 
+def test_host_check():
+    """A controller that returns a corrupted block without checking it (the
+    target's skip-pi-checks fault on LBA 100, stored with a flipped guard):
+    with pi_act=0 the engine's own check of each read catches it, EILSEQ and
+    one line saying the host found it, in the data-only and the interleaved
+    layouts; with pi_act=1 nobody checks the guard and fio's data verify passes
+    (the data is intact)."""
+    verify = "rw=write\nverify=crc32c\ndo_verify=1\n"
+    jobs = [("host-act0", 0, 4096, verify, True), ("write-interleaved", 0, 520, "rw=write\n", False),
+            ("host-interleaved", 0, 520, "rw=read\n", True), ("unchecked-act1", 1, 4096, verify, False)]
+    wd = h.workdir()
+    job = wd + "/host-check.fio"
+    faults = ["--fault", f"corrupt-guard={CORRUPT_LBA}", "--fault", f"skip-pi-checks={CORRUPT_LBA}"]
+    with pi_target(wd, extra=faults) as t:
+        text = global_section(t, "process") + f"filename={spec(t, 1)}\niodepth=4\nverify_state_save=0\n"
+        for name, act, bs, does, _ in jobs:
+            text += f"[{name}]\nstonewall\npi_act={act}\npi_chk=GUARD\nbs={bs}\nsize={256 * bs}\n{does}"
+        Path(job).write_text(text)
+        proc, _ = h.run_fio(job, t, timeout=240)
+        target_log = t.stop()
+    start = proc.stdout.find("\n{")
+    result = h.parse_report(proc.stdout[start + 1:] if start >= 0 else proc.stdout)
+    check(result is not None, f"no JSON report (rc {proc.returncode}):\n{proc.stdout[:2000]}")
+    errors = {j["jobname"]: j["error"] for j in result["jobs"]}
+    for name, act, bs, does, fails in jobs:
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith(f"nvmeof: {name}: read")]
+        if fails:
+            check(errors[name] == EILSEQ, f"{name}: job error {errors[name]}, expected EILSEQ ({EILSEQ})")
+            check(len(lines) == 1 and "End-to-end Guard Check Error found by the host at LBA "
+                  f"{CORRUPT_LBA}" in lines[0], f"{name}: expected the host's line:\n{proc.stderr[-3000:]}")
+            print(f"{name}: {lines[0].strip()}")
+        else:
+            check(errors[name] == 0 and not lines, f"{name}: error {errors[name]}: {lines}")
+    skipped = [ln for ln in target_log.splitlines() if "skip-pi-checks:" in ln]
+    check(skipped, "the target never skipped a check: the test proves nothing")
+
+
 REFUSED = [  # (job lines, what the one line must say)
     ("pi_act=0\nbs=1000", "block size 1000 fits no layout of namespace 1"),
     ("pi_act=0\nbs=520,4096", "block sizes 520 and 4096 need different layouts of namespace 1"),
@@ -294,7 +331,8 @@ apptag=0x5AA5
     print(f"{mode}: {len(FORMATS)} formats x pi_act 0/1 verified; target bytes {stats}")
 
 
-TESTS = {"job": test_job, "formats": test_formats, "verify": test_verify, "interleaved": test_interleaved, "corrupt": test_corrupt,
+TESTS = {"job": test_job, "formats": test_formats, "host_check": test_host_check,
+         "verify": test_verify, "interleaved": test_interleaved, "corrupt": test_corrupt,
          "refusals": test_refusals}
 
 if __name__ == "__main__":
