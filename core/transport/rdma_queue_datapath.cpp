@@ -149,34 +149,6 @@ void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
     sqe.cdw15 = 0;
 }
 
-void RdmaQueue::fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
-                                      std::uint32_t nsid, std::uint64_t slba,
-                                      std::uint64_t blocks) noexcept {
-    // Off the common path: the wire builders (their checks hold: a piece is
-    // 1..kMaxBlocksPerCommand blocks, one range).
-    switch (op) {
-        case Op::deallocate: {
-            wire::DsmRange& range = dsm_ranges_[cid];
-            range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), slba};
-            sqe = wire::dataset_management_command(
-                nsid, 1, wire::kDsmAttributeDeallocate,
-                wire::RemoteBuffer{reinterpret_cast<std::uint64_t>(&range), sizeof range, dsm_mr_->rkey});
-            break;
-        }
-        case Op::write_zeroes:
-            sqe = wire::write_zeroes_command(nsid, slba, static_cast<std::uint32_t>(blocks));
-            break;
-        case Op::flush:
-        case Op::read:  // not here: fill_data_command
-        case Op::write:
-        case Op::compare:
-            sqe = wire::flush_command(nsid);
-            break;
-    }
-    sqe.command_id = cid;
-    slot.wr.num_sge = 1;
-}
-
 void RdmaQueue::defer(ibv_send_wr& first, ibv_send_wr& last, std::uint32_t count) noexcept {
     // Anything deferred before goes out first, in order.
     last.next = nullptr;
