@@ -17,9 +17,12 @@
 //                    takes one ID, the command's and the transfer's at once:
 //                    its SQE is filled in place in the slot's command buffer,
 //                    and its SEND posted at once (Post::now, nothing deferred)
-//                    or chained onto the deferred list. Anything else (split,
-//                    waiting, other opcodes, GPU memory) goes through
-//                    submit_general, whose transfer takes a record of its own
+//                    or chained onto the deferred list. On a namespace with
+//                    metadata the same one command is built from the top of
+//                    submit_general (sized by the block format, PRINFO set in
+//                    place), so the plain path tests nothing for it. Anything
+//                    else (split, waiting, other opcodes, GPU memory) goes
+//                    through submit_general, whose transfer takes a record of its own
 //                    and an ID per piece (build_pieces), so it can wait for slots;
 //   commit           posts the deferred list with one ibv_post_send;
 //   take_completions hands back finished transfers: those waiting, then what
@@ -364,6 +367,10 @@ private:
     // (bench/instruction-budget.json) holds, so they are inlined where used.
     [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t block_bytes,
                                                                  Op op) const noexcept;
+    // PRINFO and tags of a one-command transfer, in its built command (none
+    // where the namespace has no PI).
+    static void set_command_protection(wire::Sqe& sqe, const NamespaceRef& ns,
+                                       const Transfer& t) noexcept;
     // PRINFO and the first piece's tags of a transfer on a namespace with PI.
     static void set_protection_fields(PieceCursor& cursor, const NamespaceRef& ns,
                                       const Transfer& t) noexcept;
@@ -378,6 +385,13 @@ private:
     // Everything but the common case (see the header comment), refusals
     // included. It takes the submission as it came: the common case hands
     // over what it did not take, having built nothing to throw away.
+    // The common case's one command, the checks passed: a record in the
+    // command's own slot (replayed as built), PRINFO and tags set in place on
+    // a namespace with metadata.
+    template <bool kWithMetadata>
+    [[gnu::always_inline]] inline SubmitResult submit_one_command(
+        const NamespaceRef& ns, const Transfer& t, const MemoryRecord* memory, std::uint64_t bytes,
+        bool internal, std::uint32_t* transfer_index, Post post) noexcept;
     [[gnu::noinline]] SubmitResult submit_general(const NamespaceRef& ns, const Transfer& t,
                                                   bool internal, std::uint32_t* transfer_index,
                                                   Post post) noexcept;

@@ -198,6 +198,14 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
         send_room() == 0) [[unlikely]] {
         return submit_general(ns, t, internal, transfer_index, post);
     }
+    return submit_one_command<false>(ns, t, memory, bytes, internal, transfer_index, post);
+}
+
+template <bool kWithMetadata>
+SubmitResult RdmaQueue::submit_one_command(const NamespaceRef& ns, const Transfer& t,
+                                           const MemoryRecord* memory, std::uint64_t bytes,
+                                           bool internal, std::uint32_t* transfer_index,
+                                           Post post) noexcept {
     const std::uint16_t tid = cids_.take();
     ++open_transfers_;
     // The record of a one-command transfer: its status is written when it
@@ -218,6 +226,9 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     fill_data_command(slot, commands_[tid], tid, t.op, ns.nsid, t.slba, t.blocks,
                       reinterpret_cast<std::uint64_t>(memory->address) + t.offset,
                       static_cast<std::uint32_t>(bytes), memory->rkey, memory->lkey);
+    if constexpr (kWithMetadata) {
+        set_command_protection(commands_[tid], ns, t);
+    }
     slot.flags = kInFlight;
     slot.transfer = tid;
     prepare_send(slot);
@@ -238,6 +249,18 @@ SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t
                                        std::uint32_t* transfer_index, Post post) noexcept {
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
     const std::uint32_t block_bytes = block_bytes_of(ns, t);
+    // A namespace with metadata (no fast_path_lbas): the common case's one
+    // command, checked as submit_one checks it with the blocks' size in bytes.
+    if (ns.fast_path_lbas == 0 && ns.format.metadata_bytes != 0 && carries_data(t.op) &&
+        t.blocks - 1 < wire::kMaxBlocksPerCommand) {
+        const std::uint64_t bytes = t.blocks * block_bytes;
+        if (bytes <= max_transfer_bytes_ && t.slba < ns.size_lbas &&
+            t.blocks <= ns.size_lbas - t.slba && memory != nullptr && memory->host_owner == owner_ &&
+            t.offset <= memory->length && bytes <= memory->length - t.offset &&
+            waiting_count_ == 0 && cids_.available() != 0 && send_room() != 0) {
+            return submit_one_command<true>(ns, t, memory, bytes, internal, transfer_index, post);
+        }
+    }
     if (const int error = check_transfer(ns, t, memory, block_bytes); error != 0) {
         return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, error, t.op);
     }

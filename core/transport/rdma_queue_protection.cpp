@@ -1,6 +1,7 @@
-// End-to-end protection on the transport's general path: the PRINFO and the
-// tags a transfer's commands carry, each piece's reference tag counted on from
-// the last (rdma_queue_datapath.cpp builds the pieces).
+// End-to-end protection in the transport: the PRINFO and the tags a transfer's
+// commands carry, in a one-command transfer's command or, on the general path,
+// each piece's reference tag counted on from the last (rdma_queue_datapath.cpp
+// builds the commands).
 #include "transport/rdma_queue.hpp"
 
 namespace nvmeof::detail {
@@ -26,6 +27,16 @@ void RdmaQueue::set_protection_fields(PieceCursor& c, const NamespaceRef& ns,
     c.reftag_step = ns.format.pi_type == PiType::type3 ? 0 : 1;
     c.apptag = p.apptag;
     c.apptag_mask = p.apptag_mask;
+}
+
+void RdmaQueue::set_command_protection(wire::Sqe& sqe, const NamespaceRef& ns,
+                                       const Transfer& t) noexcept {
+    PieceCursor c;
+    set_protection_fields(c, ns, t);
+    if (c.protected_blocks) {
+        wire::set_protection(sqe, c.prinfo, wire::with_reftag(c.storage_words, c.reftag), c.apptag,
+                             c.apptag_mask);
+    }
 }
 
 }  // namespace nvmeof::detail

@@ -43,14 +43,15 @@ struct NamespaceRef {
     std::uint32_t nsid = 0;
     std::uint32_t lba_shift = 0;  // log2 of the block's data size (a power of two)
     std::uint64_t size_lbas = 0;
-    // Blocks with metadata (format.metadata_bytes non-zero) take the general
-    // path, which sizes them by `format` and sets PRINFO and tags.
+    // Blocks with metadata (format.metadata_bytes non-zero) go through
+    // submit_general, which sizes them by `format`, sets PRINFO and tags, and
+    // builds a transfer that fits one command as the fast path does.
     BlockFormat format{};
     // size_lbas where the one-command fast path may serve the namespace, 0
     // where blocks carry metadata: its range test then sends every transfer
-    // to the general path, with no test of its own.
+    // to submit_general, with no test of its own.
     std::uint64_t fast_path_lbas = 0;
-    std::uint64_t reftag_mask = 0;  // format.reftag_mask(), kept ready for the general path
+    std::uint64_t reftag_mask = 0;  // format.reftag_mask(), kept ready for PRINFO and tags
 };
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
 }  // namespace detail
