@@ -18,7 +18,8 @@ void RdmaQueue::fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t 
             range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), slba};
             sqe = wire::dataset_management_command(
                 nsid, 1, wire::kDsmAttributeDeallocate,
-                wire::RemoteBuffer{reinterpret_cast<std::uint64_t>(&range), sizeof range, dsm_mr_->rkey});
+                wire::RemoteBuffer{reinterpret_cast<std::uint64_t>(&range), sizeof range,
+                                   dsm_mr_->rkey});
             break;
         }
         case Op::write_zeroes:

@@ -52,9 +52,10 @@ std::uint32_t crc32c_table(std::uint32_t crc, const void* data, std::size_t leng
         std::memcpy(&low, p, sizeof low);  // little-endian hosts only (x86-64, aarch64)
         std::memcpy(&high, p + sizeof low, sizeof high);
         low ^= crc;
-        crc = kCrc32c[7][low & 0xFF] ^ kCrc32c[6][(low >> 8) & 0xFF] ^ kCrc32c[5][(low >> 16) & 0xFF] ^
-              kCrc32c[4][low >> 24] ^ kCrc32c[3][high & 0xFF] ^ kCrc32c[2][(high >> 8) & 0xFF] ^
-              kCrc32c[1][(high >> 16) & 0xFF] ^ kCrc32c[0][high >> 24];
+        crc = kCrc32c[7][low & 0xFF] ^ kCrc32c[6][(low >> 8) & 0xFF] ^
+              kCrc32c[5][(low >> 16) & 0xFF] ^ kCrc32c[4][low >> 24] ^ kCrc32c[3][high & 0xFF] ^
+              kCrc32c[2][(high >> 8) & 0xFF] ^ kCrc32c[1][(high >> 16) & 0xFF] ^
+              kCrc32c[0][high >> 24];
     }
     for (; length > 0; --length, ++p) {
         crc = (crc >> 8) ^ kCrc32c[0][(crc ^ *p) & 0xFF];
@@ -75,7 +76,8 @@ bool sse42_supported() noexcept {
                                                      std::size_t length) noexcept {
     const auto* p = static_cast<const std::uint8_t*>(data);
     std::uint64_t r = ~crc;
-    for (; length >= sizeof(std::uint64_t); length -= sizeof(std::uint64_t), p += sizeof(std::uint64_t)) {
+    for (; length >= sizeof(std::uint64_t);
+         length -= sizeof(std::uint64_t), p += sizeof(std::uint64_t)) {
         std::uint64_t word;
         std::memcpy(&word, p, sizeof word);
         r = _mm_crc32_u64(r, word);
