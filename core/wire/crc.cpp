@@ -13,12 +13,10 @@ namespace {
 
 constexpr std::uint16_t kCrc16Poly = 0x8BB7;
 constexpr std::uint64_t kCrc64PolyReflected = 0x9A6C9329AC4BC9B5ull;  // 0xAD93D23594C93659 reversed
-constexpr unsigned kSlices = 8;
-using Crc16Tables = std::array<std::array<std::uint16_t, 256>, kSlices>;
-using Crc64Tables = std::array<std::array<std::uint64_t, 256>, kSlices>;
+using crc::kSlices;
+using Crc16Tables = crc::SlicedTables<std::uint16_t>;
 
-// Slicing by 8: table k advances a byte k further through the register, so
-// eight bytes cost eight lookups and no per-bit work.
+// CRC-16/T10-DIF is not reflected: its tables shift the other way.
 constexpr Crc16Tables make_crc16_tables() {
     Crc16Tables t{};
     for (unsigned n = 0; n < 256; ++n) {
@@ -37,26 +35,8 @@ constexpr Crc16Tables make_crc16_tables() {
     return t;
 }
 
-constexpr Crc64Tables make_crc64_tables() {
-    Crc64Tables t{};
-    for (unsigned n = 0; n < 256; ++n) {
-        std::uint64_t crc = n;
-        for (int bit = 0; bit < 8; ++bit) {
-            crc = (crc & 1) ? (crc >> 1) ^ kCrc64PolyReflected : crc >> 1;
-        }
-        t[0][n] = crc;
-    }
-    for (unsigned k = 1; k < kSlices; ++k) {
-        for (unsigned n = 0; n < 256; ++n) {
-            const std::uint64_t prev = t[k - 1][n];
-            t[k][n] = (prev >> 8) ^ t[0][prev & 0xFF];
-        }
-    }
-    return t;
-}
-
 constexpr Crc16Tables kCrc16 = make_crc16_tables();
-constexpr Crc64Tables kCrc64 = make_crc64_tables();
+constexpr auto kCrc64 = crc::reflected_tables(kCrc64PolyReflected);
 
 }  // namespace
 

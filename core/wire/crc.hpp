@@ -8,10 +8,38 @@
 // do (0 to start).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 namespace nvmeof::wire::crc {
+
+// Slicing by 8: table k advances a byte k further through the register, so
+// eight bytes cost eight lookups and no per-bit work.
+inline constexpr unsigned kSlices = 8;
+template <typename Word>
+using SlicedTables = std::array<std::array<Word, 256>, kSlices>;
+
+// The tables of a reflected CRC (CRC-32C, CRC-64/NVME) of polynomial
+// `reflected_poly` (bit-reversed), built at compile time.
+template <typename Word>
+constexpr SlicedTables<Word> reflected_tables(Word reflected_poly) {
+    SlicedTables<Word> t{};
+    for (unsigned n = 0; n < 256; ++n) {
+        Word crc = static_cast<Word>(n);
+        for (int bit = 0; bit < 8; ++bit) {
+            crc = (crc & 1) ? static_cast<Word>((crc >> 1) ^ reflected_poly) : static_cast<Word>(crc >> 1);
+        }
+        t[0][n] = crc;
+    }
+    for (unsigned k = 1; k < kSlices; ++k) {
+        for (unsigned n = 0; n < 256; ++n) {
+            const Word prev = t[k - 1][n];
+            t[k][n] = static_cast<Word>((prev >> 8) ^ t[0][prev & 0xFF]);
+        }
+    }
+    return t;
+}
 
 // Slicing by 8: any CPU.
 std::uint16_t crc16_t10dif_table(std::uint16_t crc, const void* data, std::size_t length) noexcept;

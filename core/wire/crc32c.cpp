@@ -18,28 +18,7 @@ namespace crc {
 namespace {
 
 constexpr std::uint32_t kCrc32cPolyReflected = 0x82F63B78;  // 0x1EDC6F41 reversed
-constexpr unsigned kSlices = 8;
-using Crc32Tables = std::array<std::array<std::uint32_t, 256>, kSlices>;
-
-constexpr Crc32Tables make_crc32c_tables() {
-    Crc32Tables t{};
-    for (unsigned n = 0; n < 256; ++n) {
-        std::uint32_t crc = n;
-        for (int bit = 0; bit < 8; ++bit) {
-            crc = (crc & 1) ? (crc >> 1) ^ kCrc32cPolyReflected : crc >> 1;
-        }
-        t[0][n] = crc;
-    }
-    for (unsigned k = 1; k < kSlices; ++k) {
-        for (unsigned n = 0; n < 256; ++n) {
-            const std::uint32_t prev = t[k - 1][n];
-            t[k][n] = (prev >> 8) ^ t[0][prev & 0xFF];
-        }
-    }
-    return t;
-}
-
-constexpr Crc32Tables kCrc32c = make_crc32c_tables();
+constexpr auto kCrc32c = reflected_tables(kCrc32cPolyReflected);
 
 }  // namespace
 
