@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """fio 4 KiB random writes with verify and the engine option in_capsule_writes:
 with 1 every write carries its data in the command capsule (the target counts
-each as in-capsule and does no RDMA READ beyond the two Connect data fetches),
+each as in-capsule and does no RDMA READ beyond the Connect data fetches),
 with 0, or against a target whose capsule holds only the command (--ioccsz 4),
 every write is fetched by an RDMA READ. The only other RDMA READs are of the
-Connect data (always keyed), one per Connect the target counted. One test per invocation:
+Connect data (always keyed), one per Connect the target counted, and of Host Behavior
+Support's (keyed on the admin queue), one per controller. One test per invocation:
 `fio_in_capsule.py TEST`."""
 
 import harness as h
@@ -50,10 +51,10 @@ def test_on():
     stats, writes = run(1)
     check(stats["in_capsule_writes"] == writes,
           f"{stats['in_capsule_writes']} of {writes} writes came in-capsule")
-    connects = stats["commands"]["connect"]
+    connects = stats["commands"]["connect"] + stats["controllers"]
     check(stats["rdma"]["read_ops"] == connects,
           f"target did {stats['rdma']['read_ops']} RDMA READs, expected only the "
-          f"{connects} of the Connect data")
+          f"{connects} of the Connect and Host Behavior Support data")
     print(f"in_capsule_writes=1: {writes} writes, all in-capsule, verified; RDMA READs "
           f"{stats['rdma']['read_ops']}")
 
@@ -61,10 +62,10 @@ def test_on():
 def check_keyed(stats, writes, label):
     check(stats["in_capsule_writes"] == 0,
           f"{label}: {stats['in_capsule_writes']} writes came in-capsule, expected none")
-    connects = stats["commands"]["connect"]
+    connects = stats["commands"]["connect"] + stats["controllers"]
     check(stats["rdma"]["read_ops"] == writes + connects,
           f"{label}: target did {stats['rdma']['read_ops']} RDMA READs, expected "
-          f"{writes} writes + {connects} Connect data")
+          f"{writes} writes + {connects} Connect and Host Behavior Support data")
     print(f"{label}: {writes} writes, all keyed (RDMA READ), verified")
 
 

@@ -45,7 +45,8 @@ void write_and_check(Controller& ctrl, Namespace& ns, std::uint64_t slba, std::u
 struct WriteCounts {
     std::uint64_t writes = 0;
     std::uint64_t in_capsule = 0;
-    // RDMA READs beyond those of the Connect data (always keyed, one per Connect).
+    // RDMA READs beyond those of the Connect data (always keyed, one per Connect)
+    // and of Host Behavior Support's (keyed on the admin queue, one per controller).
     std::uint64_t keyed = 0;
 };
 
@@ -56,7 +57,8 @@ WriteCounts counts_after(TargetProcess& target, Controller& ctrl) {
     c.writes = TargetProcess::stat(stats, "commands.write").value_or(0);
     c.in_capsule = TargetProcess::stat(stats, "in_capsule_writes").value_or(0);
     c.keyed = TargetProcess::stat(stats, "rdma.read_ops").value_or(0) -
-              TargetProcess::stat(stats, "commands.connect").value_or(0);
+              TargetProcess::stat(stats, "commands.connect").value_or(0) -
+              TargetProcess::stat(stats, "controllers").value_or(0);
     return c;
 }
 

@@ -124,10 +124,10 @@ TEST(LargeTransfer, WaitingPiecesFailWithTheQueue) {
 TEST(LargeTransfer, NearCompletionCountsTransfersTheNextAnswerCanFinish) {
     if (!TargetProcess::can_configure())
         GTEST_SKIP() << "needs our nvmeof-target (faults)";
-    // The connect's 9 commands (admin and I/O queue) and 3 of the split read's 4 pieces
+    // The connect's 10 commands (admin and I/O queue) and 3 of the split read's 4 pieces
     // are answered, then nothing: the read waits on its last piece until the queue
     // times out. (A connect of more commands fails the ASSERT on in_flight() below.)
-    constexpr int kConnectCommands = 9;
+    constexpr int kConnectCommands = 10;
     TargetProcess target(
         {"--mdts", "1", "--fault", "stop-answering-after=" + std::to_string(kConnectCommands + 3)});
     Options o = target.options(2s);

@@ -261,6 +261,13 @@ check_linux_host_to_ours() {
         if [ -z "$dev" ]; then problem "no block device after nvme connect"; dmesg | tail -20 >> "$log"
         else
             say "  connected: /dev/$dev ($(cat /sys/block/"$dev"/size) sectors)"
+            # DLFEAT: our blocks read as zeroes once deallocated, and nvme-cli says so.
+            local dlfeat; dlfeat="$(nvme id-ns "/dev/$dev" -H 2>&1 | grep 'Deallocated Read Value' | head -1)"
+            echo "id-ns: $dlfeat" >> "$log"
+            case "$dlfeat" in
+                *"0x00"*) say "  id-ns:${dlfeat#*:*:}" ;;
+                *) problem "nvme id-ns -H: '$dlfeat' (DLFEAT should say all bytes 0x00)" ;;
+            esac
             cat > "$work/kernel-host.fio" <<JOB
 [kernel-host]
 filename=/dev/$dev
