@@ -122,7 +122,9 @@ NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
     wire::IdentifyNamespace id{};
     std::memcpy(&id, scratch_.get() + kScratchIdentifyOffset, sizeof id);
     if (id.nsze == 0) {
-        throw Error("namespace " + std::to_string(nsid) + " is not active on " + options_.subsystem_nqn);
+        // The caller's NSID names no namespace: a bad argument, as 0 is.
+        throw InvalidArgument("namespace " + std::to_string(nsid) + " is not active on " +
+                              options_.subsystem_nqn);
     }
     // The guard type of a PI format is in the NVM command set's namespace data,
     // read only from controllers that report extended LBA formats.

@@ -21,8 +21,9 @@ Diagnostics go to the `logging` logger "nvmeof".
 from nvmeof._version import __version__
 from nvmeof._core import Buffer, IoQueue, Request, Response
 from nvmeof.controller import Controller, Namespace
-from nvmeof.errors import (CommandTimeoutError, ConnectError, Error, NvmeError, ProtectionError,
-                           QueueFullError, TransportError)
+from nvmeof.errors import (CommandTimeoutError, ConnectError, ConnectStatusError, Error,
+                           InvalidArgumentError, NvmeError, ProtectionError, QueueFullError,
+                           TransportError)
 from nvmeof.futures import TransferFuture
 from nvmeof import protection, protocol, rdma
 from nvmeof.protection import (BlockFormat, Prchk, crc16_t10dif, crc32c, crc64_nvme,
@@ -33,7 +34,8 @@ from nvmeof.rdma import HostBuffer, RDMAQueue
 
 __all__ = [
     "__version__", "BlockFormat", "Buffer", "CommandTimeoutError", "Completion", "ConnectError",
-    "Controller", "ControllerInfo", "Error", "HostBuffer", "IoQueue", "Namespace", "NamespaceInfo",
+    "ConnectStatusError", "Controller", "ControllerInfo", "Error", "HostBuffer",
+    "InvalidArgumentError", "IoQueue", "Namespace", "NamespaceInfo",
     "NvmeError", "NVMeStatusError", "NVME_RDMA_PORT", "Prchk", "ProtectionError",
     "QueueFullError", "RDMAQueue", "Request", "Response", "TransferFuture", "TransportError",
     "crc16_t10dif", "crc32c", "crc64_nvme", "pi_generate", "pi_verify", "protection", "protocol", "rdma",

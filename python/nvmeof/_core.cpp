@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include <string>
 #include <utility>
 
+#include "arguments.hpp"
 #include "buffer.hpp"
 #include "exceptions.hpp"
 #include "namespace_calls.hpp"
@@ -63,7 +65,8 @@ nvmeof::Controller& ControllerState::open() {
             "or stopped answering) and, with ctrl_loss_tmo_ms 0, is not reconnected: "
             "close it and connect again");
     }
-    throw nvmeof::TransportError(nvmeof::TransportErrc::closed, 0, "the controller is closed");
+    throw nvmeof::TransportError(nvmeof::TransportErrc::closed, ESHUTDOWN,
+                                 "the controller is closed");
 }
 
 void ControllerState::shut_down() {
@@ -76,7 +79,17 @@ void ControllerState::shut_down() {
     }
     nvmeof::CompletionStatus gone;
     gone.transport = nvmeof::TransportErrc::closed;
+    gone.sys_errno = ESHUTDOWN;
     transfers.fail_all(gone);
+}
+
+void ControllerState::close() {
+    {
+        py::gil_scoped_release no_gil;
+        shut_down();
+    }
+    deliver(transfers.take_finished());  // futures still pending fail "closed"
+    sweep_requests(*this);               // their queues are gone: the buffers are free to close
 }
 
 namespace {
@@ -84,14 +97,7 @@ namespace {
 struct PyController {
     StatePtr state = std::make_shared<ControllerState>();
 
-    void close() {
-        {
-            py::gil_scoped_release no_gil;
-            state->shut_down();
-        }
-        deliver(state->transfers.take_finished());  // futures still pending fail "closed"
-        sweep_requests(*state);  // their queues are gone: the buffers are free to close
-    }
+    void close() { state->close(); }
 };
 
 // Diagnostics to Python's `logging` (logger "nvmeof"). The core may log from
@@ -139,17 +145,28 @@ nvmeof::wire::HostId parse_host_id(const std::string& text) {
 }
 
 PyController connect(const std::string& target, const std::string& subsystem_nqn,
-                     std::uint16_t port, std::optional<std::string> host_id,
-                     std::optional<std::string> host_nqn, std::uint16_t queue_depth,
-                     std::uint32_t keep_alive_ms, double timeout, std::optional<std::string> source,
-                     std::uint32_t ctrl_loss_tmo_ms, std::uint32_t reconnect_delay_ms,
-                     std::uint32_t fast_io_fail_tmo_ms, std::uint32_t io_queues) {
+                     const py::object& port_arg, std::optional<std::string> host_id,
+                     std::optional<std::string> host_nqn, const py::object& queue_depth_arg,
+                     const py::object& keep_alive_ms_arg, double timeout,
+                     std::optional<std::string> source, const py::object& ctrl_loss_tmo_ms_arg,
+                     const py::object& reconnect_delay_ms_arg,
+                     const py::object& fast_io_fail_tmo_ms_arg, const py::object& io_queues_arg) {
     if (!(timeout > 0.0)) {
         throw py::value_error("timeout must be a positive number of seconds");
     }
+    const auto port = argument<std::uint16_t>(port_arg, "port");
+    // Above the controller's limits it is negotiated down, as the reference does.
+    const auto queue_depth = argument<std::uint16_t>(queue_depth_arg, "queue_depth");
     if (queue_depth < 2) {
         throw py::value_error("queue_depth must be at least 2");
     }
+    const auto keep_alive_ms = argument<std::uint32_t>(keep_alive_ms_arg, "keep_alive_ms");
+    const auto ctrl_loss_tmo_ms = argument<std::uint32_t>(ctrl_loss_tmo_ms_arg, "ctrl_loss_tmo_ms");
+    const auto reconnect_delay_ms =
+        argument<std::uint32_t>(reconnect_delay_ms_arg, "reconnect_delay_ms");
+    const auto fast_io_fail_tmo_ms =
+        argument<std::uint32_t>(fast_io_fail_tmo_ms_arg, "fast_io_fail_tmo_ms");
+    const auto io_queues = argument<std::uint32_t>(io_queues_arg, "io_queues");
     if (io_queues == 0) {
         throw py::value_error("io_queues must be at least 1");
     }
@@ -321,6 +338,9 @@ PYBIND11_MODULE(_core, m) {
         .def("close", &PyController::close,
              "Shuts the controller down and deregisters its buffers. Idempotent.")
         .def_property_readonly(
+            "closed", [](PyController& c) { return c.state->closed.load(); },
+            "True once close() was called (not after a failure).")
+        .def_property_readonly(
             "is_open",
             [](PyController& c) {
                 py::gil_scoped_release no_gil;
@@ -352,16 +372,21 @@ PYBIND11_MODULE(_core, m) {
                 return c.state->keeper ? c.state->keeper->services() : 0;
             },
             "How often the background keep-alive has run.")
-        .def("namespace",
-             [](PyController& c, std::uint32_t nsid) {
-                 return make_namespace(c.state, locked(c.state, [&](nvmeof::Controller& ctrl) {
-                                           return ctrl.namespace_at(nsid);
-                                       }));
-             },
-             py::arg("nsid"))
-        .def("allocate",
-             [](PyController& c, std::size_t size) { return allocate_buffer(c.state, size); },
-             py::arg("size"))
+        .def(
+            "namespace",
+            [](PyController& c, const py::object& nsid_arg) {
+                const auto nsid = argument<std::uint32_t>(nsid_arg, "nsid");
+                return make_namespace(c.state, locked(c.state, [&](nvmeof::Controller& ctrl) {
+                                          return ctrl.namespace_at(nsid);
+                                      }));
+            },
+            py::arg("nsid"))
+        .def(
+            "allocate",
+            [](PyController& c, const py::object& length) {
+                return allocate_buffer(c.state, argument<std::size_t>(length, "length"));
+            },
+            py::arg("length"))
         .def("register",
              [](PyController& c, const py::object& object) { return register_buffer(c.state, object); },
              py::arg("obj"))
@@ -370,17 +395,19 @@ PYBIND11_MODULE(_core, m) {
                  return register_gpu_buffer(c.state, object);
              },
              py::arg("array"))
-        .def("io_queue",
-             [](PyController& c, std::size_t index) {
-                 const std::size_t count =
-                     locked(c.state, [](nvmeof::Controller& ctrl) { return ctrl.io_queue_count(); });
-                 if (index >= count) {
-                     throw py::index_error("I/O queue " + std::to_string(index) + ": the controller has " +
-                                           std::to_string(count));
-                 }
-                 return make_queue(c.state, static_cast<int>(index));
-             },
-             py::arg("index"))
+        .def(
+            "io_queue",
+            [](PyController& c, const py::object& index_arg) {
+                const auto index = argument<std::size_t>(index_arg, "index");
+                const std::size_t count =
+                    locked(c.state, [](nvmeof::Controller& ctrl) { return ctrl.io_queue_count(); });
+                if (index >= count) {
+                    throw py::index_error("I/O queue " + std::to_string(index) +
+                                          ": the controller has " + std::to_string(count));
+                }
+                return make_queue(c.state, static_cast<int>(index));
+            },
+            py::arg("index"))
         .def_property_readonly("io_queue_count",
                                [](PyController& c) {
                                    return locked(c.state, [](nvmeof::Controller& ctrl) {

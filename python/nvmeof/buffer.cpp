@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "arguments.hpp"
 #include "requests.hpp"
 
 namespace nvmeof_python {
@@ -218,7 +219,7 @@ std::pair<void*, std::size_t> cuda_array_range(const py::object& object) {
 
 Buffer allocate_buffer(const StatePtr& state, std::size_t size) {
     if (size == 0) {
-        throw py::value_error("allocate: size must be positive");
+        throw py::value_error("allocate: length must be positive");
     }
     // The buffer owns its memory (not Controller::allocate's) so views of it
     // stay valid after the controller closes.
@@ -323,12 +324,23 @@ void bind_buffer(py::module_& m) {
         .def_property_readonly(
             "obj", [](const Buffer& b) { return b.owner; },
             "The registered object (None for allocate()d memory).")
-        .def("read", &read_bytes, py::arg("length") = py::none(), py::arg("offset") = 0,
-             "A copy of `length` bytes from byte `offset` (default: to the end) as bytes. "
-             "ValueError beyond the buffer, or for GPU memory.")
-        .def("write", &write_bytes, py::arg("data"), py::arg("offset") = 0,
-             "Copies the bytes of `data` (any buffer) in from byte `offset`. ValueError beyond "
-             "the buffer, or for GPU memory.")
+        .def(
+            "read",
+            [](const Buffer& b, const py::object& length, const py::object& offset) {
+                return read_bytes(b, optional_argument(length, "length"),
+                                  unsigned_argument(offset, "offset"));
+            },
+            py::arg("length") = py::none(), py::arg("offset") = 0,
+            "A copy of `length` bytes from byte `offset` (default: to the end) as bytes. "
+            "ValueError beyond the buffer, or for GPU memory.")
+        .def(
+            "write",
+            [](const Buffer& b, const py::buffer& data, const py::object& offset) {
+                write_bytes(b, data, unsigned_argument(offset, "offset"));
+            },
+            py::arg("data"), py::arg("offset") = 0,
+            "Copies the bytes of `data` (any buffer) in from byte `offset`. ValueError beyond "
+            "the buffer, or for GPU memory.")
         .def("close", &Buffer::close,
              "Deregisters the memory (and frees allocate()d memory). Idempotent.")
         .def("__enter__", [](py::object self) { return self; })

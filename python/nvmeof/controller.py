@@ -101,7 +101,7 @@ class Controller:
 
     def _identify(self, **which):
         with self._core.allocate(_IDENTIFY_BYTES) as data:
-            self.admin.execute(_p.identify(data, **which), data_owner=data, timeout=self.timeout)
+            self._core.admin.execute(_p.identify(data, **which), data_owner=data, timeout=self.timeout)
             return data.read()
 
     @property
@@ -115,8 +115,8 @@ class Controller:
     def capabilities(self):
         """The CAP property (a 64-bit integer), read once."""
         if self._capabilities is None:
-            self._capabilities = self.admin.execute(_p.property_get(_p.REG_CAP, 8),
-                                                    timeout=self.timeout).result
+            self._capabilities = self._core.admin.execute(_p.property_get(_p.REG_CAP, 8),
+                                                          timeout=self.timeout).result
         return self._capabilities
 
     @property
@@ -162,7 +162,10 @@ class Controller:
 
     @property
     def io(self):
-        """I/O queue 0 (an RDMAQueue), for low-level submit()/poll()/execute()."""
+        """I/O queue 0 (an RDMAQueue), for low-level submit()/poll()/execute();
+        None once close() was called, as the reference package answers."""
+        if self._core.closed:
+            return None
         return self._core.io_queue(0)
 
     def io_queue(self, index):
@@ -180,7 +183,9 @@ class Controller:
 
     @property
     def admin(self):
-        """The admin queue."""
+        """The admin queue; None once close() was called, as the reference package answers."""
+        if self._core.closed:
+            return None
         return self._core.admin
 
     # --- state ---------------------------------------------------------------

@@ -1,16 +1,25 @@
 """The exceptions of the nvmeof package, mirroring the C++ core's.
 
-    Error                   base of everything the package raises itself
-    +-- ConnectError        connect failed: .cause (why), .step (where)
-    +-- TransportError      a queue failed: .code (timeout, queue_error, closed, busy, ...)
+    Error                     base of everything the package raises itself
+    +-- ConnectError          connect failed: .cause (why), .step (where); an OSError
+    |   |                     with the errno of the failure (ECONNREFUSED, EHOSTUNREACH,
+    |   |                     ETIMEDOUT, ...)
+    |   +-- ConnectStatusError  the Fabrics Connect answered an NVMe status (a wrong
+    |                         NQN, a refused host): also an NvmeError, errno EIO
+    +-- TransportError        a queue failed: .code (timeout, queue_error, closed, busy,
+    |   |                     ...); an OSError with the errno of the failure
+    |   |                     (ECONNRESET for a lost connection, ETIMEDOUT, ESHUTDOWN, ...)
     |   +-- QueueFullError       no free slot (also a RuntimeError, as the reference's)
     |   +-- CommandTimeoutError  a command timed out (also a TimeoutError)
-    +-- NvmeError           an NVMe error status (also an OSError with errno EIO, EILSEQ
-    |                       for a failed end-to-end check, EBADMSG for a Compare
-    |                       Failure: the reference package's NVMeStatusError)
-    +-- ProtectionError     pi_verify found a block whose protection information does
-                            not check out (also an OSError with errno EILSEQ)
-Bad arguments (ranges, buffers, options) raise ValueError.
+    +-- NvmeError             an NVMe error status (also an OSError with errno EIO, EILSEQ
+    |                         for a failed end-to-end check, EBADMSG for a Compare
+    |                         Failure: the reference package's NVMeStatusError)
+    +-- ProtectionError       pi_verify found a block whose protection information does
+    |                         not check out (also an OSError with errno EILSEQ)
+    +-- InvalidArgumentError  the core refused an argument (a namespace the controller
+                              does not have, a range outside it): also a ValueError
+Bad arguments checked before the core sees them (negative or too large numbers,
+buffers, options) raise ValueError naming the argument.
 """
 import errno as _errno
 
@@ -19,24 +28,35 @@ class Error(Exception):
     """Base class of the nvmeof exceptions."""
 
 
-class ConnectError(Error):
+class ConnectError(Error, OSError):
     """Connecting failed. `cause` names why (e.g. "connect_status", "no_listener",
     "address_unreachable", "timeout"), `step` the connect step that failed; `errno`
-    and `status` (the CQE status field of a failed Fabrics Connect, else None)."""
+    the errno of the failure (ECONNREFUSED: nothing listens or the target refused;
+    EHOSTUNREACH: no route or address; ETIMEDOUT; EIO: an NVMe status), so
+    ``except OSError`` catches it as it catches the reference package's errors;
+    `status` (the CQE status field of a failed Fabrics Connect, else None)."""
 
-    def __init__(self, message, *, cause, step, errno=0, status=None):
-        super().__init__(message)
-        self.cause, self.step, self.errno, self.status = cause, step, errno, status
+    def __init__(self, message, *, cause, step, errno, status=None):
+        OSError.__init__(self, errno, message)
+        self.cause, self.step, self.status = cause, step, status
 
 
-class TransportError(Error):
+class TransportError(Error, OSError):
     """A request failed without an NVMe status: `code` is "timeout", "queue_error",
     "disconnected", "protocol_error", "closed", "busy", "path_failed",
-    "controller_lost" or "path_error"; `errno` the errno equivalent."""
+    "controller_lost" or "path_error"; an OSError whose `errno` says the same
+    (ETIMEDOUT, EIO, ECONNRESET, EPROTO, ESHUTDOWN, EBUSY, ENOLINK, ENODEV, ...)."""
 
-    def __init__(self, message, *, code, errno=0):
-        super().__init__(message)
-        self.code, self.errno = code, errno
+    def __init__(self, message, *, code, errno):
+        OSError.__init__(self, errno, message)
+        self.code = code
+
+
+class InvalidArgumentError(Error, ValueError):
+    """The core refused an argument before sending anything: a namespace the
+    controller does not have, a range outside the namespace or buffer, an
+    operation the controller does not support. A ValueError, as the reference
+    package raises for these."""
 
 
 class QueueFullError(TransportError, RuntimeError):
@@ -117,3 +137,15 @@ class ProtectionError(Error, OSError):
         OSError.__init__(self, _errno.EILSEQ, message)
         self.check, self.block, self.lba = check, block, lba
         self.expected, self.found = expected, found
+
+
+class ConnectStatusError(ConnectError, NvmeError):
+    """The Fabrics Connect completed with an NVMe status (cause "connect_status": a
+    subsystem NQN the target does not have, a host it does not allow, ...). Both a
+    ConnectError and an NvmeError (the reference package's NVMeStatusError, which
+    it raises here), with errno EIO and the status's `sct`, `sc`, `dnr`, `name`."""
+
+    def __init__(self, message, *, cause, step, errno, status, sct, sc, dnr, name):
+        NvmeError.__init__(self, message, status=status, sct=sct, sc=sc, dnr=dnr, name=name,
+                           errno=errno)
+        self.cause, self.step = cause, step

@@ -87,29 +87,57 @@ void raise_python(const char* name, const std::string& message, const py::dict& 
     PyErr_SetObject(type.ptr(), instance.ptr());
 }
 
+// The errno a ConnectError raises with. The core's error_number() for every
+// cause but an NVMe status at Connect, which it answers ECONNREFUSED (fio's job
+// error); Python raises that one as the reference package does, as the NVMe
+// status it is (CompletionStatus::error_number(): EIO).
+int connect_errno(const nvmeof::ConnectError& e) {
+    if (e.cause() == nvmeof::ConnectFailure::connect_status) {
+        return nvmeof::CompletionStatus{.nvme = e.status()}.error_number();
+    }
+    return e.error_number();
+}
+
+void raise_connect_error(const nvmeof::ConnectError& e) {
+    py::dict f;
+    f["cause"] = std::string(identifier(e.cause()));
+    f["step"] = e.step();
+    f["errno"] = connect_errno(e);
+    if (e.cause() != nvmeof::ConnectFailure::connect_status) {
+        f["status"] =
+            e.status().ok() ? py::object(py::none()) : py::object(py::int_(e.status().cqe_field()));
+        raise_python("ConnectError", e.what(), f);
+        return;
+    }
+    const nvmeof::wire::StatusContext connect{nvmeof::wire::kFabricsOpcode,
+                                              nvmeof::wire::QueueKind::admin};
+    f["status"] = e.status().cqe_field();
+    f["sct"] = static_cast<int>(e.status().type());
+    f["sc"] = e.status().code();
+    f["dnr"] = e.status().do_not_retry();
+    f["name"] = std::string(nvmeof::wire::status_name(e.status(), connect));
+    raise_python("ConnectStatusError", e.what(), f);
+}
+
 }  // namespace
 
 void translate(std::exception_ptr error) {
     try {
         std::rethrow_exception(error);
     } catch (const nvmeof::ConnectError& e) {
-        py::dict f;
-        f["cause"] = std::string(identifier(e.cause()));
-        f["step"] = e.step();
-        f["errno"] = e.sys_errno();
-        f["status"] =
-            e.status().ok() ? py::object(py::none()) : py::object(py::int_(e.status().cqe_field()));
-        raise_python("ConnectError", e.what(), f);
+        raise_connect_error(e);
     } catch (const nvmeof::InvalidArgument& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
+        raise_python("InvalidArgumentError", e.what(), py::dict());
     } catch (const nvmeof::TransportError& e) {
         if (e.code() == nvmeof::TransportErrc::invalid_argument) {
-            PyErr_SetString(PyExc_ValueError, e.what());
+            raise_python("InvalidArgumentError", e.what(), py::dict());
             return;
         }
         py::dict f;
         f["code"] = std::string(identifier(e.code()));
-        f["errno"] = e.sys_errno();
+        // Never 0: the core's errno for a transport failure without one is EIO.
+        f["errno"] = nvmeof::CompletionStatus{.transport = e.code(), .sys_errno = e.sys_errno()}
+                         .error_number();
         // The reference package's classes for these two, subclasses of ours.
         const char* type = e.code() == nvmeof::TransportErrc::busy      ? "QueueFullError"
                            : e.code() == nvmeof::TransportErrc::timeout ? "CommandTimeoutError"

@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "arguments.hpp"
 #include "buffer.hpp"
 #include "exceptions.hpp"
 #include "nvmeof/errors.hpp"
@@ -234,7 +235,7 @@ py::object make_namespace(const StatePtr& state, const nvmeof::Namespace& ns) {
 
 namespace {
 
-using Blocks = std::optional<std::uint64_t>;
+using Blocks = std::optional<std::uint64_t>;  // None: the rest of the buffer
 using Reftag = std::optional<std::int64_t>;
 
 // A read, write or compare (blocking or not) with its documented arguments, the
@@ -243,11 +244,15 @@ template <typename Call>
 void def_transfer(py::class_<PyNamespace>& cls, const char* name, Call call, const char* doc) {
     cls.def(
         name,
-        [call](PyNamespace& n, const py::object& buffer, std::uint64_t slba, Blocks blocks,
-               std::uint64_t offset, bool pract, std::int64_t prchk, std::int64_t apptag,
-               std::int64_t apptag_mask, Reftag reftag, std::uint64_t storage_tag) {
-            return call(n, buffer, slba, blocks, offset,
-                        ProtectionArgs{pract, prchk, apptag, apptag_mask, reftag, storage_tag});
+        [call](PyNamespace& n, const py::object& buffer, const py::object& slba,
+               const py::object& blocks, const py::object& offset, bool pract, std::int64_t prchk,
+               std::int64_t apptag, std::int64_t apptag_mask, Reftag reftag,
+               const py::object& storage_tag) {
+            return call(n, buffer, unsigned_argument(slba, "slba"),
+                        optional_argument(blocks, "blocks"),
+                        unsigned_argument(offset, "buffer_offset"),
+                        ProtectionArgs{pract, prchk, apptag, apptag_mask, reftag,
+                                       unsigned_argument(storage_tag, "storage_tag")});
         },
         py::arg("buffer"), py::arg("slba") = 0, py::arg("blocks") = py::none(), py::kw_only(),
         py::arg("buffer_offset") = 0, py::arg("pract") = false, py::arg("prchk") = 0,
@@ -370,11 +375,13 @@ void bind_namespace(py::module_& m) {
            "Flush: the namespace's volatile write data made durable.")
         .def(
             "write_zeroes",
-            [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks, bool pract,
+            [](PyNamespace& n, const py::object& slba, const py::object& blocks, bool pract,
                std::int64_t prchk, std::int64_t apptag, std::int64_t apptag_mask, Reftag reftag,
-               std::uint64_t storage_tag) {
-                const ProtectionArgs args{pract, prchk, apptag, apptag_mask, reftag, storage_tag};
-                n.run({nvmeof::Op::write_zeroes, slba, blocks, nullptr, 0, 0, args.of(n.ns)});
+               const py::object& storage_tag) {
+                const ProtectionArgs args{pract, prchk, apptag, apptag_mask, reftag,
+                                          unsigned_argument(storage_tag, "storage_tag")};
+                n.run({nvmeof::Op::write_zeroes, unsigned_argument(slba, "slba"),
+                       unsigned_argument(blocks, "blocks"), nullptr, 0, 0, args.of(n.ns)});
             },
             py::arg("slba"), py::arg("blocks"), py::kw_only(), py::arg("pract") = false,
             py::arg("prchk") = 0, py::arg("apptag") = 0, py::arg("apptag_mask") = 0xFFFF,
@@ -382,8 +389,9 @@ void bind_namespace(py::module_& m) {
             "Write Zeroes of `blocks` blocks at `slba`; pract, prchk and the tags as write().")
         .def(
             "deallocate",
-            [](PyNamespace& n, std::uint64_t slba, std::uint64_t blocks) {
-                n.run({nvmeof::Op::deallocate, slba, blocks, nullptr, 0, 0});
+            [](PyNamespace& n, const py::object& slba, const py::object& blocks) {
+                n.run({nvmeof::Op::deallocate, unsigned_argument(slba, "slba"),
+                       unsigned_argument(blocks, "blocks"), nullptr, 0, 0});
             },
             py::arg("slba"), py::arg("blocks"));
 }

@@ -74,6 +74,14 @@ struct PyResponse {
     // The reference's Completion.status: the status field without its phase bit.
     std::uint16_t status() const { return static_cast<std::uint16_t>(status_field() >> 1); }
     std::uint16_t status_field() const { return response.status.nvme.cqe_field(); }
+    // The fields the reference's Completion (a dataclass) prints, in its order.
+    std::string repr() const {
+        return "Response(result=" + std::to_string(response.cqe.result64()) +
+               ", sq_head=" + std::to_string(response.cqe.sq_head) +
+               ", sq_id=" + std::to_string(response.cqe.sq_id) +
+               ", command_id=" + std::to_string(response.cqe.command_id) +
+               ", status_field=" + std::to_string(status_field()) + ")";
+    }
 };
 
 struct PyRequest {
@@ -144,6 +152,9 @@ struct PyIoQueue {
 
     // Progress (never blocks), then the requests of this queue seen done.
     py::list poll(std::optional<std::size_t> max_entries) {
+        if (state->closed) {
+            return py::list();  // as the reference's closed queue: nothing more will finish
+        }
         locked(state, [&](nvmeof::Controller& c) {
             queue(c).make_progress();
             c.keep_connected();
@@ -285,6 +296,7 @@ void bind_requests(py::module_& m) {
         .def_property_readonly("ok", [](const PyResponse& r) { return r.response.status.ok(); })
         .def_property_readonly("dw0", [](const PyResponse& r) { return r.response.cqe.dw0; })
         .def_property_readonly("dw1", [](const PyResponse& r) { return r.response.cqe.dw1; })
+        .def("__repr__", &PyResponse::repr)
         .def(
             "raise_for_status", [](const PyResponse& r) { r.response.raise_for_status(); },
             "Raises NvmeError (an NVMe error status; an OSError, the reference's NVMeStatusError) "
@@ -347,7 +359,16 @@ void bind_requests(py::module_& m) {
             [](PyIoQueue& q) { return q.get([](nvmeof::IoQueue io) { return io.in_flight(); }); },
             "Commands in flight (in_flight).")
         .def_property_readonly("closed", &PyIoQueue::closed,
-                               "True once the controller is closed or failed.");
+                               "True once the controller is closed or failed.")
+        .def(
+            "close", [](PyIoQueue& q) { q.state->close(); },
+            "Closes the controller the queue belongs to (its queues are one association: "
+            "none is disconnected alone). Idempotent, as Controller.close().")
+        .def("__enter__", [](py::object self) { return self; })
+        .def("__exit__", [](PyIoQueue& q, const py::args&) {
+            q.state->close();
+            return false;
+        });
 }
 
 py::object make_queue(const StatePtr& state, int index) { return py::cast(PyIoQueue{state, index}); }

@@ -10,6 +10,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -41,7 +42,9 @@ struct ControllerState {
     std::thread progress;
     std::condition_variable progress_wake;  // with `mutex`
     bool progress_stopping = false;
-    bool closed = false;  // by close(): tells a closed controller from a failed one
+    // By close(): tells a closed controller from a failed one. Atomic: read
+    // without the lock (Controller.closed, poll on a closed queue).
+    std::atomic<bool> closed{false};
 
     // Low-level requests not yet seen done by a poll (requests.cpp). Python
     // objects: touched only with the GIL held.
@@ -64,6 +67,9 @@ struct ControllerState {
     nvmeof::Controller& open();
     // Stops the threads, then closes the controller. Called with the GIL released.
     void shut_down();
+    // shut_down(), then fails the futures still pending and lets the buffers of
+    // low-level requests go. Called with the GIL held.
+    void close();
 };
 using StatePtr = std::shared_ptr<ControllerState>;
 

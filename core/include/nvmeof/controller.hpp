@@ -105,7 +105,8 @@ public:
 
     const Limits& limits() const;
     // Identify Namespace. Throws Error for a format with metadata or protection
-    // information, wire::NvmeError for a refused NSID, InvalidArgument for 0.
+    // information, wire::NvmeError for a refused NSID, InvalidArgument for 0 or
+    // an NSID the controller reports no active namespace for.
     Namespace namespace_at(std::uint32_t nsid);
 
     // Page-aligned, zero-filled, registered host memory.

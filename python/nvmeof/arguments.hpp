@@ -1,0 +1,39 @@
+// Numeric arguments from Python (internal to the nvmeof._core extension).
+//
+// pybind11 converts an int that does not fit an unsigned C++ parameter by
+// failing the overload, which Python sees as a TypeError listing the whole
+// signature. The bindings take such numbers as objects and convert them here,
+// so a negative or too large one is a ValueError of one line naming the
+// argument, as the reference package raises it.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace nvmeof_python {
+
+namespace py = pybind11;
+
+// `value` (an int, or anything with __index__) as 0..max: TypeError for a
+// non-integer, ValueError "NAME must be between 0 and MAX, not VALUE" otherwise.
+std::uint64_t unsigned_argument(const py::handle& value, const char* name,
+                                std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
+
+// As unsigned_argument, for T's range.
+template <typename T>
+T argument(const py::handle& value, const char* name) {
+    return static_cast<T>(unsigned_argument(value, name, std::numeric_limits<T>::max()));
+}
+
+// None stays None (an optional count: "the rest of the buffer").
+inline std::optional<std::uint64_t> optional_argument(const py::handle& value, const char* name) {
+    if (value.is_none()) {
+        return std::nullopt;
+    }
+    return unsigned_argument(value, name);
+}
+
+}  // namespace nvmeof_python
