@@ -167,6 +167,7 @@ public:
     wire::Bytes auth_receive(RdmaQueue& queue, const std::string& step);
     void enable();
     void identify_controller();
+    void enable_extended_lba_formats();
     void check_keep_alive_granularity() const;
     void create_io_queues();
     void shutdown() noexcept;

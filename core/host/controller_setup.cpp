@@ -231,6 +231,7 @@ void ControllerImpl::associate() {
     enable();
     identify_controller();
     if (!limits_.discovery) {
+        enable_extended_lba_formats();
         create_io_queues();  // a discovery controller has none (Linux skips them too)
     }
 }
@@ -406,12 +407,39 @@ void ControllerImpl::identify_controller() {
     limits_.keep_alive_ms = options_.keep_alive_ms;
     ana_reporting_ = (id.cmic & wire::kCmicAnaReporting) != 0;
     extended_lba_formats_ = (id.ctratt & wire::kCtrattExtendedLbaFormats) != 0;
+    limits_.extended_lba_formats = extended_lba_formats_;
     limits_.discovery = id.cntrltype == wire::kControllerTypeDiscovery ||
                         options_.subsystem_nqn == wire::kDiscoveryNqn;
     limits_.model = std::string(id.model());
     limits_.serial = std::string(id.serial());
     limits_.firmware = std::string(id.firmware());
     check_keep_alive_granularity();
+}
+
+// LBAFEE through Host Behavior Support where the controller has extended LBA
+// formats. A controller that refuses it is still used, as Linux's host does
+// (SPDK's gives up): without LBAFEE a controller may hide those formats, and
+// what Identify then reports is what the namespaces get.
+void ControllerImpl::enable_extended_lba_formats() {
+    limits_.extended_lba_formats_enabled = false;
+    if (!extended_lba_formats_) {
+        return;
+    }
+    wire::HostBehaviorSupport behavior{};
+    behavior.lbafee = wire::kHostBehaviorEnabled;
+    std::memcpy(scratch_.get() + kScratchIdentifyOffset, &behavior, sizeof behavior);
+    // Keyed: nvmet's admin queue takes no in-capsule data.
+    const Response response =
+        execute(*admin_,
+                wire::set_host_behavior_support_command(wire::keyed_data_block(
+                    scratch(kScratchIdentifyOffset, wire::kHostBehaviorSupportSize))),
+                "Set Features Host Behavior Support");
+    if (!response.status.ok()) {
+        log_debug("controller %u: Host Behavior Support (LBAFEE) refused: %s",
+                  unsigned{limits_.cntlid}, describe(response.status).c_str());
+        return;
+    }
+    limits_.extended_lba_formats_enabled = true;
 }
 
 // Options::keep_alive_ms against Identify KAS, for every caller (the engine,

@@ -36,6 +36,18 @@ Sqe set_number_of_queues_command(QueueCounts requested) {
     return set_features_command(FeatureId::number_of_queues, number_of_queues_value(requested));
 }
 
+Sqe set_host_behavior_support_command(const SglDescriptor& data) {
+    Sqe sqe = set_features_command(FeatureId::host_behavior_support, 0);
+    sqe.dptr = data;
+    return sqe;
+}
+
+Sqe get_host_behavior_support_command(const SglDescriptor& data) {
+    Sqe sqe = get_features_command(FeatureId::host_behavior_support);
+    sqe.dptr = data;
+    return sqe;
+}
+
 Sqe set_keep_alive_timer_command(std::uint32_t kato_ms) {
     return set_features_command(FeatureId::keep_alive_timer, kato_ms);
 }

@@ -216,7 +216,9 @@ PiMismatch pi_verify(const BlockFormat& format, std::span<const std::byte> block
         if ((checks & kPrchkApptag) && ((pi.apptag ^ tags.apptag) & tags.apptag_mask) != 0) {
             return {PiCheck::apptag, i, tags.apptag, pi.apptag};
         }
-        if (checks & kPrchkReftag) {
+        // Type 3's reference tag is the application's: nothing to compare it
+        // with (SPDK's controller and Linux's block layer skip it as well).
+        if ((checks & kPrchkReftag) && format.pi_type != PiType::type3) {
             const std::uint64_t reftag = codec.expected_reftag(tags, i);
             if (reftag != pi.reftag) {
                 return {PiCheck::reftag, i, reftag, pi.reftag};

@@ -2,7 +2,9 @@
 // Alive, Abort, Asynchronous Event Request).
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "core_internal.hpp"
 #include "nvmeof/wire/admin.hpp"
@@ -34,6 +36,8 @@ constexpr char kModel[] = "nvmeof-target";
 constexpr char kFirmware[] = "0.1.0";
 constexpr std::uint8_t kFeatureSelectMask = 0x7;
 constexpr std::uint8_t kAbortNotPerformed = 1;
+// Get Features select 3 (capabilities), DW0 bit 2: the feature is changeable.
+constexpr std::uint32_t kFeatureChangeable = 1u << 2;
 // CNS 0x06, I/O command set specific controller: Linux asks it of VS >= 1.1
 // controllers; for the NVM command set (CSI 0) nvmet answers zeroes.
 constexpr std::uint32_t kCnsIoCommandSetController = 0x06;
@@ -41,10 +45,17 @@ constexpr std::uint8_t kNmicShared = 1;  // NMIC bit 0: may be attached to sever
 // MC bit 0: metadata can travel as part of an extended data LBA (the only way
 // over fabrics).
 constexpr std::uint8_t kMcExtendedLba = 1;
-// DPC: every PI type, at either end of the metadata (a namespace with metadata
-// could be formatted so; the one it has is in DPS).
-constexpr std::uint8_t kDpcAll =
-    wire::kDpcType1 | wire::kDpcType2 | wire::kDpcType3 | wire::kDpcPiFirst | wire::kDpcPiLast;
+// DPC: the protection a namespace can have. There is no Format NVM to change
+// it, so that is the one it has (DPS), nothing more.
+std::uint8_t protection_capabilities(const wire::BlockFormat& format) {
+    if (format.pi_type == wire::PiType::none) {
+        return 0;
+    }
+    const std::uint8_t type = format.pi_type == wire::PiType::type1   ? wire::kDpcType1
+                              : format.pi_type == wire::PiType::type2 ? wire::kDpcType2
+                                                                      : wire::kDpcType3;
+    return type | (format.pi_first ? wire::kDpcPiFirst : wire::kDpcPiLast);
+}
 
 std::uint8_t command_set_of(const Sqe& sqe) {
     return static_cast<std::uint8_t>(sqe.cdw11 >> wire::kIdentifyCsiShift);
@@ -162,6 +173,15 @@ DataPlan CommandCore::plan_admin(QueueState& queue, Controller& ctrl, const Sqe&
         }
         case AdminOpcode::set_features:
         case AdminOpcode::get_features:
+            // Host Behavior Support carries its 512 bytes both ways; the other
+            // features served have none.
+            if (!discovery && wire::feature_id(sqe) == FeatureId::host_behavior_support) {
+                plan.direction = static_cast<AdminOpcode>(sqe.opcode) == AdminOpcode::set_features
+                                     ? DataDirection::host_to_controller
+                                     : DataDirection::controller_to_host;
+                plan.length = wire::kHostBehaviorSupportSize;
+            }
+            break;
         case AdminOpcode::keep_alive:
         case AdminOpcode::abort:
             break;
@@ -194,7 +214,7 @@ Completion CommandCore::execute_admin(Controller& ctrl, const Sqe& sqe,
             return execute_identify(ctrl, sqe, data);
         case AdminOpcode::set_features:
         case AdminOpcode::get_features:
-            return execute_features(ctrl, sqe);
+            return execute_features(ctrl, sqe, data);
         case AdminOpcode::get_log_page:
             return execute_get_log_page(ctrl, sqe, data);
         case AdminOpcode::keep_alive:
@@ -274,6 +294,9 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             id.nsze = id.ncap = id.nuse = ns->blocks;
             id.nlbaf = 0;
             id.nmic = kNmicShared;  // reachable through every port's controllers
+            // Never-written and deallocated blocks read as zeroes, their PI as
+            // all ones (storage.cpp, mark_unwritten in io_protection.cpp).
+            id.dlfeat = wire::kDlfeatReadsZeroes;
             id.anagrpid = kAnaGroupId;
             id.flbas = 0;  // LBA format 0, the only one
             id.lbaf[0].lbads = static_cast<std::uint8_t>(std::countr_zero(format.data_bytes));
@@ -281,7 +304,7 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
                 id.lbaf[0].ms = static_cast<std::uint16_t>(format.metadata_bytes);
                 id.flbas |= wire::kFlbasExtendedMetadata;
                 id.mc = kMcExtendedLba;
-                id.dpc = kDpcAll;
+                id.dpc = protection_capabilities(format);
                 id.dps = static_cast<std::uint8_t>(format.pi_type);
                 if (format.pi_type != wire::PiType::none && format.pi_first) {
                     id.dps |= wire::kDpsPiFirst;
@@ -311,8 +334,9 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             // ELBAF of format 0: its guard type and storage tag size; every
             // storage tag bit is checked (LBSTM).
             wire::IdentifyNvmNamespace id{};
-            id.elbaf[0] = (static_cast<std::uint32_t>(ns->format.guard) << wire::kElbafPiFormatShift) |
-                          ns->format.storage_tag_bits;
+            id.elbaf[0] =
+                (static_cast<std::uint32_t>(ns->format.guard) << wire::kElbafPiFormatShift) |
+                ns->format.storage_tag_bits;
             id.lbstm = ns->format.storage_tag_max();
             std::memcpy(data.data(), &id, sizeof id);
             return done;
@@ -329,7 +353,8 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
     }
 }
 
-Completion CommandCore::execute_features(Controller& ctrl, const Sqe& sqe) {
+Completion CommandCore::execute_features(Controller& ctrl, const Sqe& sqe,
+                                         std::span<std::uint8_t> data) {
     const bool set = static_cast<AdminOpcode>(sqe.opcode) == AdminOpcode::set_features;
     const FeatureId fid = wire::feature_id(sqe);
     const bool discovery = ctrl.subsystem->discovery;
@@ -362,9 +387,15 @@ Completion CommandCore::execute_features(Controller& ctrl, const Sqe& sqe) {
                 return done;
             case FeatureId::async_event_configuration:
                 return done;
+            case FeatureId::host_behavior_support:
+                if (discovery) {
+                    break;
+                }
+                return set_host_behavior(ctrl, data);
             default:
-                return Completion{Status::generic(GenericStatus::invalid_field, true)};
+                break;
         }
+        return Completion{Status::generic(GenericStatus::invalid_field, true)};
     }
     const auto select = static_cast<wire::FeatureSelect>((sqe.cdw10 >> wire::kFeatureSelectShift) &
                                                          kFeatureSelectMask);
@@ -383,9 +414,49 @@ Completion CommandCore::execute_features(Controller& ctrl, const Sqe& sqe) {
             return done;
         case FeatureId::async_event_configuration:
             return done;
+        case FeatureId::host_behavior_support:
+            if (discovery) {
+                break;
+            }
+            // Nothing is saveable and the defaults are all disabled, so every
+            // select but "current" reads as zeroes (capabilities: changeable).
+            std::fill(data.begin(), data.end(), std::uint8_t{0});
+            if (select == wire::FeatureSelect::current) {
+                std::memcpy(data.data(), &ctrl.host_behavior, sizeof ctrl.host_behavior);
+            } else if (select == wire::FeatureSelect::capabilities) {
+                done.dw0 = kFeatureChangeable;
+            }
+            done.data_length = wire::kHostBehaviorSupportSize;
+            return done;
         default:
-            return Completion{Status::generic(GenericStatus::invalid_field, true)};
+            break;
     }
+    return Completion{Status::generic(GenericStatus::invalid_field, true)};
+}
+
+// Each enable is a boolean byte; one the controller has no behaviour for
+// (ACRE: no retry delays reported; ETDAS: no telemetry log) is still
+// accepted and read back, as SPDK's and the base specification's controllers
+// do for a host that merely states what it can handle.
+Completion CommandCore::set_host_behavior(Controller& ctrl, std::span<const std::uint8_t> data) {
+    wire::HostBehaviorSupport asked{};
+    std::memcpy(&asked, data.data(), sizeof asked);
+    const std::pair<const char*, std::uint8_t> enables[] = {{"ACRE", asked.acre},
+                                                            {"ETDAS", asked.etdas},
+                                                            {"LBAFEE", asked.lbafee},
+                                                            {"HDISNS", asked.hdisns}};
+    for (const auto& [name, value] : enables) {
+        if (value > wire::kHostBehaviorEnabled) {
+            std::fprintf(
+                stderr,
+                "nvmeof-target: controller %u: Set Features Host Behavior Support refused: "
+                "%s is %u, not 0 or 1\n",
+                unsigned{ctrl.cntlid}, name, unsigned{value});
+            return Completion{Status::generic(GenericStatus::invalid_field, true)};
+        }
+    }
+    ctrl.host_behavior = asked;
+    return Completion{};
 }
 
 Completion CommandCore::execute_get_log_page(Controller& ctrl, const Sqe& sqe,

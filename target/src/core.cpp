@@ -167,10 +167,18 @@ bool CommandCore::check_data_pointer(const QueueState& queue, const Sqe& sqe,
         return false;
     };
     auto length_ok = [&](std::uint32_t sgl_length) {
-        if (plan.direction == DataDirection::none) {
-            return sgl_length == 0;
+        const std::uint32_t expected = plan.direction == DataDirection::none ? 0 : plan.length;
+        if (plan.minimum_length ? sgl_length >= expected : sgl_length == expected) {
+            return true;
         }
-        return plan.minimum_length ? sgl_length >= plan.length : sgl_length == plan.length;
+        std::fprintf(stderr,
+                     "nvmeof-target: QID %u CID %u: %s refused (Data SGL Length Invalid): SGL "
+                     "length %u bytes, the command moves %s%u%s%s\n",
+                     unsigned{queue.qid}, unsigned{sqe.command_id},
+                     wire::command_name(sqe, queue.kind()).data(), sgl_length,
+                     plan.minimum_length ? "at least " : "", expected,
+                     *plan.length_rule != '\0' ? ": " : "", plan.length_rule);
+        return false;
     };
     if (sgl.is_keyed()) {
         if (sgl.subtype() != wire::SglSubtype::address &&

@@ -19,6 +19,7 @@
 
 #include "auth/dhchap_transaction.hpp"
 #include "config.hpp"
+#include "nvmeof/wire/admin.hpp"
 #include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/fabrics.hpp"
@@ -62,6 +63,7 @@ struct Controller {
     std::size_t port_index = 0;       // the --port its admin queue came through (ANA state)
     bool ana_notice_pending = false;  // its port's ANA state changed; not yet reported
     std::string local_address;  // of the admin queue: a wildcard listener's discovery TRADDR
+    wire::HostBehaviorSupport host_behavior{};  // as the host last set it: all disabled at first
 };
 
 // Per-queue state the transport owns and the core updates.
@@ -97,6 +99,9 @@ struct DataPlan {
     std::uint32_t rkey = 0;
     std::uint32_t in_capsule_offset = 0;
     bool minimum_length = false;  // the SGL may be longer than `length` (DSM)
+    // How `length` follows from the command, named in the log when the SGL's
+    // length differs ("" for a fixed-size structure).
+    const char* length_rule = "";
     bool hold = false;            // never answered (Asynchronous Event Request)
     wire::Status injected;        // a fault to return from execute() instead of running
     bool inject = false;
@@ -178,7 +183,9 @@ class CommandCore {
     Completion execute_admin(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);
     Completion execute_identify(Controller& ctrl, const wire::Sqe& sqe,
                                 std::span<std::uint8_t> data);
-    Completion execute_features(Controller& ctrl, const wire::Sqe& sqe);
+    Completion execute_features(Controller& ctrl, const wire::Sqe& sqe,
+                                std::span<std::uint8_t> data);
+    Completion set_host_behavior(Controller& ctrl, std::span<const std::uint8_t> data);
     Completion execute_get_log_page(Controller& ctrl, const wire::Sqe& sqe,
                                     std::span<std::uint8_t> data);
     Completion execute_io(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);

@@ -38,6 +38,14 @@ inline bool pract_of(const Namespace& ns, const wire::Sqe& sqe) {
            (wire::command_prinfo(sqe) & wire::kPract) != 0;
 }
 
+// Bytes per block a Read, Write or Compare moves, and in `rule` why. With
+// PRACT and PI that is the whole metadata the NVM command set moves data only
+// (so do Linux's host and ours); SPDK's host strips only 8-byte PI and sends
+// a 16-byte PI with the data, a length accepted too (the SGL's length tells
+// which: execute sees it as the data's size).
+std::uint32_t wire_block_bytes(const Namespace& ns, const wire::Sqe& sqe, std::uint64_t blocks,
+                               const char*& rule);
+
 // The PRINFO and tag fields of a Read, Write, Compare or Write Zeroes the command is
 // refused for before any data moves (Invalid Protection Information); success
 // where they are acceptable or the namespace has no protection information.

@@ -72,7 +72,7 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
         case IoOpcode::compare:
             slba = wire::command_slba(sqe);
             blocks = wire::command_block_count(sqe);
-            transfer_bytes = blocks * ns->format.transfer_block_bytes(pract_of(*ns, sqe));
+            transfer_bytes = blocks * wire_block_bytes(*ns, sqe, blocks, plan.length_rule);
             plan.direction = wire::direction_of(sqe.opcode);
             plan.length = static_cast<std::uint32_t>(
                 std::min<std::uint64_t>(transfer_bytes, wire::kMaxKeyedSglLength + 1ull));

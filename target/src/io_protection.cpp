@@ -158,13 +158,50 @@ Status check_protection_fields(const Namespace& ns, const Sqe& sqe) {
     return Status::success();
 }
 
+std::uint32_t wire_block_bytes(const Namespace& ns, const Sqe& sqe, std::uint64_t blocks,
+                               const char*& rule) {
+    const wire::BlockFormat& format = ns.format;
+    if (format.metadata_bytes == 0) {
+        rule = "the data of each block";
+        return format.data_bytes;
+    }
+    if (format.metadata_transferred(pract_of(ns, sqe))) {
+        rule = "each block's data and metadata";
+        return format.extended_bytes();
+    }
+    if (format.pi_bytes() == wire::kPi16Bytes) {
+        rule =
+            "each block's data only: with PRACT the controller inserts and strips PI that is "
+            "the whole metadata";
+        return format.data_bytes;
+    }
+    if (std::uint64_t{sqe.dptr.length()} == blocks * format.extended_bytes()) {
+        return format.extended_bytes();  // SPDK's host: 16-byte PI sent with PRACT
+    }
+    rule =
+        "each block's data only (with PRACT the controller inserts and strips PI that is the "
+        "whole metadata), or its data and 16-byte PI as SPDK's host sends them";
+    return format.data_bytes;
+}
+
+namespace {
+
+// Whether a command's data buffer holds whole extended blocks (metadata on the
+// wire) rather than their data alone (wire_block_bytes decided which).
+bool metadata_on_wire(const wire::BlockFormat& format, std::size_t data_bytes,
+                      std::uint64_t blocks) {
+    return data_bytes == blocks * format.extended_bytes();
+}
+
+}  // namespace
+
 Completion CommandCore::read_protected(Namespace& ns, const Sqe& sqe,
                                        std::span<std::uint8_t> data) {
     const wire::BlockFormat& format = ns.format;
     const std::uint8_t prinfo = wire::command_prinfo(sqe);
     const std::uint64_t blocks = wire::command_block_count(sqe);
     std::span<std::byte> extended = std::as_writable_bytes(data);
-    const bool strip = !format.metadata_transferred(pract_of(ns, sqe));
+    const bool strip = !metadata_on_wire(format, data.size(), blocks);
     if (strip) {
         pi_scratch_.resize(blocks * format.extended_bytes());
         extended = pi_scratch_;
@@ -176,9 +213,9 @@ Completion CommandCore::read_protected(Namespace& ns, const Sqe& sqe,
     mark_unwritten(format, extended);
     // Checked whatever PRACT says: PRACT only decides whether the PI goes to the host.
     const std::uint64_t slba = wire::command_slba(sqe);
-    const bool skip = std::any_of(
-        config_.faults.skip_pi_checks.begin(), config_.faults.skip_pi_checks.end(),
-        [&](std::uint64_t lba) { return lba >= slba && lba - slba < blocks; });
+    const bool skip =
+        std::any_of(config_.faults.skip_pi_checks.begin(), config_.faults.skip_pi_checks.end(),
+                    [&](std::uint64_t lba) { return lba >= slba && lba - slba < blocks; });
     if (skip) {
         log_fault("skip-pi-checks: " + std::string(wire::command_name(sqe, wire::QueueKind::io)) +
                   " (CID " + std::to_string(sqe.command_id) + ") of NSID " +
@@ -187,7 +224,8 @@ Completion CommandCore::read_protected(Namespace& ns, const Sqe& sqe,
     }
     if (const wire::PiMismatch mismatch =
             skip ? wire::PiMismatch{}
-                 : wire::pi_verify(format, extended, checks_of(format, prinfo), tags_of(format, sqe))) {
+                 : wire::pi_verify(format, extended, checks_of(format, prinfo),
+                                   tags_of(format, sqe))) {
         log_mismatch(sqe, mismatch);
         return Completion{pi_check_status(mismatch.check)};
     }
@@ -216,7 +254,7 @@ Completion CommandCore::write_protected(Namespace& ns, const Sqe& sqe,
         // (if any: none crosses the wire when the PI is the whole metadata);
         // metadata bytes beside it are kept. PRCHK is not applied: the PI
         // just generated passes every check by construction.
-        if (!format.metadata_transferred(true)) {
+        if (!metadata_on_wire(format, data.size(), wire::command_block_count(sqe))) {
             pi_scratch_.resize(std::uint64_t{wire::command_block_count(sqe)} *
                                format.extended_bytes());
             spread_data(format, extended, pi_scratch_);

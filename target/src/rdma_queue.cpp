@@ -70,8 +70,7 @@ RdmaQueue::RdmaQueue(rdma_cm_id* id, Device& device, std::uint16_t qid, std::uin
     nvme_.qid = qid;
     nvme_.sqsize = hsqsize;
     nvme_.local_address = numeric_host(rdma_get_local_addr(id));
-    nvme_.in_capsule_capacity =
-        qid == 0 ? 0 : sizes.receive_size - static_cast<std::uint32_t>(wire::kSqeSize);
+    nvme_.in_capsule_capacity = sizes.receive_size - static_cast<std::uint32_t>(wire::kSqeSize);
 
     const auto max_wr = static_cast<std::uint32_t>(std::max(device.attr.max_qp_wr, 2));
     const std::uint32_t slots = std::clamp<std::uint32_t>(sizes.receive_count * kSlotsPerReceive, 1,

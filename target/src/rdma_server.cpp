@@ -209,8 +209,10 @@ RdmaServer::AfterAck RdmaServer::on_connect_request(const rdma_cm_event& event) 
             param.initiator_depth, static_cast<std::uint32_t>(device.attr.max_qp_init_rd_atom));
         QueueSizes sizes;
         sizes.receive_count = entries;
-        sizes.receive_size = request->qid == 0 ? static_cast<std::uint32_t>(wire::kSqeSize)
-                                               : config_.limits.ioccsz * wire::kCapsuleUnit;
+        // The admin queue takes in-capsule data as large as IOCCSZ too, as
+        // SPDK's target does: SPDK's host sends admin data in-capsule (Host
+        // Behavior Support's 512 bytes) by the I/O queues' IOCCSZ.
+        sizes.receive_size = config_.limits.ioccsz * wire::kCapsuleUnit;
         sizes.read_depth = std::max<std::uint32_t>(read_depth, 1);
         queue = std::make_unique<RdmaQueue>(id, device, request->qid, request->hsqsize, sizes,
                                             QueueContext{core_, stats_, config_, faults_});

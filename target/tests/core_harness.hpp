@@ -57,7 +57,7 @@ class CoreHarness {
         QueueState q;
         q.qid = qid;
         q.sqsize = qid == 0 ? 31 : 127;
-        q.in_capsule_capacity = qid == 0 ? 0 : ioccsz_units * 16 - 64;
+        q.in_capsule_capacity = ioccsz_units * 16 - 64;  // the admin queue's too (rdma_server.cpp)
         return q;
     }
 

@@ -170,9 +170,13 @@ const Status kInvalidPi = Status::make(
     wire::StatusCodeType::command_specific,
     static_cast<std::uint8_t>(wire::NvmCommandStatus::invalid_protection_information), true);
 
-// The checks of a format: the storage tag's where it has one.
+// The checks of a format: the storage tag's where it has one; no reference
+// tag check for type 3, whose reference tag the controller never compares.
 std::vector<PiCheck> checks_of(const BlockFormat& format) {
-    std::vector<PiCheck> checks = {PiCheck::guard, PiCheck::apptag, PiCheck::reftag};
+    std::vector<PiCheck> checks = {PiCheck::guard, PiCheck::apptag};
+    if (format.pi_type != PiType::type3) {
+        checks.push_back(PiCheck::reftag);
+    }
     if (format.storage_tag_bits != 0) {
         checks.push_back(PiCheck::storage_tag);
     }
@@ -256,8 +260,11 @@ TEST_P(Protection, IdentifyReportsTheFormat) {
     EXPECT_EQ(1u << ns.lbaf[0].lbads, format_.data_bytes);
     EXPECT_EQ(ns.dps & wire::kDpsPiTypeMask, static_cast<std::uint8_t>(format_.pi_type));
     EXPECT_EQ((ns.dps & wire::kDpsPiFirst) != 0, format_.pi_first);
-    EXPECT_EQ(ns.dpc, wire::kDpcType1 | wire::kDpcType2 | wire::kDpcType3 | wire::kDpcPiFirst |
-                          wire::kDpcPiLast);
+    // DPC: only the protection it has (no Format NVM could give it another).
+    const std::uint8_t type_bit = static_cast<std::uint8_t>(
+        1u << (static_cast<unsigned>(format_.pi_type) - 1));
+    EXPECT_EQ(ns.dpc, type_bit | (format_.pi_first ? wire::kDpcPiFirst : wire::kDpcPiLast));
+    EXPECT_EQ(ns.dlfeat, wire::kDlfeatReadsZeroes);
 
     r = h_->run(admin_, wire::identify_command_set_namespace(1, wire::kCsiNvm, keyed));
     ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
@@ -393,13 +400,17 @@ TEST_P(Protection, WrongTagsOnReadFailWithTheirStatus) {
               check_status(PiCheck::apptag));
     EXPECT_TRUE(
         read(slba, blocks, without(all_, PiCheck::apptag), other_apptag).status().ok());
-    if (format_.pi_type != PiType::type1) {  // type 1: a reftag other than the SLBA is refused
-        PiTags other_reftag = tags;
-        other_reftag.reftag += 1;
+    // Type 1: a reftag other than the SLBA is refused (InitialReftagMustBeTheSlba);
+    // type 2 compares it; type 3 does not, whatever PRCHK asks.
+    PiTags other_reftag = tags;
+    other_reftag.reftag += 1;
+    if (format_.pi_type == PiType::type2) {
         EXPECT_EQ(read(slba, blocks, all_, other_reftag).status(),
                   check_status(PiCheck::reftag));
         EXPECT_TRUE(
             read(slba, blocks, without(all_, PiCheck::reftag), other_reftag).status().ok());
+    } else if (format_.pi_type == PiType::type3) {
+        EXPECT_TRUE(read(slba, blocks, all_, other_reftag).status().ok());
     }
     if (format_.storage_tag_bits != 0) {
         PiTags other_storage_tag = tags;
@@ -505,13 +516,25 @@ TEST_P(Protection, TransferLengthMustCoverTheMetadata) {
     sqe.dptr = CoreHarness::keyed(2u * format_.data_bytes);
     EXPECT_EQ(h_->run(io_, sqe, pattern(2u * format_.extended_bytes(), 0)).status(),
               generic(GenericStatus::data_sgl_length_invalid));
-    // PRACT=1: the data alone when the PI is the whole metadata, else extended blocks.
+    // PRACT=1: the data alone when the PI is the whole metadata, else extended
+    // blocks; a 16-byte PI may also travel as SPDK's host sends it (extended).
     sqe = protected_rw(format_, IoOpcode::read, 0, 2, wire::kPract, tags);
+    const bool spdk_form = !format_.metadata_transferred(true) && format_.pi_bytes() == 16;
     const std::uint32_t other_length = format_.metadata_transferred(true)
                                            ? 2u * format_.data_bytes
                                            : 2u * format_.extended_bytes();
     sqe.dptr = CoreHarness::keyed(other_length);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(h_->run(io_, sqe).status().ok(), spdk_form);
+    sqe.dptr = CoreHarness::keyed(2u * format_.data_bytes + 1);
     EXPECT_EQ(h_->run(io_, sqe).status(), generic(GenericStatus::data_sgl_length_invalid));
+    // The refusal names the length and what the command moves.
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find("Read refused (Data SGL Length Invalid): SGL length " +
+                       std::to_string(2u * format_.data_bytes + 1) + " bytes, the command moves " +
+                       std::to_string(2u * format_.transfer_block_bytes(true))),
+              std::string::npos)
+        << log;
     // MDTS (128 KiB) counts the metadata too.
     const auto fitting = static_cast<std::uint32_t>(128 * 1024 / format_.extended_bytes());
     EXPECT_TRUE(read(0, fitting, kNoChecks).status().ok());
@@ -568,7 +591,7 @@ TEST_P(Protection, CorruptFaultsCaughtByTheirOwnCheck) {
                     .status()
                     .ok());
     ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(read(lba_of[2], 1, wire::kPrchkReftag).status(), check_status(PiCheck::reftag));
+    EXPECT_EQ(read(lba_of[1], 1, wire::kPrchkApptag).status(), check_status(PiCheck::apptag));
     EXPECT_EQ(h_->stats().faults_injected, 3 * checks_.size());
 }
 
@@ -598,6 +621,75 @@ TEST(ProtectionType1, InitialReftagMustBeTheSlba) {
                       sent)
                     .status()
                     .ok());
+}
+
+// SPDK's host on a type 3 namespace with PRACT=0 and every check: reference
+// tag 0 in the command, each block's LBA in its PI. The reference tag of type
+// 3 is the application's, so neither the write nor the read compares it.
+TEST(ProtectionType3, ReferenceTagIsNotCompared) {
+    for (const PiGuard guard : {PiGuard::crc16, PiGuard::crc64}) {
+        const BlockFormat format{4096, guard == PiGuard::crc16 ? 8u : 16u, PiType::type3, guard,
+                                 false};
+        SCOPED_TRACE(format.guard_bits());
+        CoreHarness h(config_with(format));
+        QueueState admin = CoreHarness::new_queue(0);
+        QueueState io = h.bring_up_io(admin);
+        const std::uint64_t slba = 968;
+        const std::uint32_t blocks = 4;
+        Bytes sent = pattern(std::size_t{blocks} * format.extended_bytes(), 6);
+        for (std::uint32_t i = 0; i < blocks; ++i) {
+            std::byte* block = writable(sent).data() + std::size_t{i} * format.extended_bytes();
+            wire::pi_write(format, block, {wire::pi_guard(format, block), kApptag, slba + i, 0});
+        }
+        PiTags command_tags;
+        command_tags.apptag = kApptag;  // reference tag 0
+        const Result w = h.run(
+            io, protected_rw(format, IoOpcode::write, slba, blocks, wire::kPrchkAll, command_tags),
+            sent);
+        ASSERT_TRUE(w.status().ok()) << wire::describe(w.status());
+        const Result r = h.run(
+            io, protected_rw(format, IoOpcode::read, slba, blocks, wire::kPrchkAll, command_tags));
+        ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
+        EXPECT_EQ(r.data, sent);
+        // The guard is still checked.
+        Bytes bad = sent;
+        flip_field(format, bad, 1, PiCheck::guard);
+        EXPECT_EQ(h.run(io,
+                        protected_rw(format, IoOpcode::write, slba, blocks, wire::kPrchkAll,
+                                     command_tags),
+                        bad)
+                      .status(),
+                  check_status(PiCheck::guard));
+    }
+}
+
+// SPDK's host strips only 8-byte PI with PRACT; a 16-byte PI travels with the
+// data. The target takes that form beside the specification's (data only):
+// the PI it generates replaces the host's and a read returns it.
+TEST(ProtectionPract, SixteenBytePiWithTheDataAsSpdkSendsIt) {
+    const BlockFormat format{4096, 16, PiType::type1, PiGuard::crc64, false};
+    CoreHarness h(config_with(format));
+    QueueState admin = CoreHarness::new_queue(0);
+    QueueState io = h.bring_up_io(admin);
+    const std::uint64_t slba = 32;
+    const std::uint32_t blocks = 3;
+    const PiTags tags = tags_for(format, slba);
+    const Bytes sent = pattern(std::size_t{blocks} * format.extended_bytes(), 17);
+    wire::Sqe write = protected_rw(format, IoOpcode::write, slba, blocks, wire::kPract, tags);
+    write.dptr = CoreHarness::keyed(sent.size());
+    ASSERT_TRUE(h.run(io, write, sent).status().ok());
+    Bytes expected = sent;
+    wire::pi_generate(format, writable(expected), tags);
+    wire::Sqe read = protected_rw(format, IoOpcode::read, slba, blocks,
+                                  wire::kPract | wire::kPrchkAll, tags);
+    read.dptr = CoreHarness::keyed(sent.size());
+    const Result extended = h.run(io, read);
+    ASSERT_TRUE(extended.status().ok()) << wire::describe(extended.status());
+    EXPECT_EQ(extended.data, expected);
+    const Result data_only = h.run(
+        io, protected_rw(format, IoOpcode::read, slba, blocks, wire::kPract | wire::kPrchkAll, tags));
+    ASSERT_TRUE(data_only.status().ok());
+    EXPECT_EQ(data_only.data, data_of(format, expected));
 }
 
 TEST(MetadataWithoutPi, PrinfoIgnoredAndMetadataKept) {

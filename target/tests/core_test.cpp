@@ -93,12 +93,18 @@ TEST(Connect, DataLengthMustBe1024) {
     EXPECT_EQ(h.run(q, sqe).status(), generic(GenericStatus::data_sgl_length_invalid));
 }
 
-TEST(Connect, AdminInCapsuleRefused) {
+// The admin queue takes in-capsule data as SPDK's target does (nvmet's takes
+// none): the Connect data, and beyond the capsule's room it is refused.
+TEST(Connect, AdminInCapsule) {
     CoreHarness h;
     QueueState q = CoreHarness::new_queue(0);
     const auto sqe = wire::connect_command(0, 32, 0, wire::in_capsule_data(0, 1024));
     const Result r = h.run(q, sqe, {}, CoreHarness::connect_bytes(kSubnqn, kHostnqn, 0xFFFF));
-    EXPECT_EQ(r.status(), generic(GenericStatus::sgl_offset_invalid));
+    EXPECT_TRUE(r.status().ok()) << wire::describe(r.status());
+    QueueState small = CoreHarness::new_queue(0, 64 / 16 + 1000 / 16);  // room for 1000 bytes
+    const Result refused =
+        h.run(small, sqe, {}, CoreHarness::connect_bytes(kSubnqn, kHostnqn, 0xFFFF));
+    EXPECT_EQ(refused.status(), generic(GenericStatus::sgl_offset_invalid));
 }
 
 TEST(Connect, SecondConnectOnSameQueueIsSequenceError) {
@@ -421,6 +427,69 @@ TEST(Features, NumberOfQueuesAndKeepAliveTimer) {
               2000u);
     EXPECT_EQ(h.stats().count_of(CommandKind::set_features), 5u);
     EXPECT_EQ(h.stats().count_of(CommandKind::get_features), 2u);
+}
+
+// Host Behavior Support (FID 0x16), which CTRATT bit 15 has hosts send: its
+// 512 bytes set keyed or in the admin capsule (SPDK's host), read back.
+TEST(Features, HostBehaviorSupport) {
+    CoreHarness h;
+    QueueState q = CoreHarness::new_queue(0);
+    h.bring_up(q);
+    auto get = [&](wire::FeatureSelect select) {
+        auto sqe = wire::get_host_behavior_support_command(CoreHarness::keyed(512));
+        sqe.cdw10 |= static_cast<std::uint32_t>(select) << wire::kFeatureSelectShift;
+        return h.run(q, sqe);
+    };
+    Result r = get(wire::FeatureSelect::current);
+    ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
+    ASSERT_EQ(r.data.size(), 512u);
+    EXPECT_EQ(std::count(r.data.begin(), r.data.end(), 0), 512);  // all disabled at first
+
+    wire::HostBehaviorSupport behavior{};
+    behavior.lbafee = 1;
+    std::vector<std::uint8_t> bytes(sizeof behavior);
+    std::memcpy(bytes.data(), &behavior, sizeof behavior);
+    auto set = wire::set_host_behavior_support_command(wire::in_capsule_data(0, 512));
+    ASSERT_TRUE(h.run(q, set, {}, bytes).status().ok());
+    r = get(wire::FeatureSelect::current);
+    ASSERT_EQ(r.data.size(), 512u);
+    EXPECT_EQ(r.data[offsetof(wire::HostBehaviorSupport, lbafee)], 1);
+    EXPECT_EQ(r.data[offsetof(wire::HostBehaviorSupport, acre)], 0);
+    const Result defaults = get(wire::FeatureSelect::default_value);
+    ASSERT_EQ(defaults.data.size(), 512u);
+    EXPECT_EQ(std::count(defaults.data.begin(), defaults.data.end(), 0), 512);
+    EXPECT_EQ(get(wire::FeatureSelect::capabilities).cqe.dw0, 1u << 2);  // changeable
+
+    // Keyed, ACRE too; then a value that is no boolean, refused with a line.
+    behavior.acre = 1;
+    std::memcpy(bytes.data(), &behavior, sizeof behavior);
+    set = wire::set_host_behavior_support_command(CoreHarness::keyed(512));
+    ASSERT_TRUE(h.run(q, set, bytes).status().ok());
+    EXPECT_EQ(get(wire::FeatureSelect::current).data[0], 1);
+    bytes[offsetof(wire::HostBehaviorSupport, lbafee)] = 2;
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(h.run(q, set, bytes).status(), generic(GenericStatus::invalid_field));
+    EXPECT_NE(::testing::internal::GetCapturedStderr().find("LBAFEE is 2, not 0 or 1"),
+              std::string::npos);
+    EXPECT_EQ(get(wire::FeatureSelect::current).data[2], 1);  // unchanged
+    // The data is exactly 512 bytes.
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(h.run(q, wire::set_host_behavior_support_command(CoreHarness::keyed(511)), bytes)
+                  .status(),
+              generic(GenericStatus::data_sgl_length_invalid));
+    EXPECT_NE(::testing::internal::GetCapturedStderr().find(
+                  "Set Features refused (Data SGL Length Invalid): SGL length 511 bytes, the "
+                  "command moves 512"),
+              std::string::npos);
+}
+
+TEST(Features, HostBehaviorSupportNotOnDiscoveryControllers) {
+    CoreHarness h;
+    QueueState q = CoreHarness::new_queue(0);
+    h.bring_up(q, wire::kDiscoveryNqn);
+    EXPECT_EQ(
+        h.run(q, wire::get_host_behavior_support_command(CoreHarness::keyed(0))).status(),
+        generic(GenericStatus::invalid_field));
 }
 
 TEST(KeepAlive, ExpiryAndRefresh) {

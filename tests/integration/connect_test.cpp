@@ -196,6 +196,18 @@ TEST(Connect, GoodSourceAddressIsReported) {
         << ctrl.limits().source_address;
 }
 
+// A controller with extended LBA formats (CTRATT bit 15, as nvmeof-target
+// reports) has them enabled through Set Features Host Behavior Support
+// (LBAFEE), as SPDK's and Linux's hosts do; nvmet reports none and gets none.
+TEST(Connect, ExtendedLbaFormatsEnabledThroughHostBehaviorSupport) {
+    TargetProcess target;
+    auto ctrl = Controller::connect(target.options());
+    if (!TargetProcess::external()) {
+        EXPECT_TRUE(ctrl.limits().extended_lba_formats);
+    }
+    EXPECT_EQ(ctrl.limits().extended_lba_formats_enabled, ctrl.limits().extended_lba_formats);
+}
+
 // Keep Alive every half timeout while the owner calls keep_connected(), with no
 // I/O at all (a target that counts I/O as keep-alive traffic sees none): the
 // controller outlives several timeouts, and the target counted the commands.

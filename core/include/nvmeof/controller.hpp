@@ -59,6 +59,11 @@ struct Limits {
     // A discovery controller (the well-known discovery NQN, or Identify CNTRLTYPE 2):
     // admin queue only, no I/O queues (see nvmeof/discovery.hpp).
     bool discovery = false;
+    // Identify CTRATT bit 15: the controller serves extended LBA formats (PI
+    // guard types and storage tags, in Identify CNS 05h); and whether Set
+    // Features Host Behavior Support enabled them (LBAFEE), as SPDK and Linux do.
+    bool extended_lba_formats = false;
+    bool extended_lba_formats_enabled = false;
 };
 
 // What reconnecting has done so far (Options::ctrl_loss_tmo).

@@ -462,13 +462,19 @@ TEST(Pi, GuardOfAPiLastBlockCoversTheMetadataBeforeIt) {
     EXPECT_FALSE(w::pi_verify(first, buf2, w::kPrchkGuard, {0, 0, 0xFFFF}));
 }
 
-TEST(Pi, Type3KeepsOneReferenceTagForEveryBlock) {
+// Type 3: one reference tag written for every block, and never compared (the
+// application's own; SPDK's host puts each block's LBA there with ILBRT 0).
+TEST(Pi, Type3KeepsOneReferenceTagForEveryBlockAndNeverComparesIt) {
     const w::BlockFormat f{512, 8, w::PiType::type3, w::PiGuard::crc16, false};
     auto buf = random_blocks(f, 3, 9);
     w::pi_generate(f, buf, {42, 1, 0xFFFF});
     EXPECT_EQ(w::pi_read(f, buf.data() + 2 * 520).reftag, 42u);
     EXPECT_FALSE(w::pi_verify(f, buf, w::kPrchkAll, {42, 1, 0xFFFF}));
-    EXPECT_EQ(w::pi_verify(f, buf, w::kPrchkReftag, {43, 1, 0xFFFF}).check, w::PiCheck::reftag);
+    EXPECT_FALSE(w::pi_verify(f, buf, w::kPrchkAll, {43, 1, 0xFFFF}));
+    const w::BlockFormat type1{512, 8, w::PiType::type1, w::PiGuard::crc16, false};
+    auto buf1 = random_blocks(type1, 3, 9);
+    w::pi_generate(type1, buf1, {42, 1, 0xFFFF});
+    EXPECT_EQ(w::pi_verify(type1, buf1, w::kPrchkReftag, {43, 1, 0xFFFF}).check, w::PiCheck::reftag);
 }
 
 TEST(Pi, SixtyFourBitGuardWrapsTheReferenceTagAt48Bits) {

@@ -150,6 +150,21 @@ TEST(RoundTrip, KeepAliveAndTimerFeature) {
     EXPECT_EQ(w::feature_id(get), w::FeatureId::keep_alive_timer);
 }
 
+TEST(RoundTrip, HostBehaviorSupport) {
+    const w::SglDescriptor data = w::keyed_data_block(0x2000, w::kHostBehaviorSupportSize, 7);
+    const w::Sqe set = w::set_host_behavior_support_command(data);
+    EXPECT_EQ(set.opcode, 0x09);
+    EXPECT_EQ(set.cdw10, 0x16u);  // FID 0x16, SV clear
+    EXPECT_EQ(set.dptr.length(), 512u);
+    const w::Sqe get = w::get_host_behavior_support_command(data);
+    EXPECT_EQ(get.opcode, 0x0A);
+    EXPECT_EQ(get.cdw10, 0x16u);  // select 0: current
+    w::HostBehaviorSupport behavior{};
+    behavior.lbafee = 1;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&behavior);
+    EXPECT_EQ(bytes[2], 1);  // byte 2 (the base specification; SPDK's spdk_nvme_host_behavior)
+}
+
 TEST(RoundTrip, GetLogPage) {
     const std::uint32_t big = 4 * 70000;  // needs NUMDU as well as NUMDL
     const w::Sqe sqe = w::get_log_page_command(w::LogPageId::discovery, 0x100000004ull,

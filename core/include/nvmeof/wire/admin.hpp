@@ -1,6 +1,7 @@
 // Admin commands besides Identify: Set/Get Features, Keep Alive, Get Log Page.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "nvmeof/wire/command.hpp"
@@ -12,6 +13,7 @@ enum class FeatureId : std::uint8_t {
     number_of_queues = 0x07,
     async_event_configuration = 0x0B,
     keep_alive_timer = 0x0F,
+    host_behavior_support = 0x16,
 };
 
 inline constexpr std::uint32_t kFeatureIdMask = 0xFF;
@@ -20,12 +22,19 @@ inline constexpr unsigned kNcqrShift = 16;
 inline constexpr std::uint32_t kQueueCountMask = 0xFFFF;
 inline constexpr std::uint32_t kMaxQueuesPerController = 0xFFFF;  // 0's-based 0xFFFF is invalid
 
-enum class FeatureSelect : std::uint8_t { current = 0, default_value = 1, saved = 2, capabilities = 3 };
+enum class FeatureSelect : std::uint8_t {
+    current = 0,
+    default_value = 1,
+    saved = 2,
+    capabilities = 3
+};
 inline constexpr unsigned kFeatureSelectShift = 8;
 
 Sqe set_features_command(FeatureId fid, std::uint32_t cdw11);
 Sqe get_features_command(FeatureId fid, FeatureSelect select = FeatureSelect::current);
-inline FeatureId feature_id(const Sqe& sqe) { return static_cast<FeatureId>(sqe.cdw10 & kFeatureIdMask); }
+inline FeatureId feature_id(const Sqe& sqe) {
+    return static_cast<FeatureId>(sqe.cdw10 & kFeatureIdMask);
+}
 
 // Number of Queues: counts are 1's based here and 0's based on the wire.
 struct QueueCounts {
@@ -39,6 +48,30 @@ struct QueueCounts {
 std::uint32_t number_of_queues_value(QueueCounts requested);
 // Decodes Set/Get Features FID 7 (CDW11 or the CQE DW0: NSQA | NCQA << 16).
 QueueCounts parse_number_of_queues(std::uint32_t value);
+
+// Host Behavior Support (FID 0x16): 512 bytes of data in both directions, the
+// host saying which optional behaviours it has enabled. A controller setting
+// CTRATT bit 15 (extended LBA formats) serves it: SPDK's host refuses such a
+// controller unless it accepts LBAFEE, and Linux's sends it too.
+struct HostBehaviorSupport {
+    std::uint8_t acre;    // advanced command retry enable
+    std::uint8_t etdas;   // extended telemetry data area 4 supported
+    std::uint8_t lbafee;  // LBA format extension enable
+    std::uint8_t hdisns;  // host dispersed namespace support
+    std::uint16_t cdfe;   // copy descriptor formats enable
+    std::uint8_t reserved6[506];
+};
+static_assert(sizeof(HostBehaviorSupport) == 512);
+static_assert(offsetof(HostBehaviorSupport, lbafee) == 2);
+static_assert(offsetof(HostBehaviorSupport, cdfe) == 4);
+inline constexpr std::uint32_t kHostBehaviorSupportSize = sizeof(HostBehaviorSupport);
+// Each of the one-byte enables above is a boolean: 0 or 1, anything else invalid.
+inline constexpr std::uint8_t kHostBehaviorEnabled = 1;
+
+// Set Features Host Behavior Support sending `data` (kHostBehaviorSupportSize
+// bytes), and Get Features reading it back into `data`.
+Sqe set_host_behavior_support_command(const SglDescriptor& data);
+Sqe get_host_behavior_support_command(const SglDescriptor& data);
 
 Sqe set_number_of_queues_command(QueueCounts requested);
 Sqe set_keep_alive_timer_command(std::uint32_t kato_ms);

@@ -182,7 +182,9 @@ struct IdentifyNamespace {
     std::uint8_t dps;  // end-to-end protection settings; 0 = no PI
     std::uint8_t nmic;
     std::uint8_t rescap;
-    std::uint8_t reserved32[14];
+    std::uint8_t fpi;
+    std::uint8_t dlfeat;  // deallocate features: bits 2:0 what a deallocated block reads as
+    std::uint8_t reserved34[12];
     std::uint16_t noiob;
     std::uint8_t nvmcap[16];
     std::uint8_t reserved64[28];
@@ -208,12 +210,18 @@ static_assert(offsetof(IdentifyNamespace, nlbaf) == 25);
 static_assert(offsetof(IdentifyNamespace, flbas) == 26);
 static_assert(offsetof(IdentifyNamespace, dps) == 29);
 static_assert(offsetof(IdentifyNamespace, nmic) == 30);
+static_assert(offsetof(IdentifyNamespace, dlfeat) == 33);
 static_assert(offsetof(IdentifyNamespace, noiob) == 46);
 static_assert(offsetof(IdentifyNamespace, nvmcap) == 48);
 static_assert(offsetof(IdentifyNamespace, anagrpid) == 92);
 static_assert(offsetof(IdentifyNamespace, nguid) == 104);
 static_assert(offsetof(IdentifyNamespace, eui64) == 120);
 static_assert(offsetof(IdentifyNamespace, lbaf) == 128);
+
+// DLFEAT bits 2:0: a deallocated (or never written) block reads as all zeroes.
+// With DLFEAT bit 4 clear its PI reads as all ones (FFh), the escape value.
+inline constexpr std::uint8_t kDlfeatReadsZeroes = 0x1;
+inline constexpr std::uint8_t kDlfeatReadValueMask = 0x7;
 
 // DPC (byte 28): which PI types and places the namespace can be formatted with.
 inline constexpr std::uint8_t kDpcType1 = 1u << 0;

@@ -198,7 +198,8 @@ void pi_generate(const BlockFormat& format, std::span<std::byte> blocks, const P
 // Checks the PI of every block as a controller does for PRCHK `checks`
 // (kPrchk* bits, and kCheckStorageTag: the storage tag's masked bits); blocks
 // whose apptag is the escape value (type 3: and whose storage and reference
-// space is all ones) are not checked. Returns the first mismatch.
+// space is all ones) are not checked. A type 3 reference tag is never
+// compared: it is opaque to the controller. Returns the first mismatch.
 PiMismatch pi_verify(const BlockFormat& format, std::span<const std::byte> blocks,
                      std::uint8_t checks, const PiTags& tags) noexcept;
 
