@@ -86,6 +86,14 @@ free_pages=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
 # nvmf_tgt and the plugin each take about 300 MiB of 2 MiB pages here.
 [ "$free_pages" -ge 256 ] || die "only $free_pages hugepages are free (DPDK needs about 256): see /proc/meminfo"
 
+# stop_pid PID: SIGTERM, then SIGKILL after 10 s; reaps it (a child of this shell).
+stop_pid() {
+    kill -TERM "$1" 2>/dev/null || return 0
+    for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+
 # --- helpers (run inside a check's subshell; $log is the check's folder) ---------------------
 # why TEXT: the reason the check failed, printed on its FAILED line.
 why() { echo "$*" > "$log/why"; return 1; }
@@ -115,7 +123,7 @@ ours() {
 }
 stop_ours() {
     [ -n "${ours_pid:-}" ] || return 0
-    kill -TERM "$ours_pid" 2>/dev/null && wait "$ours_pid" 2>/dev/null
+    stop_pid "$ours_pid"
     ours_pid=""
 }
 
@@ -143,7 +151,7 @@ engine() {
 
 # A few MiB each: written, then every block read back and checked.
 verify=(--verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0)
-every_check=(--pi_chk=GUARD,REFTAG,APPTAG --apptag=0x1234 --apptag_mask=0xffff)
+every_check=("--pi_chk=GUARD,REFTAG,APPTAG" --apptag=0x1234 --apptag_mask=0xffff)
 
 # --- SPDK's fio plugin -> nvmeof-target ------------------------------------------------------
 check_plugin_plain() {
@@ -202,8 +210,8 @@ start_nvmf_tgt() {
     LD_LIBRARY_PATH="$spdk_libs" "$peer/spdk-ns.sh" "$softverbs_run" "$spdk/build/bin/nvmf_tgt" \
         -m 0x1 -u -r "$tgt_sock" > "$out/nvmf_tgt.log" 2>&1 &
     tgt_pid=$!
-    local i
-    for i in $(seq $((step_timeout * 10))); do
+    local started=$SECONDS
+    for _ in $(seq $((step_timeout * 10))); do
         [ -S "$tgt_sock" ] && break
         kill -0 "$tgt_pid" 2>/dev/null || { tgt_state="nvmf_tgt exited at start"; return 1; }
         sleep 0.1
@@ -223,15 +231,11 @@ start_nvmf_tgt() {
         rpc nvmf_subsystem_add_listener "$disc" -t rdma -a 127.0.0.1 -s "$tgt_port" ||
         { tgt_state="nvmf_tgt's configuration failed: $(grep -m1 -i 'error\|exception' "$out/rpc.log")"; return 1; }
     tgt_state=up
-    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain and $tgt_pi on 127.0.0.1:$tgt_port"
+    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain and $tgt_pi on 127.0.0.1:$tgt_port ($((SECONDS - started)) s)"
 }
 stop_nvmf_tgt() {
     [ -n "$tgt_pid" ] || return 0
-    kill -TERM "$tgt_pid" 2>/dev/null
-    local i
-    for i in $(seq 100); do kill -0 "$tgt_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$tgt_pid" 2>/dev/null
-    wait "$tgt_pid" 2>/dev/null
+    stop_pid "$tgt_pid"
     tgt_pid=""
     rm -f "$tgt_sock"
 }
@@ -289,11 +293,15 @@ function_of() {
 show_failure() {
     local dir=$1 tgt_from=$2 f
     [ -f "$out/nvmf_tgt.log" ] && tail -n +"$tgt_from" "$out/nvmf_tgt.log" > "$dir/nvmf_tgt.log"
-    grep -h '\*ERROR\*' "$dir"/*.log 2>/dev/null | head -n 30 | sed 's/^/    /'
+    # Each *ERROR* message once (without its timestamp), with how often it came.
+    grep -h '\*ERROR\*' "$dir"/*.log 2>/dev/null | awk '
+        { m = $0; sub(/^\[[^]]*\] /, "", m); if (!(m in n)) order[++k] = m; n[m]++ }
+        END { for (i = 1; i <= k && i <= 30; i++) { c = n[order[i]]; printf "    %s%s\n", (c > 1 ? c " x " : ""), order[i] } }'
     for f in "$dir"/*.log "$dir"/*.json; do
         [ -s "$f" ] || continue
         echo "    --- the end of ${f#"$repo"/}"
-        tail -n 15 "$f" | sed 's/^/    | /'
+        # fio's indented statistics left out: its error lines start at the margin.
+        grep -vE '^ {2,}|^\s*$' "$f" | tail -n 15 | sed 's/^/    | /'
     done
 }
 
@@ -303,15 +311,16 @@ fail=0
 for c in "${checks[@]}"; do
     log=$out/$c
     mkdir -p "$log"
-    start=$SECONDS
+    # nvmf_tgt's lines from here on are this check's (its start's too, for the first).
+    tgt_from=1
+    [ -f "$out/nvmf_tgt.log" ] && tgt_from=$(($(wc -l < "$out/nvmf_tgt.log") + 1))
     case $c in
         *nvmf_tgt*)
             [ -n "$tgt_state" ] || start_nvmf_tgt
-            [ "$tgt_state" = up ] || echo "$tgt_state" > "$log/why"
+            [ "$tgt_state" = up ] || echo "$tgt_state (log: ${out#"$repo"/}/nvmf_tgt.log)" > "$log/why"
             ;;
     esac
-    tgt_from=1
-    [ -f "$out/nvmf_tgt.log" ] && tgt_from=$(($(wc -l < "$out/nvmf_tgt.log") + 1))
+    start=$SECONDS
     if [ ! -f "$log/why" ] && ( ours_pid=""; trap 'stop_ours' EXIT; "$(function_of "$c")" ); then
         echo "ok     $c ($((SECONDS - start)) s)"
         pass=$((pass + 1))
