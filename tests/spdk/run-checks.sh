@@ -79,7 +79,8 @@ plugin=$spdk/build/fio/spdk_nvme
 
 # --- hugepages, as DPDK wants them ----------------------------------------------------------
 hugepages=1024
-[ "$(cat /proc/sys/vm/nr_hugepages)" -ge $hugepages ] || echo $hugepages > /proc/sys/vm/nr_hugepages
+hugepages_before=$(cat /proc/sys/vm/nr_hugepages)
+[ "$hugepages_before" -ge $hugepages ] || echo $hugepages > /proc/sys/vm/nr_hugepages
 mountpoint -q /dev/hugepages || { mkdir -p /dev/hugepages && mount -t hugetlbfs none /dev/hugepages; } ||
     die "cannot mount hugetlbfs on /dev/hugepages"
 free_pages=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
@@ -305,7 +306,9 @@ show_failure() {
     done
 }
 
-trap 'stop_nvmf_tgt' EXIT
+# The 2 GiB of hugepages go back on the way out: the stages after this one
+# (the QEMU guest) want the memory.
+trap 'stop_nvmf_tgt; echo "$hugepages_before" > /proc/sys/vm/nr_hugepages' EXIT
 pass=0
 fail=0
 for c in "${checks[@]}"; do
