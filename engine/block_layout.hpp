@@ -45,6 +45,11 @@ struct FileLayout {
     bool finishes_reads() const { return staged() || host_checks != 0; }
     // The host touches the bytes of an I/O (not possible in GPU memory).
     bool host_work() const { return staged() || generate || host_checks != 0; }
+    // fio's buffer is the command's, block for block of the data size, and the
+    // host does nothing to it (PRACT with metadata that is all PI): a read or
+    // write is the plain one with this layout's protection, and takes the
+    // engine's common path as a plain namespace's does.
+    bool common_path() const { return layout == BufferLayout::plain && !host_work(); }
     // Bounce bytes one I/O of `max_bs` bytes of fio's buffer needs (0: none).
     std::uint64_t bounce_bytes(std::uint64_t max_bs) const {
         return staged() ? max_bs / block_bytes * wire_block_bytes : 0;

@@ -113,8 +113,8 @@ fio_q_status Job::queue(io_u* unit) noexcept {
     fio_ro_check(td_, unit);
     const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
     // The common case: an aligned read or write, the controller's only queue,
-    // no GPU mirror. Only `unit` and `this` live across the call, so the frame
-    // stays small.
+    // no GPU mirror, no work for the host on the blocks. Only `unit` and `this` live across the
+    // call, so the frame stays small.
     if (unit->ddir <= DDIR_WRITE && file.only_queue != nullptr &&
         ((unit->offset | unit->xfer_buflen) & file.lba_mask) == 0) [[likely]] {
         // Every field set once (DDIR_READ and DDIR_WRITE are Op::read and Op::write).
@@ -126,6 +126,7 @@ fio_q_status Job::queue(io_u* unit) noexcept {
             .memory = file.arena,
             .offset = static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - arena_base_),
             .user_data = reinterpret_cast<std::uintptr_t>(unit),
+            .protection = file.protection,
         };
         stamp_before_post(unit);
         const SubmitResult result = file.only_queue->submit(file.ns, transfer, post_);

@@ -102,10 +102,14 @@ struct alignas(256) FileSlot {
     std::size_t controller;
     std::uint64_t lba_mask;  // lba_size − 1: an I/O's offset and length are aligned when clear of it
     // queue()'s common case, set once the buffers are registered: the
-    // controller's only queue (nullptr: several, or GPU mirrors to copy) and
-    // its registration of the arena.
+    // controller's only queue (nullptr: several, GPU mirrors to copy, or a
+    // layout the host works on) and its registration of the arena.
     IoQueue* only_queue = nullptr;
     const MemoryRegion* arena = nullptr;
+    // What the common case's reads and writes ask of the controller: the
+    // layout's (FileLayout::common_path: PRACT), else none. Copied into each
+    // transfer as the default it replaces would be stored.
+    Protection protection{};
     // A namespace with metadata: its layout, protection and the host's part
     // (job_protection.cpp); nullptr on a namespace without metadata.
     const FileLayout* layout = nullptr;

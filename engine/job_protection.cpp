@@ -1,7 +1,9 @@
 // A job's per-I/O work on namespaces with metadata: the file's blocks in its
 // layout (block_layout.hpp), each read's and write's protection, the host's
 // PI with pi_act=0, and the data-only layout's staging through the bounce
-// area. Plain namespaces never come here (job.cpp's common path).
+// area. Plain namespaces never come here (job.cpp's common path), nor, on a
+// one-queue controller, the aligned reads and writes of a layout the host does
+// nothing to (FileLayout::common_path: the common path carries its protection).
 #include <cstring>
 #include <span>
 

@@ -389,9 +389,11 @@ void* Job::allocate_buffers(std::size_t bytes) {
 void Job::prepare_common_case() {
     for (FileSlot& file : files_) {
         ControllerSlot& controller = controllers_[file.controller];
-        const bool common = controller.queue_count == 1 && !gpu_verify_ && file.layout == nullptr;
+        const bool common = controller.queue_count == 1 && !gpu_verify_ &&
+                            (file.layout == nullptr || file.layout->common_path());
         file.only_queue = common ? &queues_[controller.first_queue] : nullptr;
         file.arena = &controller.arena;
+        file.protection = file.layout != nullptr ? file.layout->protection : Protection{};
     }
 }
 

@@ -20,9 +20,13 @@ namespace nvmeof {
 
 namespace detail {
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept {
-    return {info.nsid, static_cast<std::uint32_t>(std::countr_zero(info.lba_size)), info.size_lbas,
-            info.format, info.format.metadata_bytes == 0 ? info.size_lbas : 0,
-            info.format.reftag_mask()};
+    return {info.nsid,
+            static_cast<std::uint32_t>(std::countr_zero(info.lba_size)),
+            info.size_lbas,
+            info.format,
+            info.format.reftag_mask(),
+            {info.format.transfer_block_bytes(false), info.format.transfer_block_bytes(true)},
+            info.format.pi_type != PiType::none};
 }
 }  // namespace detail
 

@@ -18,9 +18,11 @@
 //                    its SQE is filled in place in the slot's command buffer,
 //                    and its SEND posted at once (Post::now, nothing deferred)
 //                    or chained onto the deferred list. On a namespace with
-//                    metadata the same one command is built from the top of
-//                    submit_general (sized by the block format, PRINFO set in
-//                    place), so the plain path tests nothing for it. Anything
+//                    metadata the same one command is built by
+//                    submit_with_metadata, where submit's one test sends it
+//                    (sized by what the format settles once, PRINFO and tags
+//                    set in place), so the plain path tests nothing more for
+//                    it. Anything
 //                    else (split, waiting, other opcodes, GPU memory) goes
 //                    through submit_general, whose transfer takes a record of its own
 //                    and an ID per piece (build_pieces), so it can wait for slots;
@@ -142,6 +144,15 @@ enum class OutagePolicy : std::uint8_t {
 
 class RdmaQueue;
 
+// A one-command transfer's PRINFO and tag words as its SQE carries them
+// (command_protection, rdma_queue_command.hpp), worked out before the command
+// is filled so that each word is stored once; all zero on a plain namespace.
+struct CommandProtection {
+    std::uint32_t cdw12_bits = 0;
+    wire::CommandTagWords words{};
+    std::uint32_t cdw15 = 0;
+};
+
 // Told when a queue fails (a timeout, a WC error, a lost connection; not an
 // orderly close), wherever the failure is seen: a poll, a post, a deadline
 // check. The owner's state machine must not depend on someone calling it
@@ -206,7 +217,13 @@ public:
 
     // --- datapath (rdma_queue_datapath.cpp) ---
     // A caller's transfer (IoQueue::submit): handed back by take_completions().
-    SubmitResult submit(const NamespaceRef& ns, const Transfer& transfer, Post post) noexcept;
+    // In line: one test sends a namespace with metadata to its own path, so
+    // that neither path asks the other's questions.
+    SubmitResult submit(const NamespaceRef& ns, const Transfer& transfer, Post post) noexcept {
+        return ns.format.metadata_bytes != 0
+                   ? submit_with_metadata(ns, transfer, post, false, nullptr)
+                   : submit_plain(ns, transfer, post);
+    }
     // `internal`: a blocking caller's, taken by take_transfer(*transfer_index) instead.
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
                                  std::uint32_t* transfer_index, Post post = Post::now) noexcept;
@@ -367,10 +384,6 @@ private:
     // (bench/instruction-budget.json) holds, so they are inlined where used.
     [[gnu::always_inline]] inline std::uint64_t blocks_per_piece(std::uint32_t block_bytes,
                                                                  Op op) const noexcept;
-    // PRINFO and tags of a one-command transfer, in its built command (none
-    // where the namespace has no PI).
-    static void set_command_protection(wire::Sqe& sqe, const NamespaceRef& ns,
-                                       const Transfer& t) noexcept;
     // PRINFO and the first piece's tags of a transfer on a namespace with PI.
     static void set_protection_fields(PieceCursor& cursor, const NamespaceRef& ns,
                                       const Transfer& t) noexcept;
@@ -378,24 +391,38 @@ private:
     [[gnu::always_inline]] inline int check_transfer(const NamespaceRef& ns, const Transfer& t,
                                                      const MemoryRecord* memory,
                                                      std::uint32_t block_bytes) const noexcept;
-    // Both submit()s: the common case in line (see the header comment).
+    // Both submit()s on a namespace without metadata: the common case in
+    // line (see the header comment).
     [[gnu::always_inline]] inline SubmitResult submit_one(const NamespaceRef& ns, const Transfer& t,
                                                           bool internal, std::uint32_t* transfer_index,
                                                           Post post) noexcept;
-    // Everything but the common case (see the header comment), refusals
-    // included. It takes the submission as it came: the common case hands
-    // over what it did not take, having built nothing to throw away.
+    // submit() on a namespace without metadata.
+    SubmitResult submit_plain(const NamespaceRef& ns, const Transfer& t, Post post) noexcept;
+    // A namespace with metadata, which submit() and submit_transfer() send
+    // here: the common case's one command, sized by the transfer's PRACT,
+    // PRINFO and tags set in place (rdma_queue_protection.cpp); anything else
+    // goes on to submit_general. (`post` third: submit() hands it on in the
+    // register it came in.)
+    [[gnu::noinline]] SubmitResult submit_with_metadata(const NamespaceRef& ns, const Transfer& t,
+                                                        Post post, bool internal,
+                                                        std::uint32_t* transfer_index) noexcept;
     // The common case's one command, the checks passed: a record in the
     // command's own slot (replayed as built), PRINFO and tags set in place on
-    // a namespace with metadata.
+    // a namespace with metadata (rdma_queue_command.hpp).
     template <bool kWithMetadata>
     [[gnu::always_inline]] inline SubmitResult submit_one_command(
         const NamespaceRef& ns, const Transfer& t, const MemoryRecord* memory, std::uint64_t bytes,
         bool internal, std::uint32_t* transfer_index, Post post) noexcept;
+    // Everything but the common case (see the header comment), refusals
+    // included. It takes the submission as it came: the common case hands
+    // over what it did not take, having built nothing to throw away.
     [[gnu::noinline]] SubmitResult submit_general(const NamespaceRef& ns, const Transfer& t,
                                                   bool internal, std::uint32_t* transfer_index,
                                                   Post post) noexcept;
     [[gnu::noinline]] SubmitResult commit_queued() noexcept;
+    // A submission to a queue that is not live: busy while it reconnects
+    // (the caller holds the transfer), else failed with the queue's failure.
+    [[gnu::cold, gnu::noinline]] SubmitResult refuse_not_live(Op op) noexcept;
     [[gnu::always_inline]] inline void start_record(std::uint32_t tid, const Transfer& t,
                                                     std::uint32_t pieces, bool internal) noexcept;
     // Changes a record's pieces_left, keeping transfers_awaiting_several_ true.
@@ -408,13 +435,13 @@ private:
         transfers_awaiting_several_ += pieces >= 2 ? 1 : 0;
         record.pieces_left = pieces;
     }
-    // A read or write command's SQE and data SGEs (in place, every field written).
-    [[gnu::always_inline]] inline void fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid,
-                                                         Op op, std::uint32_t nsid,
-                                                         std::uint64_t slba, std::uint64_t blocks,
-                                                         std::uint64_t address, std::uint32_t bytes,
-                                                         std::uint32_t rkey,
-                                                         std::uint32_t lkey) const noexcept;
+    // A read or write command's SQE and data SGEs (in place, every field
+    // written), with its PRINFO and tag words (none: all zero).
+    [[gnu::always_inline]] inline void fill_data_command(
+        Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op, std::uint32_t nsid,
+        std::uint64_t slba, std::uint64_t blocks, std::uint64_t address, std::uint32_t bytes,
+        std::uint32_t rkey, std::uint32_t lkey,
+        const CommandProtection& protection = {}) const noexcept;
     // Flush, write zeroes or deallocate (a range in the slot's DSM buffer).
     void fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
                                std::uint32_t nsid, std::uint64_t slba, std::uint64_t blocks) noexcept;

@@ -11,6 +11,7 @@
 #include "transport/log.hpp"
 #include "transport/queue_resources.hpp"
 #include "transport/rdma_queue.hpp"
+#include "transport/rdma_queue_command.hpp"
 #include "transport/rdma_queue_completion.hpp"
 #include "transport/transfer_split.hpp"
 
@@ -22,16 +23,11 @@ using Clock = std::chrono::steady_clock;
 // Copied whole (two stores) rather than built field by field.
 constexpr CompletionStatus kSucceeded{};
 
-void set_slba(wire::Sqe& sqe, std::uint64_t slba) {
-    sqe.cdw10 = static_cast<std::uint32_t>(slba);
-    sqe.cdw11 = static_cast<std::uint32_t>(slba >> wire::kSlbaHighShift);
-}
-
 // Bytes per block in the transfer's buffer: the data (a power of two), and
 // on a namespace with metadata whatever of the metadata travels.
 std::uint32_t block_bytes_of(const NamespaceRef& ns, const Transfer& t) noexcept {
     return ns.format.metadata_bytes == 0 ? std::uint32_t{1} << ns.lba_shift
-                                  : ns.format.transfer_block_bytes(t.protection.pract());
+                                         : ns.buffer_block_bytes(t.protection);
 }
 
 }  // namespace
@@ -51,20 +47,6 @@ std::uint64_t RdmaQueue::blocks_per_piece(std::uint32_t block_bytes, Op op) cons
     return carries_data(op) ? std::min<std::uint64_t>(max_transfer_bytes_ / block_bytes,
                                                       wire::kMaxBlocksPerCommand)
                             : std::uint64_t{wire::kMaxBlocksPerCommand};
-}
-
-void RdmaQueue::prepare_send(Slot& slot, bool with_deadline) noexcept {
-    // Built in post order (commit() posts the deferred chain first), so this
-    // position is the SEND's place in the send queue.
-    const bool ends_interval = (++send_position_ & (kSendsPerSignal - 1)) == 0;
-    NVMEOF_INVARIANT(sends_in_queue() <= send_queue_capacity_,
-                     "a SEND built with no send queue entry free");
-    slot.wr.send_flags = ends_interval ? IBV_SEND_SIGNALED : 0;
-    if (with_deadline) {
-        slot.stamp = stamps_taken_;  // the next clock read gives it its deadline
-    } else {
-        slot.flags |= kNoDeadline;
-    }
 }
 
 void RdmaQueue::take_stamp(Clock::time_point now) noexcept {
@@ -118,66 +100,24 @@ void RdmaQueue::start_record(std::uint32_t tid, const Transfer& t, std::uint32_t
     record.held = false;
 }
 
-void RdmaQueue::fill_data_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
-                                  std::uint32_t nsid, std::uint64_t slba, std::uint64_t blocks,
-                                  std::uint64_t address, std::uint32_t bytes, std::uint32_t rkey,
-                                  std::uint32_t lkey) const noexcept {
-    const auto opcode = static_cast<std::uint8_t>(opcode_of(op));
-    sqe.opcode = opcode;
-    sqe.flags = wire::kCommandFlagsSgl;
-    sqe.command_id = cid;
-    sqe.nsid = nsid;
-    sqe.cdw2 = 0;
-    sqe.cdw3 = 0;
-    sqe.metadata_pointer = 0;
-    // A write's or compare's data (sends_data: the opcode's direction says it).
-    if (wire::direction_of(opcode) == wire::DataDirection::host_to_controller &&
-        bytes <= in_capsule_limit_) {
-        // The data rides in the SEND, straight from the caller's buffer.
-        sqe.dptr = wire::in_capsule_data(0, bytes);
-        slot.sge[1] = ibv_sge{address, bytes, lkey};
-        slot.wr.num_sge = Slot::kMaxSges;
-        slot.in_capsule_rkey = rkey;
-    } else {
-        sqe.dptr = wire::keyed_data_block(address, bytes, rkey);
-        slot.wr.num_sge = 1;
-    }
-    set_slba(sqe, slba);
-    sqe.cdw12 = static_cast<std::uint32_t>(blocks - 1);
-    sqe.cdw13 = 0;
-    sqe.cdw14 = 0;
-    sqe.cdw15 = 0;
-}
-
-void RdmaQueue::defer(ibv_send_wr& first, ibv_send_wr& last, std::uint32_t count) noexcept {
-    // Anything deferred before goes out first, in order.
-    last.next = nullptr;
-    if (deferred_tail_ != nullptr) {
-        deferred_tail_->next = &first;
-    } else {
-        deferred_head_ = &first;
-    }
-    deferred_tail_ = &last;
-    deferred_count_ += count;
-}
-
-SubmitResult RdmaQueue::submit(const NamespaceRef& ns, const Transfer& t, Post post) noexcept {
+SubmitResult RdmaQueue::submit_plain(const NamespaceRef& ns, const Transfer& t,
+                                     Post post) noexcept {
+    NVMEOF_INVARIANT(ns.format.metadata_bytes == 0, "a namespace with metadata on the plain path");
     return submit_one(ns, t, false, nullptr, post);
 }
 
 SubmitResult RdmaQueue::submit_transfer(const NamespaceRef& ns, const Transfer& t, bool internal,
                                         std::uint32_t* transfer_index, Post post) noexcept {
+    if (ns.format.metadata_bytes != 0) {
+        return submit_with_metadata(ns, t, post, internal, transfer_index);
+    }
     return submit_one(ns, t, internal, transfer_index, post);
 }
 
 SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bool internal,
                                    std::uint32_t* transfer_index, Post post) noexcept {
     if (state_ != QueueState::live) [[unlikely]] {
-        if (outage_ == OutagePolicy::hold) {
-            return SubmitResult::busy;  // reconnecting: the transfer waits in the caller
-        }
-        const TransportErrc code = failure_ != TransportErrc::none ? failure_ : TransportErrc::closed;
-        return refuse(SubmitResult::failed, code, failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN, t.op);
+        return refuse_not_live(t.op);
     }
     const std::uint32_t lba_shift = ns.lba_shift;
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
@@ -186,14 +126,11 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     // are check_transfer()'s, cheaper for one command (at most
     // kMaxBlocksPerCommand blocks: no shift overflows; host_owner is set only
     // while host memory is registered, and owner_ is never null); anything
-    // else, a refusal included, takes the general path, which checks in full
-    // (and sizes blocks with metadata, and sets PRINFO and tags: such a
-    // namespace has no fast_path_lbas).
+    // else, a refusal included, takes the general path, which checks in full.
     const std::uint64_t bytes = t.blocks << lba_shift;
     if (!carries_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
-        bytes > max_transfer_bytes_ || t.slba >= ns.fast_path_lbas ||
-        t.blocks > ns.fast_path_lbas - t.slba || memory == nullptr ||
-        memory->host_owner != owner_ || t.offset > memory->length ||
+        bytes > max_transfer_bytes_ || t.slba >= ns.size_lbas || t.blocks > ns.size_lbas - t.slba ||
+        memory == nullptr || memory->host_owner != owner_ || t.offset > memory->length ||
         bytes > memory->length - t.offset || waiting_count_ != 0 || cids_.available() == 0 ||
         send_room() == 0) [[unlikely]] {
         return submit_general(ns, t, internal, transfer_index, post);
@@ -201,43 +138,12 @@ SubmitResult RdmaQueue::submit_one(const NamespaceRef& ns, const Transfer& t, bo
     return submit_one_command<false>(ns, t, memory, bytes, internal, transfer_index, post);
 }
 
-template <bool kWithMetadata>
-SubmitResult RdmaQueue::submit_one_command(const NamespaceRef& ns, const Transfer& t,
-                                           const MemoryRecord* memory, std::uint64_t bytes,
-                                           bool internal, std::uint32_t* transfer_index,
-                                           Post post) noexcept {
-    const std::uint16_t tid = cids_.take();
-    ++open_transfers_;
-    // The record of a one-command transfer: its status is written when it
-    // finishes, its GPU ordering is never set (host memory only).
-    TransferRecord& record = transfers_[tid];
-    NVMEOF_INVARIANT(record.pieces_left <= 1 && !record.held && slots_[tid].flags == 0,
-                     "a free command ID whose slot or record is still in use");
-    record.user_data = t.user_data;
-    record.sequence = next_sequence_++;
-    record.pieces_left = 1;  // from 0, or 1 left by the sink (see set_pieces_left)
-    record.op = t.op;
-    record.internal = internal;
-    record.held = false;
-    if (transfer_index != nullptr) {
-        *transfer_index = tid;
+SubmitResult RdmaQueue::refuse_not_live(Op op) noexcept {
+    if (outage_ == OutagePolicy::hold) {
+        return SubmitResult::busy;  // reconnecting: the transfer waits in the caller
     }
-    Slot& slot = slots_[tid];
-    fill_data_command(slot, commands_[tid], tid, t.op, ns.nsid, t.slba, t.blocks,
-                      reinterpret_cast<std::uint64_t>(memory->address) + t.offset,
-                      static_cast<std::uint32_t>(bytes), memory->rkey, memory->lkey);
-    if constexpr (kWithMetadata) {
-        set_command_protection(commands_[tid], ns, t);
-    }
-    slot.flags = kInFlight;
-    slot.transfer = tid;
-    prepare_send(slot);
-    if (post == Post::now && deferred_head_ == nullptr) {
-        slot.wr.next = nullptr;
-        return post_chain(&slot.wr);  // nothing deferred to go first
-    }
-    defer(slot.wr, slot.wr, 1);
-    return post == Post::now ? commit_queued() : SubmitResult::queued;
+    const TransportErrc code = failure_ != TransportErrc::none ? failure_ : TransportErrc::closed;
+    return refuse(SubmitResult::failed, code, failure_errno_ != 0 ? failure_errno_ : ESHUTDOWN, op);
 }
 
 SubmitResult RdmaQueue::commit_queued() noexcept {
@@ -249,18 +155,6 @@ SubmitResult RdmaQueue::submit_general(const NamespaceRef& ns, const Transfer& t
                                        std::uint32_t* transfer_index, Post post) noexcept {
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
     const std::uint32_t block_bytes = block_bytes_of(ns, t);
-    // A namespace with metadata (no fast_path_lbas): the common case's one
-    // command, checked as submit_one checks it with the blocks' size in bytes.
-    if (ns.fast_path_lbas == 0 && ns.format.metadata_bytes != 0 && carries_data(t.op) &&
-        t.blocks - 1 < wire::kMaxBlocksPerCommand) {
-        const std::uint64_t bytes = t.blocks * block_bytes;
-        if (bytes <= max_transfer_bytes_ && t.slba < ns.size_lbas &&
-            t.blocks <= ns.size_lbas - t.slba && memory != nullptr && memory->host_owner == owner_ &&
-            t.offset <= memory->length && bytes <= memory->length - t.offset &&
-            waiting_count_ == 0 && cids_.available() != 0 && send_room() != 0) {
-            return submit_one_command<true>(ns, t, memory, bytes, internal, transfer_index, post);
-        }
-    }
     if (const int error = check_transfer(ns, t, memory, block_bytes); error != 0) {
         return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, error, t.op);
     }
@@ -410,17 +304,6 @@ void RdmaQueue::commit() noexcept {
     deferred_tail_ = nullptr;
     deferred_count_ = 0;
     post_chain(head);
-}
-
-SubmitResult RdmaQueue::post_chain(ibv_send_wr* head) noexcept {
-    ibv_send_wr* bad = nullptr;
-    if (ibv_post_send(qp_, head, &bad) != 0) [[unlikely]] {
-        // Its pieces complete with the transport error (after the drain, which
-        // does not count on completions of what was or was not posted).
-        const int error = errno;
-        fail(TransportErrc::queue_error, error != 0 ? error : EIO, "ibv_post_send failed");
-    }
-    return SubmitResult::queued;
 }
 
 std::uint16_t RdmaQueue::submit_command(const wire::Sqe& command, Deadline deadline) {

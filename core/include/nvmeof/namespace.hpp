@@ -43,15 +43,21 @@ struct NamespaceRef {
     std::uint32_t nsid = 0;
     std::uint32_t lba_shift = 0;  // log2 of the block's data size (a power of two)
     std::uint64_t size_lbas = 0;
-    // Blocks with metadata (format.metadata_bytes non-zero) go through
-    // submit_general, which sizes them by `format`, sets PRINFO and tags, and
-    // builds a transfer that fits one command as the fast path does.
+    // Blocks with metadata (format.metadata_bytes non-zero): submit sends
+    // every transfer to submit_with_metadata, which sizes them by the fields
+    // below, sets PRINFO and tags, and builds one that fits one command as the
+    // plain common path does.
     BlockFormat format{};
-    // size_lbas where the one-command fast path may serve the namespace, 0
-    // where blocks carry metadata: its range test then sends every transfer
-    // to submit_general, with no test of its own.
-    std::uint64_t fast_path_lbas = 0;
     std::uint64_t reftag_mask = 0;  // format.reftag_mask(), kept ready for PRINFO and tags
+    // Worked out once from `format`, so that a transfer tests nothing the
+    // namespace cannot have: bytes per block in a transfer's buffer
+    // (format.transfer_block_bytes) without and with PRACT, and whether PRINFO
+    // and tags apply (the format has PI).
+    std::uint32_t block_bytes_by_pract[2] = {};
+    bool pi = false;
+    std::uint32_t buffer_block_bytes(const Protection& p) const noexcept {
+        return block_bytes_by_pract[p.pract() ? 1 : 0];
+    }
 };
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
 }  // namespace detail
@@ -72,9 +78,7 @@ using BetweenPolls = std::function<void()>;
 class Namespace {
 public:
     Namespace(detail::ControllerImpl* controller, NamespaceInfo info)
-        : controller_(controller),
-          info_(info),
-          ref_(detail::namespace_ref(info)) {}
+        : ref_(detail::namespace_ref(info)), controller_(controller), info_(info) {}
 
     std::uint32_t nsid() const { return info_.nsid; }
     std::uint32_t lba_size() const { return info_.lba_size; }
@@ -113,9 +117,10 @@ public:
     bool run(const Transfer& transfer, const BetweenPolls& between_polls = {});
 
 private:
+    // First: the data path's submit finds it at the Namespace's own address.
+    detail::NamespaceRef ref_;
     detail::ControllerImpl* controller_;
     NamespaceInfo info_;
-    detail::NamespaceRef ref_;
 };
 
 }  // namespace nvmeof

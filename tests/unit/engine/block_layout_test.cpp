@@ -100,6 +100,17 @@ TEST(BlockLayout, DataOnlyStagesThroughTheBounceArea) {
     EXPECT_TRUE(g.finishes_reads()) << "data copied out of the bounce area";
 }
 
+TEST(BlockLayout, OnlyALayoutTheHostDoesNothingToTakesTheCommonPath) {
+    // pi_act=1 with PI as the whole metadata: fio's buffer is the command's.
+    EXPECT_TRUE(layout(kPi4096, act(true, nvmeof::kPrchkAll), {4096}).common_path());
+    // The host generates and checks PI (interleaved) or stages (data-only).
+    EXPECT_FALSE(layout(kPi4096, act(false, nvmeof::kPrchkAll), {4104}).common_path());
+    EXPECT_FALSE(layout(kPi4096, act(false), {4096}).common_path());
+    // Metadata beyond the PI travels even with pi_act=1.
+    EXPECT_FALSE(layout(kGuard64, act(true), {4160}).common_path());
+    EXPECT_FALSE(layout(kGuard64, act(true), {4096}).common_path());
+}
+
 TEST(BlockLayout, MetadataWithoutPiTakesNoPrinfo) {
     const e::FileLayout l = layout(kNoPi, act(false, nvmeof::kPrchkAll), {4096});
     EXPECT_EQ(l.layout, e::BufferLayout::data_only);

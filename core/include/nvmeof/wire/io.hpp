@@ -60,15 +60,22 @@ inline std::uint32_t command_block_count(const Sqe& sqe) { return (sqe.cdw12 & k
 // storage tag and initial reference tag in the storage and reference space
 // (CDW14, CDW3, CDW2 as the format's width needs); the application tag and mask
 // in CDW15.
+// CDW12's PRINFO and STC bits of `prinfo`, and CDW15 of the tags: a transport
+// that builds a fresh command (those bits clear) ORs and stores them itself.
+inline std::uint32_t prinfo_cdw12_bits(std::uint8_t prinfo) {
+    return ((std::uint32_t{prinfo} & kPrinfoMask) << kPrinfoShift) |
+           ((std::uint32_t{prinfo} & kCheckStorageTag) << kStcFromCheckShift);
+}
+inline std::uint32_t apptag_cdw15(std::uint16_t apptag, std::uint16_t apptag_mask) {
+    return std::uint32_t{apptag} | (std::uint32_t{apptag_mask} << kApptagMaskShift);
+}
 inline void set_protection(Sqe& sqe, std::uint8_t prinfo, const CommandTagWords& words,
                            std::uint16_t apptag, std::uint16_t apptag_mask) {
-    sqe.cdw12 = (sqe.cdw12 & ~(kPrinfoMask << kPrinfoShift) & ~kStcBit) |
-                ((std::uint32_t{prinfo} & kPrinfoMask) << kPrinfoShift) |
-                ((std::uint32_t{prinfo} & kCheckStorageTag) << kStcFromCheckShift);
+    sqe.cdw12 = (sqe.cdw12 & ~(kPrinfoMask << kPrinfoShift) & ~kStcBit) | prinfo_cdw12_bits(prinfo);
     sqe.cdw2 = words.cdw2;
     sqe.cdw3 = words.cdw3;
     sqe.cdw14 = words.cdw14;
-    sqe.cdw15 = std::uint32_t{apptag} | (std::uint32_t{apptag_mask} << kApptagMaskShift);
+    sqe.cdw15 = apptag_cdw15(apptag, apptag_mask);
 }
 inline void set_protection(Sqe& sqe, const BlockFormat& format, std::uint8_t prinfo,
                            const PiTags& tags) {
