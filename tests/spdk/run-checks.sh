@@ -34,7 +34,8 @@ softverbs_run=$build/softverbs/softverbs-run
 
 all=(spdk-plugin-to-ours-plain spdk-plugin-to-ours-pi512+8-pract1 spdk-plugin-to-ours-pi4096+8-pract1
      spdk-plugin-to-ours-type1-pract0 spdk-plugin-to-ours-type3-pract0 spdk-plugin-to-ours-guard64
-     spdk-plugin-discovery ours-to-nvmf_tgt-plain ours-to-nvmf_tgt-pi discover-to-nvmf_tgt
+     spdk-plugin-discovery ours-to-nvmf_tgt-plain ours-to-nvmf_tgt-pi ours-to-nvmf_tgt-type3
+     discover-to-nvmf_tgt
      python-to-nvmf_tgt)
 checks=("$@")
 [ ${#checks[@]} -gt 0 ] || checks=("${all[@]}")
@@ -199,9 +200,11 @@ check_plugin_discovery() {
 
 # --- our side -> nvmf_tgt --------------------------------------------------------------------
 # One nvmf_tgt serves these checks: cnode1 a plain 4096-byte malloc bdev, cnode2 a 4096+8
-# type 1 PI one (interleaved), both listening on one port, with the discovery service there.
+# type 1 PI one (interleaved), cnode3 a 4096+8 type 3 one, all listening on one port, with
+# the discovery service there.
 tgt_plain=nqn.2016-06.io.spdk:cnode1
 tgt_pi=nqn.2016-06.io.spdk:cnode2
+tgt_pi3=nqn.2016-06.io.spdk:cnode3
 tgt_pid=""
 tgt_state=""     # "", "up", or why it failed
 tgt_sock=/run/nvmeof-spdk-checks-$$.sock
@@ -223,16 +226,20 @@ start_nvmf_tgt() {
         rpc nvmf_create_transport -t RDMA &&
         rpc bdev_malloc_create -b plain0 32 4096 &&
         rpc bdev_malloc_create -b pi0 32 4096 -m 8 -i -t 1 &&
+        rpc bdev_malloc_create -b pi3 32 4096 -m 8 -i -t 3 &&
         rpc nvmf_create_subsystem "$tgt_plain" -a -s SPDK0001 &&
         rpc nvmf_subsystem_add_ns "$tgt_plain" plain0 &&
         rpc nvmf_subsystem_add_listener "$tgt_plain" -t rdma -a 127.0.0.1 -s "$tgt_port" &&
         rpc nvmf_create_subsystem "$tgt_pi" -a -s SPDK0002 &&
         rpc nvmf_subsystem_add_ns "$tgt_pi" pi0 &&
         rpc nvmf_subsystem_add_listener "$tgt_pi" -t rdma -a 127.0.0.1 -s "$tgt_port" &&
+        rpc nvmf_create_subsystem "$tgt_pi3" -a -s SPDK0003 &&
+        rpc nvmf_subsystem_add_ns "$tgt_pi3" pi3 &&
+        rpc nvmf_subsystem_add_listener "$tgt_pi3" -t rdma -a 127.0.0.1 -s "$tgt_port" &&
         rpc nvmf_subsystem_add_listener "$disc" -t rdma -a 127.0.0.1 -s "$tgt_port" ||
         { tgt_state="nvmf_tgt's configuration failed: $(grep -m1 -i 'error\|exception' "$out/rpc.log")"; return 1; }
     tgt_state=up
-    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain and $tgt_pi on 127.0.0.1:$tgt_port ($((SECONDS - started)) s)"
+    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain, $tgt_pi and $tgt_pi3 on 127.0.0.1:$tgt_port ($((SECONDS - started)) s)"
 }
 stop_nvmf_tgt() {
     [ -n "$tgt_pid" ] || return 0
@@ -248,6 +255,12 @@ check_ours_plain() {
 # bounce area after fio checksummed the data, so fio's verify works here.
 check_ours_pi() {
     engine pi --subnqn="$tgt_pi" --rw=randwrite --bs=4k --size=4M --iodepth=16 --pi_act=0 \
+        "${every_check[@]}" "${verify[@]}"
+}
+# Type 3 the other way round from spdk-plugin-to-ours-type3-pract0: our engine's PI (reference
+# tag checked as asked) against SPDK's target, which leaves a type 3 reference tag unchecked.
+check_ours_pi3() {
+    engine pi3 --subnqn="$tgt_pi3" --rw=randwrite --bs=4k --size=4M --iodepth=16 --pi_act=0 \
         "${every_check[@]}" "${verify[@]}"
 }
 check_discover() {
@@ -284,6 +297,7 @@ function_of() {
         spdk-plugin-discovery) echo check_plugin_discovery ;;
         ours-to-nvmf_tgt-plain) echo check_ours_plain ;;
         ours-to-nvmf_tgt-pi) echo check_ours_pi ;;
+        ours-to-nvmf_tgt-type3) echo check_ours_pi3 ;;
         discover-to-nvmf_tgt) echo check_discover ;;
         python-to-nvmf_tgt) echo check_python ;;
     esac
