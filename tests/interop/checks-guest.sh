@@ -262,10 +262,10 @@ check_linux_host_to_ours() {
         else
             say "  connected: /dev/$dev ($(cat /sys/block/"$dev"/size) sectors)"
             # DLFEAT: our blocks read as zeroes once deallocated, and nvme-cli says so.
-            local dlfeat; dlfeat="$(nvme id-ns "/dev/$dev" -H 2>&1 | grep 'Deallocated Read Value' | head -1)"
+            local dlfeat; dlfeat="$(nvme id-ns "/dev/$dev" -H 2>&1 | grep 'Bytes Read From a Deallocated' | head -1)"
             echo "id-ns: $dlfeat" >> "$log"
             case "$dlfeat" in
-                *"0x00"*) say "  id-ns:${dlfeat#*:*:}" ;;
+                *"Metadata are 0x00"*) say "  id-ns dlfeat:${dlfeat#*:}" ;;
                 *) problem "nvme id-ns -H: '$dlfeat' (DLFEAT should say all bytes 0x00)" ;;
             esac
             cat > "$work/kernel-host.fio" <<JOB
