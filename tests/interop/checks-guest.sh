@@ -265,7 +265,7 @@ check_linux_host_to_ours() {
             local dlfeat; dlfeat="$(nvme id-ns "/dev/$dev" -H 2>&1 | grep 'Bytes Read From a Deallocated' | head -1)"
             echo "id-ns: $dlfeat" >> "$log"
             case "$dlfeat" in
-                *"Metadata are 0x00"*) say "  id-ns dlfeat:${dlfeat#*:}" ;;
+                *"Metadata are 0x00"*) say "  id-ns dlfeat: ${dlfeat#*] : }" ;;
                 *) problem "nvme id-ns -H: '$dlfeat' (DLFEAT should say all bytes 0x00)" ;;
             esac
             cat > "$work/kernel-host.fio" <<JOB
