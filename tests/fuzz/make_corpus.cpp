@@ -16,6 +16,7 @@
 #include "nvmeof/wire/identify.hpp"
 #include "nvmeof/wire/io.hpp"
 #include "nvmeof/wire/rdma_cm.hpp"
+#include "nvmeof/wire/tcp.hpp"
 #include "target_driver.hpp"
 #include "wire.h"
 
@@ -90,6 +91,53 @@ void rdma_cm() {
     seed(1, wire::rdma_cm_reply(32), "reply");
     seed(2, wire::rdma_cm_reject(wire::RdmaCmRejectStatus::invalid_host_sq_size), "reject");
     write_seed("rdma_cm_private_data", "reject-short", Bytes{2, 0});
+}
+
+// NVMe/TCP PDU streams as each side receives them (tcp_pdu.cpp's setup byte:
+// bit 0 controller, bit 1 header digest, bit 2 data digest, bit 3 initialized,
+// bit 7 digests taken as matching).
+void tcp_seeds() {
+    const wire::TcpDigests none{};
+    const wire::TcpDigests both{true, true};
+    auto with_data = [](Bytes b, std::uint32_t pad, std::uint32_t data, std::uint32_t digest) {
+        b.resize(b.size() + pad + data + digest, 0x5A);
+        return b;
+    };
+    // The host: ICResp, then a read's C2HData with SUCCESS, a write's R2T, a CapsuleResp.
+    Bytes host{0x00};
+    append(host, wire::tcp_ic_resp(0, none, 131072));
+    wire::Cqe cqe{};
+    cqe.command_id = 1;
+    Bytes c2h;
+    append(c2h, wire::tcp_c2h_data(1, 0, 4096, true, true, none, 0));
+    append(host, with_data(c2h, 0, 4096, 0));
+    append(host, wire::tcp_r2t(2, 7, 0, 8192, none));
+    append(host, wire::tcp_capsule_resp(cqe, none));
+    write_seed("tcp_pdu", "host-read-write", host);
+    // The same after ICResp, both digests (taken as matching).
+    Bytes host_digests{0x8E};
+    Bytes c2h_digests;
+    append(c2h_digests, wire::tcp_c2h_data(1, 0, 512, true, false, both, 0));
+    append(host_digests, with_data(c2h_digests, 4, 512, 4));
+    Bytes resp;
+    append(resp, wire::tcp_capsule_resp(cqe, both));
+    append(host_digests, with_data(resp, 4, 0, 0));
+    write_seed("tcp_pdu", "host-digests", host_digests);
+    Bytes term{0x08};
+    append(term, wire::tcp_term_req(wire::TcpPduType::c2h_term_req,
+                                    wire::TcpFatalError::header_digest_error, 72, 24));
+    append(term, wire::tcp_capsule_resp(cqe, none));
+    write_seed("tcp_pdu", "host-term-req", term);
+    // The controller: ICReq, a write capsule with 4 KiB in it, H2CData.
+    Bytes controller{0x01};
+    append(controller, wire::tcp_ic_req(0, none, 0));
+    Bytes cmd;
+    append(cmd, wire::tcp_capsule_cmd(wire::make_sqe(0x01, 1), 4096, none, 0));
+    append(controller, with_data(cmd, 0, 4096, 0));
+    Bytes h2c;
+    append(h2c, wire::tcp_h2c_data(2, 7, 0, 8192, true, none, 0));
+    append(controller, with_data(h2c, 0, 8192, 0));
+    write_seed("tcp_pdu", "controller-write", controller);
 }
 
 void identify_seed(const std::string& name, std::uint8_t selector, const Bytes& page) {
@@ -333,6 +381,7 @@ int main(int argc, char** argv) {
     (void)t.enable(admin);
     cqe_status(connected.cqe);
     rdma_cm();
+    tcp_seeds();
     target_side(t, admin);
     discovery(t);
     connect_seeds();

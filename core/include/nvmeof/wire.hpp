@@ -1,4 +1,4 @@
-// Everything of the NVMe-oF/RDMA wire layer.
+// Everything of the NVMe-oF wire layer (RDMA and TCP).
 #pragma once
 
 #include "nvmeof/wire/admin.hpp"
@@ -15,3 +15,4 @@
 #include "nvmeof/wire/registers.hpp"
 #include "nvmeof/wire/sgl.hpp"
 #include "nvmeof/wire/status.hpp"
+#include "nvmeof/wire/tcp.hpp"
