@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every #include follows the layers (docs/architecture.md, "The layers").
 
-    wire layout <- verbs <- memory <- transport, gpu <- host <- public API
+    wire layout <- verbs, socket <- memory <- transport, gpu <- host <- public API
     <- engine, cli, python, examples
 
 Each source folder may reach only the layers RULES lists for it, directly or
@@ -45,9 +45,11 @@ RULES = {
     "core/include/nvmeof": {API, WIRE},
     "core/wire": {WIRE},
     "core/verbs": {"verbs"},
+    # Non-blocking TCP streams (NVMe/TCP), beside verbs: system headers only.
+    "core/socket": {"socket"},
     "core/auth": {"auth", WIRE},
     "core/memory": {"memory", "verbs", API, WIRE},
-    "core/transport": {"transport", "memory", "verbs", API, WIRE},
+    "core/transport": {"transport", "memory", "verbs", "socket", API, WIRE},
     "core/gpu": {"gpu", "memory", "verbs", API, WIRE},
     "core/host": {"host", "transport", "gpu", "memory", "verbs", "auth", API, WIRE},
     # The engine uses the public API only: it knows nothing of capsules.
@@ -69,7 +71,7 @@ RULES = {
     "bench": {WIRE},
     "tests": None,
 }
-INTERNAL = {"verbs", "memory", "transport", "gpu", "host", "auth", "softverbs"}
+INTERNAL = {"verbs", "socket", "memory", "transport", "gpu", "host", "auth", "softverbs"}
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cc")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 NAMES_WIRE = re.compile(r"\bwire::")
