@@ -235,7 +235,7 @@ void TcpQueue::on_ic_req(const std::uint8_t* pdu) {
     digests.header = (req.dgst & wire::kTcpDigestHeaderEnable) != 0;
     digests.data = (req.dgst & wire::kTcpDigestDataEnable) != 0;
     hpda_ = req.hpda;
-    maxr2t_ = req.maxr2t;
+    // MAXR2T needs no bookkeeping: one R2T per command is within any value.
     const wire::TcpIcResp resp = wire::tcp_ic_resp(0, digests, kTcpMaxH2cData);
     append_pdu(&resp, sizeof resp, {}, false);
     receive_.initialized = true;

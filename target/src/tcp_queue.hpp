@@ -102,7 +102,6 @@ class TcpQueue {
 
     wire::TcpReceiveState receive_;  // what the next common header is checked against
     std::uint8_t hpda_ = 0;          // the host's alignment for C2HData
-    std::uint32_t maxr2t_ = 0;       // 0's based; one R2T per command is always within it
 
     std::vector<std::uint8_t> in_;
     std::size_t in_start_ = 0;  // bytes of in_ already taken as PDUs
