@@ -27,9 +27,12 @@ namespace {
 constexpr std::uint8_t kRecommendedArbitrationBurst = 6;  // RAB, as nvmet and SPDK
 constexpr std::uint8_t kSqEntrySizes = 0x66;              // SQES: 64 bytes min and max
 constexpr std::uint8_t kCqEntrySizes = 0x44;              // CQES: 16 bytes
-constexpr std::uint32_t kSglSupport = 0x00100005;         // SGLS: keyed + offset, like nvmet
-constexpr std::uint32_t kResponseCapsuleUnits = 1;        // IORCSZ: 16-byte responses
-constexpr std::uint8_t kMaxSglDataDescriptors = 1;        // MSDBD, like nvmet
+// SGLS, like nvmet: SGLs with no alignment rule (bit 0), Keyed SGL Data Blocks
+// (bit 2, RDMA only) and in-capsule data by offset (bit 20).
+constexpr std::uint32_t kSglSupportRdma = 0x00100005;
+constexpr std::uint32_t kSglSupportTcp = 0x00100001;
+constexpr std::uint32_t kResponseCapsuleUnits = 1;  // IORCSZ: 16-byte responses
+constexpr std::uint8_t kMaxSglDataDescriptors = 1;  // MSDBD, like nvmet
 constexpr std::uint16_t kDiscoveryPortId = 1;
 constexpr std::uint64_t kDiscoveryGeneration = 1;  // the configuration never changes
 constexpr char kModel[] = "nvmeof-target";
@@ -275,7 +278,7 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
                 id.mnan = id.nn;
             }
             id.oncs = wire::kOncsCompare | wire::kOncsDatasetManagement | wire::kOncsWriteZeroes;
-            id.sgls = kSglSupport;
+            id.sgls = config_.transport == Transport::tcp ? kSglSupportTcp : kSglSupportRdma;
             wire::copy_to_field(id.subnqn, sizeof id.subnqn, subsystem.nqn);
             id.ioccsz = config_.limits.ioccsz;
             id.iorcsz = kResponseCapsuleUnits;
@@ -496,6 +499,9 @@ Completion CommandCore::execute_get_log_page(Controller& ctrl, const Sqe& sqe,
             continue;
         }
         wire::DiscoveryRecord record;
+        // TCP's TSAS is SECTYPE 0 (no TLS), all zeroes, as nvmet fills it.
+        record.transport = config_.transport == Transport::tcp ? wire::TransportType::tcp
+                                                               : wire::TransportType::rdma;
         record.family = ipv6 ? wire::AddressFamily::ipv6 : wire::AddressFamily::ipv4;
         record.subtype = wire::SubsystemType::nvm;
         record.port_id = kDiscoveryPortId;

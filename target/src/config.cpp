@@ -24,13 +24,15 @@ constexpr std::uint64_t kMaxPorts = 64;
 
 constexpr std::string_view kHelp = R"(Usage: nvmeof-target [OPTIONS]
 
-A userspace NVMe-over-Fabrics target on the RDMA transport (rdma-core verbs and RDMA-CM).
+A userspace NVMe-over-Fabrics target on the RDMA transport (rdma-core verbs and RDMA-CM)
+or the TCP transport (NVMe/TCP over plain sockets).
 Once listening it prints exactly one line to stdout, "listening on ADDR:PORT" ("[ADDR]:PORT"
 for IPv6); everything else goes to stderr.
 
 Listening:
+  --transport rdma|tcp     the fabric: NVMe/RDMA (default) or NVMe/TCP
   --listen ADDR            address to listen on (default 127.0.0.1; IPv6 as ::1 or [::1])
-  --port PORT              RDMA-CM port (default 4420; 0 picks a free port); repeatable:
+  --port PORT              RDMA-CM or TCP port (default 4420; 0 picks a free port); repeatable:
                            every subsystem is served on each port, one "listening on" line
                            per port in the order given
 
@@ -389,7 +391,16 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
             }
         };
 
-        if (option == "--listen") {
+        if (option == "--transport") {
+            const auto name = take();
+            if (name == "rdma") {
+                config.transport = Transport::rdma;
+            } else if (name == "tcp") {
+                config.transport = Transport::tcp;
+            } else {
+                throw UsageError("--transport " + quoted(name) + ": expected rdma or tcp");
+            }
+        } else if (option == "--listen") {
             config.listen_address = std::string(take());
             // IPv6 may come bracketed ("[::1]"), as in URLs.
             if (config.listen_address.size() >= 2 && config.listen_address.front() == '[' &&
@@ -523,6 +534,14 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     }
     for (const auto& change : config.faults.ana_changes) {
         check_port_index(change.port_index, "--fault ana-change-after");
+    }
+    // NVMe/TCP has no connection manager to reject with a status, and no
+    // CM REP to carry a CRQSIZE.
+    if (config.transport == Transport::tcp && config.faults.reject_connect) {
+        throw UsageError("--fault reject-connect is NVMe/RDMA only (--transport rdma)");
+    }
+    if (config.transport == Transport::tcp && config.limits.crqsize) {
+        throw UsageError("--crqsize is NVMe/RDMA only (--transport rdma)");
     }
     for (const auto& [nqn, keys] : config.dhchap.hosts) {
         if (!keys.host_key) {

@@ -147,7 +147,12 @@ struct DhchapConfig {
                                          std::end(wire::kAllDhGroups)};
 };
 
+// The fabric the target serves: NVMe/RDMA (rdma-core verbs and RDMA-CM) or
+// NVMe/TCP (plain sockets).
+enum class Transport : std::uint8_t { rdma, tcp };
+
 struct TargetConfig {
+    Transport transport = Transport::rdma;
     std::string listen_address = "127.0.0.1";
     std::uint16_t port = 4420;
     std::vector<std::uint16_t> more_ports;  // --port repeated: the same subsystems on each

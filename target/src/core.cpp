@@ -9,6 +9,7 @@
 #include "core_internal.hpp"
 #include "nvmeof/wire/identify.hpp"
 #include "nvmeof/wire/registers.hpp"
+#include "nvmeof/wire/sgl.hpp"
 
 namespace nvmeof::target {
 
@@ -19,6 +20,14 @@ using wire::FabricsType;
 using wire::GenericStatus;
 using wire::Sqe;
 using wire::Status;
+
+namespace {
+
+// NVMe/TCP's Transport SGL Data Block descriptor: 0x5A.
+constexpr std::uint8_t kTransportDataBlock =
+    wire::sgl_identifier(wire::SglType::transport_data_block, wire::SglSubtype::transport_specific);
+
+}  // namespace
 
 bool Subsystem::allows(std::string_view hostnqn) const {
     return allowed_hosts.empty() ||
@@ -180,7 +189,26 @@ bool CommandCore::check_data_pointer(const QueueState& queue, const Sqe& sqe,
                      *plan.length_rule != '\0' ? ": " : "", plan.length_rule);
         return false;
     };
-    if (sgl.is_keyed()) {
+    const bool tcp = queue.transport == Transport::tcp;
+    // NVMe/TCP names data the host does not put in the capsule with a
+    // Transport SGL Data Block (type 5, subtype 0xA: Linux's and SPDK's hosts
+    // send 0x5A); keys mean nothing without RDMA, so a keyed one is refused
+    // there, as nvmet-tcp does.
+    // A descriptor of length 0 moves nothing whatever its type: nvmet-tcp
+    // ignores it, and a host may send any for a command without data.
+    if (tcp && plan.length == 0 && sgl.unkeyed_length() == 0) {
+        return true;
+    }
+    if (tcp && sgl.identifier == kTransportDataBlock) {
+        if (!length_ok(sgl.unkeyed_length())) {
+            return refuse(GenericStatus::data_sgl_length_invalid);
+        }
+        if (plan.length > 0) {
+            plan.source = DataSource::transport;
+        }
+        return true;
+    }
+    if (sgl.is_keyed() && !tcp) {
         if (sgl.subtype() != wire::SglSubtype::address &&
             sgl.subtype() != wire::SglSubtype::invalidate_key) {
             return refuse(GenericStatus::sgl_descriptor_type_invalid);

@@ -62,20 +62,21 @@ struct Controller {
     unsigned held_async_events = 0;
     std::size_t port_index = 0;       // the --port its admin queue came through (ANA state)
     bool ana_notice_pending = false;  // its port's ANA state changed; not yet reported
-    std::string local_address;  // of the admin queue: a wildcard listener's discovery TRADDR
+    std::string local_address;        // of the admin queue: a wildcard listener's discovery TRADDR
     wire::HostBehaviorSupport host_behavior{};  // as the host last set it: all disabled at first
 };
 
 // Per-queue state the transport owns and the core updates.
 struct QueueState {
-    std::uint16_t qid = 0;     // from the CM REQ
-    std::uint16_t cntlid = 0;  // 0 until Connect succeeds
+    Transport transport = Transport::rdma;  // which SGL forms its commands may carry
+    std::uint16_t qid = 0;                  // from the CM REQ (RDMA) or the Connect command (TCP)
+    std::uint16_t cntlid = 0;               // 0 until Connect succeeds
     bool connected = false;
     std::uint16_t sqsize = 0;  // 0's based, from Connect
     std::uint16_t sq_head = 0;
     bool sq_flow_control_disabled = false;
     std::uint32_t in_capsule_capacity = 0;  // bytes of data a capsule may carry
-    std::string local_address;  // the address the host reached (numeric), "" when unknown
+    std::string local_address;   // the address the host reached (numeric), "" when unknown
     std::size_t port_index = 0;  // which --port (0-based) the queue came through
     // DH-HMAC-CHAP: set by Connect for a host with a key; until `authenticated`
     // only Authentication Send/Receive run (anything else: 0x91).
@@ -87,7 +88,10 @@ struct QueueState {
     wire::QueueKind kind() const { return qid == 0 ? wire::QueueKind::admin : wire::QueueKind::io; }
 };
 
-enum class DataSource : std::uint8_t { none, keyed, in_capsule };
+// Where a command's data is: host memory named by a keyed SGL (RDMA READ or
+// WRITE), after the SQE in the capsule, or moved by the transport's own PDUs
+// (NVMe/TCP: R2T and H2CData to the controller, C2HData to the host).
+enum class DataSource : std::uint8_t { none, keyed, in_capsule, transport };
 
 // What plan() decided.
 struct DataPlan {
@@ -102,8 +106,8 @@ struct DataPlan {
     // How `length` follows from the command, named in the log when the SGL's
     // length differs ("" for a fixed-size structure).
     const char* length_rule = "";
-    bool hold = false;            // never answered (Asynchronous Event Request)
-    wire::Status injected;        // a fault to return from execute() instead of running
+    bool hold = false;      // never answered (Asynchronous Event Request)
+    wire::Status injected;  // a fault to return from execute() instead of running
     bool inject = false;
 };
 

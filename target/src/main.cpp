@@ -1,5 +1,5 @@
 // nvmeof-target: command line, signals, and the lifetime of the core and the
-// RDMA server (docs/target-cli.md).
+// RDMA or TCP server (docs/target-cli.md).
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "core.hpp"
 #include "rdma_server.hpp"
+#include "tcp_server.hpp"
 
 namespace {
 
@@ -32,6 +33,21 @@ int usage_error(const std::string& what) {
     return nvmeof::target::kUsageExitCode;
 }
 
+// Either server: listen, say where, serve until a signal, then stop.
+template <typename Server>
+void run_server(Server& server, const nvmeof::target::TargetConfig& config) {
+    // IPv6 bracketed ("[::1]:4420"), so the port stays unambiguous.
+    const bool ipv6 = config.listen_address.find(':') != std::string::npos;
+    for (const std::uint16_t port : server.listen()) {
+        std::printf(ipv6 ? "listening on [%s]:%u\n" : "listening on %s:%u\n",
+                    config.listen_address.c_str(), static_cast<unsigned>(port));
+    }
+    std::fflush(stdout);
+    server.run(g_stop);
+    std::fprintf(stderr, "nvmeof-target: stopping\n");
+    server.shutdown();
+}
+
 int serve(const nvmeof::target::TargetConfig& config) {
     using namespace nvmeof::target;
     Stats stats;
@@ -46,17 +62,13 @@ int serve(const nvmeof::target::TargetConfig& config) {
             return usage_error(e.what());
         }
         try {
-            RdmaServer server(*core, config, stats);
-            // IPv6 bracketed ("[::1]:4420"), so the port stays unambiguous.
-            const bool ipv6 = config.listen_address.find(':') != std::string::npos;
-            for (const std::uint16_t port : server.listen()) {
-                std::printf(ipv6 ? "listening on [%s]:%u\n" : "listening on %s:%u\n",
-                            config.listen_address.c_str(), static_cast<unsigned>(port));
+            if (config.transport == Transport::tcp) {
+                TcpServer server(*core, config, stats);
+                run_server(server, config);
+            } else {
+                RdmaServer server(*core, config, stats);
+                run_server(server, config);
             }
-            std::fflush(stdout);
-            server.run(g_stop);
-            std::fprintf(stderr, "nvmeof-target: stopping\n");
-            server.shutdown();
         } catch (const std::exception& e) {
             std::fprintf(stderr, "nvmeof-target: %s\n", e.what());
             status = 1;

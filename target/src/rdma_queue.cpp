@@ -252,31 +252,9 @@ void RdmaQueue::handle_receive(std::uint32_t index, std::uint32_t byte_len) {
         fail("capsule shorter than a command");
         return;
     }
-    TransportFaults& faults = ctx_.faults;
-    ++faults.commands;
-    const auto& config = ctx_.config.faults;
-    if (config.stop_answering_after && faults.commands > *config.stop_answering_after) {
-        if (!faults.stop_logged) {
-            faults.stop_logged = true;
-            std::fprintf(stderr,
-                         "nvmeof-target: fault: stop-answering-after=%llu: commands from now on "
-                         "are received but never answered\n",
-                         static_cast<unsigned long long>(*config.stop_answering_after));
-        }
-        ++ctx_.stats.faults_injected;
+    if (swallow_capsule(ctx_, nvme_.qid, capsule[0])) {
         post_receive(index);
         return;
-    }
-    if (nvme_.qid != 0 && capsule[0] != wire::kFabricsOpcode &&
-        ++faults.io_commands == config.ignore_io) {
-        std::fprintf(stderr, "nvmeof-target: fault: ignore-io=%llu: I/O command never answered\n",
-                     static_cast<unsigned long long>(faults.io_commands));
-        ++ctx_.stats.faults_injected;
-        post_receive(index);
-        return;
-    }
-    if (config.drop_after && faults.commands == *config.drop_after) {
-        faults.drop_requested = true;
     }
     Request* req = take_request();
     if (req == nullptr) {

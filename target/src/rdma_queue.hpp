@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core.hpp"
+#include "queue_context.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::target {
@@ -25,23 +26,6 @@ struct Device {
 // Gets and acknowledges every pending completion-channel event (the loop
 // polls all CQs anyway).
 void drain_completion_channel(Device& device);
-
-// Faults counted over all queues (docs/target-cli.md), shared by the server.
-struct TransportFaults {
-    std::uint64_t commands = 0;   // every capsule received
-    std::uint64_t io_commands = 0;  // of those, on I/O queues and not Fabrics commands
-    bool drop_requested = false;  // drop-after reached: disconnect everything
-    bool drop_done = false;
-    bool stop_logged = false;
-    bool delay_logged = false;
-};
-
-struct QueueContext {
-    CommandCore& core;
-    Stats& stats;
-    const TargetConfig& config;
-    TransportFaults& faults;
-};
 
 struct QueueSizes {
     std::uint32_t receive_count = 0;  // command buffers posted (HSQSIZE + 1)
@@ -131,7 +115,7 @@ class RdmaQueue {
     std::deque<Request*> delayed_;
     std::uint32_t in_flight_ = 0;              // received and not yet answered
     std::vector<Request*> held_async_events_;  // Asynchronous Event Requests not yet answered
-    ibv_send_wr* pass_head_ = nullptr;  // READs and responses of this pass, not yet posted
+    ibv_send_wr* pass_head_ = nullptr;         // READs and responses of this pass, not yet posted
     ibv_send_wr* pass_tail_ = nullptr;
 };
 

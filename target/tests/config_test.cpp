@@ -69,11 +69,11 @@ TEST(Config, LimitsListenAndStats) {
 }
 
 TEST(Config, Faults) {
-    const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "reject-connect=6", "--fault",
-                                  "connect-status=1/0x81", "--fault", "fail-io=3:2/0x81", "--fault",
-                                  "fail-lba=10-20:0/0x80", "--fault", "drop-after=50", "--fault",
-                                  "delay-ms=5", "--fault=stop-answering-after=7", "--fault",
-                                  "ignore-io=9"});
+    const TargetConfig c =
+        parse({"--subsystem", "nqn.a", "--fault", "reject-connect=6", "--fault",
+               "connect-status=1/0x81", "--fault", "fail-io=3:2/0x81", "--fault",
+               "fail-lba=10-20:0/0x80", "--fault", "drop-after=50", "--fault", "delay-ms=5",
+               "--fault=stop-answering-after=7", "--fault", "ignore-io=9"});
     const FaultConfig& f = c.faults;
     EXPECT_EQ(f.reject_connect, 6);
     ASSERT_TRUE(f.connect_status);
@@ -131,6 +131,19 @@ TEST(Config, AnaStatesAndChanges) {
         std::string::npos);
 }
 
+TEST(Config, Transport) {
+    EXPECT_EQ(parse({"--subsystem", "nqn.a"}).transport, Transport::rdma);
+    EXPECT_EQ(parse({"--transport", "tcp", "--subsystem", "nqn.a"}).transport, Transport::tcp);
+    EXPECT_EQ(parse({"--transport=rdma", "--subsystem", "nqn.a"}).transport, Transport::rdma);
+    EXPECT_EQ(error_of({"--transport", "fc", "--subsystem", "nqn.a"}),
+              "--transport \"fc\": expected rdma or tcp");
+    EXPECT_EQ(
+        error_of({"--transport", "tcp", "--subsystem", "nqn.a", "--fault", "reject-connect=6"}),
+        "--fault reject-connect is NVMe/RDMA only (--transport rdma)");
+    EXPECT_EQ(error_of({"--transport", "tcp", "--crqsize", "8", "--subsystem", "nqn.a"}),
+              "--crqsize is NVMe/RDMA only (--transport rdma)");
+}
+
 TEST(Config, Help) {
     TargetConfig config;
     EXPECT_EQ(parse_command_line({"--subsystem", "nqn.a", "--help"}, config), ParseOutcome::help);
@@ -180,13 +193,18 @@ TEST(Config, Errors) {
 }
 
 TEST(Config, NamespacesWithMetadataAndProtection) {
-    const TargetConfig c =
-        parse({"--subsystem", "nqn.a", "--namespace", "ram:64M:512+8:pi1", "--namespace",
-               "ram:64M:4096+64:pi1:guard64", "--namespace", "ram:16M:512+16", "--namespace",
-               "ram:1M:512+16:first:pi2", "--namespace", "ram:1M:4096+16:pi3:guard64:first",
-               "--size", "4M", "--namespace", "file:/tmp/a:b.img:512+32:pi3", "--namespace",
-               "file:/tmp/c.img:4096", "--namespace", "ram:1M:4096+16:pi1:guard32", "--namespace",
-               "ram:1M:512+8:pi2:sts=12", "--namespace", "file:/tmp/d.img:512+16:pi1:guard64:sts=48"});
+    const TargetConfig c = parse({"--subsystem", "nqn.a",
+                                  "--namespace", "ram:64M:512+8:pi1",
+                                  "--namespace", "ram:64M:4096+64:pi1:guard64",
+                                  "--namespace", "ram:16M:512+16",
+                                  "--namespace", "ram:1M:512+16:first:pi2",
+                                  "--namespace", "ram:1M:4096+16:pi3:guard64:first",
+                                  "--size",      "4M",
+                                  "--namespace", "file:/tmp/a:b.img:512+32:pi3",
+                                  "--namespace", "file:/tmp/c.img:4096",
+                                  "--namespace", "ram:1M:4096+16:pi1:guard32",
+                                  "--namespace", "ram:1M:512+8:pi2:sts=12",
+                                  "--namespace", "file:/tmp/d.img:512+16:pi1:guard64:sts=48"});
     const auto& ns = c.subsystems[0].namespaces;
     ASSERT_EQ(ns.size(), 10u);
     EXPECT_EQ(ns[0].size_bytes, 64u << 20);
@@ -248,8 +266,7 @@ TEST(Config, NamespaceProtectionErrors) {
     EXPECT_NE(error("ram:1M:512+16:pi1:guard32:guard64").find("exclude each other"),
               std::string::npos);
     EXPECT_NE(error("ram:1M:512+16:sts=8").find("sts needs a PI type"), std::string::npos);
-    EXPECT_NE(error("ram:1M:512+16:pi1:guard32:sts=8").find("sts=8 is outside"),
-              std::string::npos);
+    EXPECT_NE(error("ram:1M:512+16:pi1:guard32:sts=8").find("sts=8 is outside"), std::string::npos);
     EXPECT_NE(error("ram:1M:512+8:pi1:sts=33").find("sts=33 is outside"), std::string::npos);
     EXPECT_NE(error("ram:1M:512+16:pi1:guard64:sts=49").find("sts=49 is outside"),
               std::string::npos);

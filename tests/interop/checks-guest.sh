@@ -23,6 +23,7 @@ rnqn="nqn.2026-12.io.nvmeof:kernel-restricted"   # kernel target subsystem, othe
 our_nqn="nqn.2026-12.io.nvmeof:interop-ours"
 our_port_host=4421                 # our target for the Linux host (check 3)
 our_port_engine=4422               # our target for our engine (check 4)
+our_port_host_tcp=4424             # our target over NVMe/TCP for the Linux host
 idle_port=4499                     # nothing listens here (check 5)
 # Under TCG I/O is ~100x slower than hardware: generous per-I/O timeouts, bounded runs.
 io_timeout_ms=60000
@@ -227,19 +228,23 @@ check_core_to_kernel() {
 }
 
 # ---- 3. Linux host (nvme-cli, nvme-rdma) -> our nvmeof-target --------------------------
-check_linux_host_to_ours() {
-    begin linux-host-to-ours
-    start_target "$our_port_host" --subsystem "$our_nqn" --namespace ram:64M || { finish linux-host-to-ours; return; }
+# linux_host_to_ours NAME TRTYPE PORT [TARGET OPTION...]: the Linux host discovers, connects
+# to, verifies I/O on and disconnects from our target over TRTYPE (rdma or tcp).
+linux_host_to_ours() {
+    local name=$1 trtype=$2 port=$3; shift 3
+    begin "$name"
+    start_target "$port" "$@" --subsystem "$our_nqn" --namespace ram:64M || { finish "$name"; return; }
     local out rc=0
-    out="$(timeout -k 5 60 nvme discover -t rdma -a "$addr" -s "$our_port_host" 2>&1)" || rc=$?
+    out="$(timeout -k 5 60 nvme discover -t "$trtype" -a "$addr" -s "$port" 2>&1)" || rc=$?
     echo "$out" >> "$log"
     if [ $rc -ne 0 ]; then problem "nvme discover exit $rc: $(echo "$out" | tail -1)"
     elif ! grep -q "subnqn: *$our_nqn" <<< "$out"; then problem "discovery log does not list $our_nqn"
+    elif ! grep -q "trtype: *$trtype" <<< "$out"; then problem "discovery log does not name trtype $trtype"
     else say "  discover: $(grep -c '^=====Discovery Log Entry' <<< "$out") record(s)"; fi
 
     local dmesg_before; dmesg_before="$(dmesg | wc -l)"
     rc=0
-    out="$(timeout -k 5 90 nvme connect -t rdma -a "$addr" -s "$our_port_host" -n "$our_nqn" 2>&1)" || rc=$?
+    out="$(timeout -k 5 90 nvme connect -t "$trtype" -a "$addr" -s "$port" -n "$our_nqn" 2>&1)" || rc=$?
     echo "$out" >> "$log"
     local dev=""
     if [ $rc -ne 0 ]; then problem "nvme connect exit $rc: $(echo "$out" | tail -1)"
@@ -296,10 +301,16 @@ JOB
     # The Linux host must not have complained about our controller (e.g. a failed Identify).
     local complaints; complaints="$(dmesg | tail -n +"$((dmesg_before + 1))" | grep -E 'nvme' |
         grep -iE 'error|fail|invalid|timeout|reset|not supported|warn' | head -3)"
-    dmesg | tail -n +"$((dmesg_before + 1))" | grep -iE 'nvme|rdma' >> "$log"
+    dmesg | tail -n +"$((dmesg_before + 1))" | grep -iE "nvme|$trtype" >> "$log"
     [ -z "$complaints" ] || problem "kernel host logged: $(echo "$complaints" | tr '\n' '|')"
     stop_target
-    finish linux-host-to-ours
+    finish "$name"
+}
+check_linux_host_to_ours() { linux_host_to_ours linux-host-to-ours rdma "$our_port_host"; }
+# The same over NVMe/TCP (nvmeof-target --transport tcp, the kernel's nvme-tcp host).
+check_linux_host_tcp_to_ours() {
+    modprobe nvme-tcp 2>/dev/null || true
+    linux_host_to_ours linux-host-tcp-to-ours tcp "$our_port_host_tcp" --transport tcp
 }
 
 # ---- 4. our engine -> our target over rxe ---------------------------------------------
@@ -684,7 +695,7 @@ JOB
     finish in-capsule-against-kernel
 }
 
-all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours engine-to-ours errors-against-kernel
+all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours linux-host-tcp-to-ours engine-to-ours errors-against-kernel
      discovery-against-kernel reconnect-against-kernel in-capsule-against-kernel)
 [ $# -gt 0 ] && all=("$@")
 for c in "${all[@]}"; do
@@ -692,6 +703,7 @@ for c in "${all[@]}"; do
         engine-to-kernel) check_engine_to_kernel ;;
         core-integration-to-kernel) check_core_to_kernel ;;
         linux-host-to-ours) check_linux_host_to_ours ;;
+        linux-host-tcp-to-ours) check_linux_host_tcp_to_ours ;;
         engine-to-ours) check_engine_to_ours ;;
         errors-against-kernel) check_errors_against_kernel ;;
         discovery-against-kernel) check_discovery_against_kernel ;;

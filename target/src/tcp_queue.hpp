@@ -1,0 +1,118 @@
+// One NVMe queue on one NVMe/TCP connection: the PDU receive state machine
+// (ICReq, CapsuleCmd, H2CData, H2CTermReq), the data path (in-capsule data,
+// R2T then H2CData for the rest of host→controller data, C2HData for
+// controller→host data), digests, and the C2HTermReq that ends a connection
+// over a malformed PDU. The socket is non-blocking: the queue buffers what it
+// cannot send yet, and stops taking PDUs in while too much waits to go out.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core.hpp"
+#include "nvmeof/wire/tcp.hpp"
+#include "queue_context.hpp"
+
+namespace nvmeof::target {
+
+// Bytes of data one H2CData PDU may carry (ICResp MAXH2CDATA), and the most
+// one C2HData PDU carries: a read larger than this goes out in several.
+inline constexpr std::uint32_t kTcpMaxH2cData = 128 * 1024;
+inline constexpr std::uint32_t kTcpMaxC2hData = 64 * 1024;
+// The Linux host sends admin commands up to 8 KiB of in-capsule data
+// (NVME_TCP_ADMIN_CCSZ) whatever IOCCSZ says; IOCCSZ is the I/O queues' size.
+inline constexpr std::uint32_t kTcpAdminInCapsuleBytes = 8192;
+
+class TcpQueue {
+  public:
+    enum class State : std::uint8_t { live, closing, closed };
+
+    // Owns `fd` (connected, non-blocking).
+    TcpQueue(int fd, std::size_t port_index, std::uint16_t local_port, std::string local_address,
+             QueueContext context);
+    ~TcpQueue();
+    TcpQueue(const TcpQueue&) = delete;
+    TcpQueue& operator=(const TcpQueue&) = delete;
+
+    int fd() const { return fd_; }
+    State state() const { return state_; }
+    QueueState& nvme() { return nvme_; }
+    std::uint16_t local_port() const { return local_port_; }
+
+    // Reads what the socket has and runs every whole PDU; returns the bytes read.
+    std::size_t on_readable();
+    // Runs PDUs already buffered (held back while output was piling up).
+    int pump();
+    // Sends what waits; returns the bytes sent.
+    std::size_t flush();
+    bool wants_read() const { return state_ == State::live && !output_full(); }
+    bool wants_write() const { return out_.size() > out_sent_; }
+
+    // Admin queue: completes held Asynchronous Event Requests with the events
+    // the core has for its controller; returns how many.
+    int deliver_async_events();
+    // Sends responses whose delay (delay-ms fault) has passed; returns the
+    // earliest still pending, or time_point::max().
+    Clock::time_point flush_delayed(Clock::time_point now);
+    // Stops taking commands, sends what waits, then closes (logged once).
+    void begin_close(const char* why);
+    // A closing connection whose peer does not read gets this long.
+    bool close_overdue(Clock::time_point now) const;
+    void close();
+
+  private:
+    struct Command;
+
+    // One PDU at in_[in_start_...]; false when it is not all here yet.
+    bool take_pdu();
+    void on_ic_req(const std::uint8_t* pdu);
+    void on_capsule(const std::uint8_t* pdu, const wire::TcpPduExpect& expect);
+    void on_h2c_data(const std::uint8_t* pdu, const wire::TcpPduExpect& expect);
+    void on_h2c_term_req(const std::uint8_t* pdu);
+    bool data_digest_ok(const std::uint8_t* pdu, const wire::TcpPduExpect& expect) const;
+    // C2HTermReq with the fault's FES/FEI and up to 128 bytes of the header
+    // in error, one log line, then the connection closes.
+    void terminate(const wire::TcpPduFault& fault, const std::uint8_t* header,
+                   std::size_t header_bytes);
+
+    void start(std::unique_ptr<Command> cmd, std::span<std::uint8_t> in_capsule,
+               bool data_digest_error);
+    void run(std::unique_ptr<Command> cmd, std::span<std::uint8_t> data);
+    void finish(std::unique_ptr<Command> cmd, const Completion& done);
+    void send_response(Command& cmd);
+    // Appends a PDU: its header (and header digest), then its data at the
+    // header's PDO (and data digest), as negotiated.
+    void append_pdu(const void* header, std::size_t hlen, std::span<const std::uint8_t> data,
+                    bool digests);
+    bool output_full() const;
+    std::string where() const;
+
+    int fd_ = -1;
+    QueueContext ctx_;
+    QueueState nvme_;
+    std::uint16_t local_port_ = 0;
+    State state_ = State::live;
+    Clock::time_point closing_since_{};
+
+    wire::TcpReceiveState receive_;  // what the next common header is checked against
+    std::uint8_t hpda_ = 0;          // the host's alignment for C2HData
+
+    std::vector<std::uint8_t> in_;
+    std::size_t in_start_ = 0;  // bytes of in_ already taken as PDUs
+    std::vector<std::uint8_t> out_;
+    std::size_t out_sent_ = 0;
+
+    std::map<std::uint16_t, std::unique_ptr<Command>> awaiting_data_;  // by TTAG
+    std::uint16_t next_ttag_ = 0;
+    std::deque<std::unique_ptr<Command>> held_async_events_;
+    std::deque<std::unique_ptr<Command>> delayed_;
+    std::uint32_t in_flight_ = 0;  // received and not yet answered
+};
+
+}  // namespace nvmeof::target
