@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# SPDK v26.05 as a peer, both directions, over softverbs on this machine:
+# SPDK v26.05 as a peer, both directions, over softverbs (and TCP) on this machine:
 #   - SPDK's fio plugin (spdk_nvme) against nvmeof-target: a plain namespace, PI namespaces
 #     (512+8 and 4096+8 type 1 with pi_act=1; type 1 and 3 with pi_act=0; 4096+16 with the
-#     64-bit guard) and an attach through our discovery service;
+#     64-bit guard), an attach through our discovery service, and NVMe/TCP (nvmeof-target
+#     --transport tcp, with and without digests);
 #   - our fio engine (plain, and a PI malloc bdev with pi_act=0), nvmeof-discover and the Python
 #     package against SPDK's nvmf_tgt.
 # SPDK is built once per source archive (the peer's build.sh) into a cache outside the clone,
@@ -34,7 +35,7 @@ softverbs_run=$build/softverbs/softverbs-run
 
 all=(spdk-plugin-to-ours-plain spdk-plugin-to-ours-pi512+8-pract1 spdk-plugin-to-ours-pi4096+8-pract1
      spdk-plugin-to-ours-type1-pract0 spdk-plugin-to-ours-type3-pract0 spdk-plugin-to-ours-guard64
-     spdk-plugin-discovery ours-to-nvmf_tgt-plain ours-to-nvmf_tgt-pi ours-to-nvmf_tgt-type3
+     spdk-plugin-discovery spdk-plugin-to-ours-tcp spdk-plugin-to-ours-tcp-digests ours-to-nvmf_tgt-plain ours-to-nvmf_tgt-pi ours-to-nvmf_tgt-type3
      discover-to-nvmf_tgt
      python-to-nvmf_tgt)
 checks=("$@")
@@ -114,11 +115,14 @@ step() {
     esac
 }
 
-# ours NAMESPACE: starts nvmeof-target serving NAMESPACE as $ours_nqn on a free port ($ours_port).
+# ours NAMESPACE [TARGET-ARG...]: starts nvmeof-target serving NAMESPACE as $ours_nqn on a
+# free port ($ours_port).
 ours_nqn=nqn.2026-12.io.nvmeof:spdk-peer
 ours() {
+    local namespace=$1
+    shift
     "$softverbs_run" "$build/target/nvmeof-target" --listen 127.0.0.1 --port 0 \
-        --subsystem "$ours_nqn" --namespace "$1" > "$log/target.out" 2> "$log/target.log" &
+        --subsystem "$ours_nqn" --namespace "$namespace" "$@" > "$log/target.out" 2> "$log/target.log" &
     ours_pid=$!
     ours_port=$(target_port "$log/target.out" "$ours_pid") ||
         why "nvmeof-target --namespace $1 did not start: $(tail -n 1 "$log/target.log")"
@@ -130,11 +134,12 @@ stop_ours() {
 }
 
 # plugin JOB SUBNQN FIO-ARGS...: SPDK's fio plugin against our target (fio threads only; the
-# NQN's colons escaped, as fio splits filename at ':'). A run with no 'err= 0' fails too.
+# NQN's colons escaped, as fio splits filename at ':'), over $plugin_trtype (RDMA unless set).
+# A run with no 'err= 0' fails too.
 plugin() {
     local job=$1 subnqn=${2//:/\\:}
     shift 2
-    local trid="trtype=RDMA adrfam=IPv4 traddr=127.0.0.1 trsvcid=$ours_port subnqn=$subnqn ns=1"
+    local trid="trtype=${plugin_trtype:-RDMA} adrfam=IPv4 traddr=127.0.0.1 trsvcid=$ours_port subnqn=$subnqn ns=1"
     (cd "$log" && step "SPDK's fio plugin, job $job" "$log/fio.log" env LD_LIBRARY_PATH="$spdk_libs" \
         "$peer/spdk-ns.sh" "$softverbs_run" fio --thread=1 --ioengine="$plugin" --filename="$trid" \
         --name="$job" "$@") || return 1
@@ -190,6 +195,18 @@ check_plugin_guard64() {
     ours ram:16M:4096+16:pi1:guard64 || return 1
     plugin write "$ours_nqn" --rw=write --bs=4112 --size=$((4112 * 256)) --iodepth=16 --pi_act=1 "${every_check[@]}" || return 1
     plugin read "$ours_nqn" --rw=read --bs=4112 --size=$((4112 * 256)) --iodepth=16 --pi_act=1 "${every_check[@]}"
+}
+# NVMe/TCP: reads and writes from 512 B to 256 KiB (in the capsule, through R2T and H2CData,
+# back in several C2HData PDUs), without digests and with both.
+check_plugin_tcp() {
+    ours ram:32M --transport tcp || return 1
+    plugin_trtype=TCP plugin tcp "$ours_nqn" --rw=randrw --bsrange=512-256k --size=16M --iodepth=32 \
+        "${verify[@]}"
+}
+check_plugin_tcp_digests() {
+    ours ram:32M --transport tcp || return 1
+    plugin_trtype=TCP plugin tcp-digests "$ours_nqn" --digest_enable=BOTH --rw=randrw --bsrange=512-256k \
+        --size=16M --iodepth=32 "${verify[@]}"
 }
 # No subsystem NQN but the discovery NQN: the plugin (spdk_nvme_probe) reads our discovery
 # log and attaches every NVMe subsystem it lists, the one here.
@@ -295,6 +312,8 @@ function_of() {
         spdk-plugin-to-ours-type3-pract0) echo check_plugin_type3_pract0 ;;
         spdk-plugin-to-ours-guard64) echo check_plugin_guard64 ;;
         spdk-plugin-discovery) echo check_plugin_discovery ;;
+        spdk-plugin-to-ours-tcp) echo check_plugin_tcp ;;
+        spdk-plugin-to-ours-tcp-digests) echo check_plugin_tcp_digests ;;
         ours-to-nvmf_tgt-plain) echo check_ours_plain ;;
         ours-to-nvmf_tgt-pi) echo check_ours_pi ;;
         ours-to-nvmf_tgt-type3) echo check_ours_pi3 ;;
