@@ -15,6 +15,7 @@ packages=(
     python3-mesonpy python3-venv  # pip install . (pyproject.toml) into a venv, offline
     debhelper dh-python  # the Debian packages (debian/, dpkg-buildpackage; tests/deb/run-checks.sh)
     clang libclang-rt-14-dev  # tools/fuzz.sh: libFuzzer with ASan/UBSan
+    clang-format  # tools/check-format.sh (CI)
     libssl-dev
     ccache  # kept between runs on one machine: a rebuild compiles only what changed
     scdoc man-db  # the man pages (docs/man) and the test that renders them
