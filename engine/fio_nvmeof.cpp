@@ -25,6 +25,7 @@
 #include "discovered_targets.hpp"
 #include "job.hpp"
 #include "job_facts.hpp"
+#include "nvmeof/option_rules.hpp"
 #include "output.hpp"
 #include "probe.hpp"
 
