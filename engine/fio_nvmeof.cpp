@@ -215,24 +215,6 @@ static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
 
 EngineOptions& options_of(thread_data* td) { return *static_cast<EngineOptions*>(td->eo); }
 
-// The keys are read (files too) and checked before any job starts, so a typo
-// fails the run at once instead of at the target.
-void check_dhchap_options(const char* secret, const char* ctrl_secret) {
-    try {
-        if (secret[0] != '\0') {
-            validate_dhchap_secret(secret, "dhchap_secret");
-        }
-        if (ctrl_secret[0] != '\0') {
-            if (secret[0] == '\0') {
-                throw SpecError("dhchap_ctrl_secret needs dhchap_secret too (the host always "
-                                "authenticates first)");
-            }
-            validate_dhchap_secret(ctrl_secret, "dhchap_ctrl_secret");
-        }
-    } catch (const InvalidArgument& e) {
-        throw SpecError(e.what());
-    }
-}
 Job* job_of(thread_data* td) { return static_cast<Job*>(td->io_ops_data); }
 
 void report(thread_data* td, const char* hook, const std::exception& error) {
@@ -438,7 +420,9 @@ int nvmeof_setup(thread_data* td) {
         check_numeric_options({o.queue_size, o.nr_io_queues, o.keep_alive_ms, o.connect_timeout_ms,
                                o.io_timeout_ms, o.reconnect_delay_ms, o.ctrl_loss_tmo_ms,
                                o.fast_io_fail_tmo_ms});
-        check_dhchap_options(o.dhchap_secret, o.dhchap_ctrl_secret);
+        // The keys are read (files too) before any job starts, so a typo fails
+        // the run at once instead of at the target.
+        check_secret_options(o.dhchap_secret, o.dhchap_ctrl_secret);
         const ProtectionOptions protection = protection_options(o);
         use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
         if (o.spdk_ignored != 0) {

@@ -10,12 +10,32 @@
 #include <string>
 #include <string_view>
 
+#include "nvmeof/option_rules.hpp"
+
 namespace nvmeof::engine {
 
-inline constexpr unsigned kMaxQueueSize = 65535;  // NVMe queue entries (16-bit SQSIZE + 1)
-inline constexpr unsigned kMinQueueSize = 2;      // one entry always stays free
-inline constexpr unsigned kMaxIoQueues =
-    65534;  // Set Features Number of Queues: 0's based, 0xFFFF reserved
+// The library's option rules (nvmeof/option_rules.hpp) speak of Options
+// fields; a job file's user knows them by these names.
+inline constexpr OptionNames kFioNames{
+    .target = "traddr",
+    .subsystem_nqn = "subnqn",
+    .port = "trsvcid",
+    .host_nqn = "hostnqn",
+    .host_id = "hostid",
+    .queue_depth = "queue_size",
+    .io_queues = "nr_io_queues",
+    .timeout = "connect_timeout_ms",
+    .io_timeout = "io_timeout_ms",
+    .ctrl_loss_tmo = "ctrl_loss_tmo_ms",
+    .reconnect_delay = "reconnect_delay_ms",
+    .fast_io_fail_tmo = "fast_io_fail_tmo_ms",
+    .dhchap_secret = "dhchap_secret",
+    .dhchap_ctrl_secret = "dhchap_ctrl_secret",
+};
+
+// The engine's own rules beside the library's: a keep_alive_ms below a second
+// is most likely seconds meant (nvme-cli's unit), and io_timeout_ms 0, the
+// library's "as the connect timeout", would read as "no timeout" in a job file.
 inline constexpr unsigned kMinKeepAliveMs = 1000;
 
 // The numeric options as fio stored them (0 where fio's default is 0).
@@ -30,6 +50,10 @@ struct NumericOptions {
     unsigned int fast_io_fail_tmo_ms = 0;  // 0: off
 };
 void check_numeric_options(const NumericOptions& options);
+
+// dhchap_secret and dhchap_ctrl_secret (either may be empty: not given), read
+// as the connect will read them.
+void check_secret_options(const std::string& secret, const std::string& ctrl_secret);
 
 // The end-to-end protection options, as SPDK's fio plugin (and fio's
 // io_uring_cmd engine) name them: what each read and write asks of a

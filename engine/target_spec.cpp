@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <limits>
 #include <vector>
+
+#include "option_rules.hpp"
 
 namespace nvmeof::engine {
 namespace {
@@ -28,16 +29,14 @@ bool iequals(std::string_view a, std::string_view b) {
            });
 }
 
-template <typename T>
-T parse_number(std::string_view text, std::string_view what, T min, T max) {
+// fio hands these options over as text: digits first, then the library's rule.
+std::uint64_t parse_number(std::string_view text, std::string_view what) {
     std::uint64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < min ||
-        value > max) {
-        throw SpecError(std::string(what) + "=" + std::string(text) + " is not a number from " +
-                        std::to_string(min) + " to " + std::to_string(max));
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+        throw SpecError(std::string(what) + "=" + std::string(text) + ": not a number");
     }
-    return static_cast<T>(value);
+    return value;
 }
 
 std::vector<std::string_view> split_words(std::string_view text) {
@@ -59,44 +58,31 @@ std::vector<std::string_view> split_words(std::string_view text) {
 }
 
 void apply_port(TargetSpec& spec, std::string_view text, std::string_view what) {
-    spec.port = parse_number<std::uint16_t>(text, what, 1, std::numeric_limits<std::uint16_t>::max());
+    const std::uint64_t port = parse_number(text, what);
+    core_check([&] { check_port(port, what); });
+    spec.port = static_cast<std::uint16_t>(port);
 }
 
 void apply_nsid(TargetSpec& spec, std::string_view text, std::string_view what) {
-    // 0 and the broadcast NSID 0xFFFFFFFF never name one namespace.
-    spec.nsid = parse_number<std::uint32_t>(text, what, 1, 0xFFFFFFFE);
+    const std::uint64_t nsid = parse_number(text, what);
+    core_check([&] { check_nsid(nsid, what); });
+    spec.nsid = static_cast<std::uint32_t>(nsid);
 }
 
-constexpr std::size_t kMaxNqnBytes = 223;
-constexpr std::string_view kUuidNqnPrefix = "nqn.2014-08.org.nvmexpress:uuid:";
-
-bool is_uuid(std::string_view text) {
-    if (text.size() != 36) {
-        return false;
-    }
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? text[i] != '-' : !std::isxdigit(static_cast<unsigned char>(text[i]))) {
-            return false;
-        }
-    }
-    return true;
+// "IPv4:PORT" (one colon, no brackets) is a path with a port of its own: it
+// goes on as a one-path list, where that port stays the path's.
+bool is_ipv4_with_port(std::string_view text) {
+    return !text.empty() && text.front() != '[' && std::count(text.begin(), text.end(), ':') == 1;
 }
 
-// "nqn.yyyy-mm." followed by a naming authority.
-bool has_date_form(std::string_view nqn) {
-    constexpr std::string_view kShape = "nqn.dddd-dd.";
-    if (nqn.size() <= kShape.size()) {
-        return false;
+// host_traddr (SPDK's hostaddr): one address, which takes no port.
+std::string source_address(std::string_view text, std::string_view what) {
+    const Address address = parse_address(text, what);
+    if (address.port) {
+        throw SpecError(std::string(what) + "=" + std::string(text) +
+                        ": a source address takes no port");
     }
-    for (std::size_t i = 0; i < kShape.size(); ++i) {
-        const bool ok = kShape[i] == 'd' ? std::isdigit(static_cast<unsigned char>(nqn[i])) != 0
-                                         : nqn[i] == kShape[i];
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
+    return address.host;
 }
 
 constexpr std::string_view kKnownKeys =
@@ -113,75 +99,22 @@ bool is_known_key(std::string_view key) {
 
 }  // namespace
 
-void check_host_nqn(std::string_view nqn) {
-    const bool uuid_form = nqn.substr(0, kUuidNqnPrefix.size()) == kUuidNqnPrefix;
-    const bool ok = nqn.size() <= kMaxNqnBytes &&
-                    (uuid_form ? is_uuid(nqn.substr(kUuidNqnPrefix.size())) : has_date_form(nqn));
-    if (!ok) {
-        throw SpecError("hostnqn=\"" + std::string(nqn.substr(0, 64)) +
-                        (nqn.size() > 64 ? "..." : "") +
-                        "\" is not an NVMe Qualified Name: expected \"nqn.yyyy-mm.domain:name\" or "
-                        "\"nqn.2014-08.org.nvmexpress:uuid:<UUID>\", at most 223 bytes");
-    }
-}
-
 Address parse_address(std::string_view text, std::string_view what) {
-    Address address;
-    if (text.empty() || text.front() != '[') {
-        if (text.find_first_of("[]") != std::string_view::npos) {
-            throw SpecError(std::string(what) + "=" + std::string(text) +
-                            ": a bracketed address starts with '[' (\"[::1]\" or \"[::1]:4420\")");
-        }
-        address.host = text;
-        return address;
-    }
-    const std::size_t close = text.find(']');
-    if (close == std::string_view::npos || close == 1) {
+    std::vector<TargetPath> paths;
+    core_check([&] { paths = split_target(text, what); });
+    if (paths.size() != 1) {
         throw SpecError(std::string(what) + "=" + std::string(text) +
-                        ": expected \"[IPv6 address]\" or \"[IPv6 address]:port\"");
+                        ": one address here, not a list of paths");
     }
-    address.host = text.substr(1, close - 1);
-    const std::string_view rest = text.substr(close + 1);
-    if (!rest.empty()) {
-        if (rest.front() != ':') {
-            throw SpecError(std::string(what) + "=" + std::string(text) +
-                            ": only \":port\" may follow the closing bracket");
-        }
-        address.port = parse_number<std::uint16_t>(rest.substr(1), std::string(what) + " port", 1,
-                                                   std::numeric_limits<std::uint16_t>::max());
-    }
-    return address;
+    return std::move(paths.front());
 }
 
 // traddr=a,b (or traddr= repeated in a filename): several paths to the
 // subsystem, each "ADDR", "[IPv6]", "[IPv6]:PORT" or "IPv4:PORT". The list goes
-// to the core as one string; only its shape is checked here.
+// to the library as one string, checked by its grammar.
 static std::string parse_path_list(std::string_view text, std::string_view what) {
-    std::string list;
-    std::size_t start = 0;
-    for (;;) {
-        const std::size_t comma = text.find(',', start);
-        const std::string_view item =
-            text.substr(start, comma == std::string_view::npos ? comma : comma - start);
-        if (item.empty()) {
-            throw SpecError(std::string(what) + "=" + std::string(text) +
-                            ": an empty address in the list of paths");
-        }
-        const bool v4_with_port =
-            item.front() != '[' && std::count(item.begin(), item.end(), ':') == 1;
-        if (v4_with_port) {
-            parse_number<std::uint16_t>(item.substr(item.find(':') + 1),
-                                        std::string(what) + " port", 1,
-                                        std::numeric_limits<std::uint16_t>::max());
-        } else {
-            parse_address(item, what);
-        }
-        list += (list.empty() ? "" : ",") + std::string(item);
-        if (comma == std::string_view::npos) {
-            return list;
-        }
-        start = comma + 1;
-    }
+    core_check([&] { check_target(text, what); });
+    return std::string(text);
 }
 
 std::string controller_key(const TargetSpec& spec) {
@@ -223,7 +156,8 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
                                 " is not supported (IPv4 or IPv6)");
             }
         } else if (iequals(key, "traddr") &&
-                   (!spec.address.empty() || value.find(',') != std::string_view::npos)) {
+                   (!spec.address.empty() || value.find(',') != std::string_view::npos ||
+                    is_ipv4_with_port(value))) {
             // Repeated, or a list: several paths (a first "[IPv6]:PORT" gives the
             // default port of those without one, as for a single address).
             spec.address = parse_path_list(
@@ -245,7 +179,7 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
         } else if (iequals(key, "hostid")) {
             spec.host_id = value;
         } else if (iequals(key, "host_traddr") || iequals(key, "hostaddr")) {
-            spec.source = parse_address(value, key).host;
+            spec.source = source_address(value, key);
         } else {
             throw SpecError("filename: unknown key \"" + std::string(key) + "\" (known: " +
                             std::string(kKnownKeys) + ")");
@@ -265,10 +199,8 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
         }
     };
     std::optional<std::uint16_t> bracket_port;
-    const bool v4_with_port = !options.traddr.empty() && options.traddr.front() != '[' &&
-                              std::count(options.traddr.begin(), options.traddr.end(), ':') == 1;
     if (!options.traddr.empty() &&
-        (options.traddr.find(',') != std::string_view::npos || v4_with_port)) {
+        (options.traddr.find(',') != std::string_view::npos || is_ipv4_with_port(options.traddr))) {
         spec.address = parse_path_list(unescape(options.traddr), "traddr");
     } else if (!options.traddr.empty()) {
         Address address = parse_address(unescape(options.traddr), "traddr");
@@ -279,7 +211,7 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
     take(spec.host_nqn, options.hostnqn);
     take(spec.host_id, options.hostid);
     if (!options.host_traddr.empty()) {
-        spec.source = parse_address(unescape(options.host_traddr), "host_traddr").host;
+        spec.source = source_address(unescape(options.host_traddr), "host_traddr");
     }
     if (!options.trsvcid.empty()) {
         apply_port(spec, options.trsvcid, "trsvcid");
@@ -294,9 +226,17 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
                         "${NVMEOF_TRADDR}, which is unset?); set traddr=ADDR or "
                         "filename=\"traddr=ADDR ...\"");
     }
-    if (!spec.host_nqn.empty()) {
-        check_host_nqn(spec.host_nqn);
-    }
+    core_check([&] {
+        if (!spec.subsystem_nqn.empty()) {
+            check_subsystem_nqn(spec.subsystem_nqn, kFioNames.subsystem_nqn);
+        }
+        if (!spec.host_nqn.empty()) {
+            check_host_nqn(spec.host_nqn, kFioNames.host_nqn);
+        }
+        if (!spec.host_id.empty()) {
+            check_host_id(spec.host_id, kFioNames.host_id);
+        }
+    });
     return spec;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "nvmeof/option_rules.hpp"
 #include "nvmeof/options.hpp"
 
 namespace nvmeof::engine {
@@ -34,6 +35,18 @@ class SpecError : public std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
+// Runs one of the library's option checks (nvmeof/option_rules.hpp), given
+// the option's name as the job writes it: its refusal becomes a SpecError
+// with the same line.
+template <typename Check>
+void core_check(Check&& check) {
+    try {
+        check();
+    } catch (const InvalidOption& e) {
+        throw SpecError(e.what());
+    }
+}
+
 // The filename's key=value pairs, separated by spaces. Colons may arrive
 // escaped as "\:" (fio strips the backslash itself, but a value copied from a
 // shell or a job generator may still carry it). An empty value means the
@@ -54,17 +67,10 @@ struct OptionValues {
     std::string_view host_traddr;
 };
 
-// A host NQN as NVMe specifies it: "nqn.yyyy-mm.reverse-domain..." or the
-// uuid form "nqn.2014-08.org.nvmexpress:uuid:<UUID>", at most 223 bytes.
-// Throws SpecError naming hostnqn.
-void check_host_nqn(std::string_view nqn);
-
-// A target address as written: "10.0.0.2", "fe80::1", "[::1]" or "[::1]:4420"
-// (brackets, and a port only after brackets). Throws SpecError naming `what`.
-struct Address {
-    std::string host;                  // without brackets
-    std::optional<std::uint16_t> port;  // from "[addr]:port"
-};
+// One address as written: "10.0.0.2", "fe80::1", "[::1]" or "[::1]:4420",
+// read by the library's grammar of a target path (nvmeof::split_target).
+// Throws SpecError naming `what`.
+using Address = TargetPath;
 Address parse_address(std::string_view text, std::string_view what);
 
 // Files of one job that name the same (address, port, subsystem, host
@@ -72,8 +78,9 @@ Address parse_address(std::string_view text, std::string_view what);
 std::string controller_key(const TargetSpec& spec);
 
 // Options win over the filename; what neither gives takes the default. Throws
-// SpecError naming the missing or malformed option (traddr has no default). An
-// empty subnqn is no error: the spec then names a discovery service.
+// SpecError naming the missing or malformed option (traddr has no default),
+// by the library's rules for each (nvmeof/option_rules.hpp). An empty subnqn
+// is no error: the spec then names a discovery service.
 TargetSpec resolve_target(const OptionValues& options, std::string_view filename);
 
 // A spec with no subsystem NQN, or with the discovery NQN, points at a

@@ -3,14 +3,12 @@
 // controller must prove its key too, Success2 — over Authentication Send and
 // Receive with the connect scratch buffer.
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "auth/dhchap_transaction.hpp"
 #include "host/controller_impl.hpp"
+#include "host/dhchap_secret.hpp"
 #include "nvmeof/wire.hpp"
 #include "nvmeof/wire/auth.hpp"
 #include "transport/log.hpp"
@@ -20,40 +18,14 @@ namespace {
 
 constexpr std::chrono::milliseconds kFailureNoticeWait{1000};
 
-// "@/path" names a file holding the secret, so keys need not sit in job files.
-std::string secret_text(const std::string& value, std::string_view option) {
-    if (!value.starts_with('@')) {
-        return value;
-    }
-    const std::string path = value.substr(1);
-    std::ifstream file(path);
-    if (!file) {
-        throw InvalidArgument(std::string(option) + ": cannot read " + path + ": " +
-                              std::strerror(errno));
-    }
-    std::ostringstream text;
-    text << file.rdbuf();
-    std::string s = text.str();
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-        s.pop_back();
-    }
-    return s;
-}
-
-auth::Secret read_secret(const std::string& value, std::string_view option) {
-    try {
-        return auth::parse_secret(secret_text(value, option));
-    } catch (const auth::SecretError& e) {
-        throw InvalidArgument(std::string(option) + ": " + e.what());
-    }
-}
-
+// Connect's own check (options validated before it) stays: a file named by
+// "@path" may change in between.
 std::optional<auth::Secret> load_secret(const std::string& value, const char* option) {
     if (value.empty()) {
         return std::nullopt;
     }
     try {
-        return read_secret(value, option);
+        return detail::read_dhchap_secret(value, option);
     } catch (const InvalidArgument& e) {
         throw ConnectError(ConnectFailure::invalid_options, "options", e.what());
     }
@@ -61,20 +33,11 @@ std::optional<auth::Secret> load_secret(const std::string& value, const char* op
 
 }  // namespace
 
-void validate_dhchap_secret(const std::string& value, std::string_view option) {
-    read_secret(value, option);
-}
-
 namespace detail {
 
 void ControllerImpl::load_dhchap_secrets() {
     dhchap_secret_ = load_secret(options_.dhchap_secret, "dhchap_secret");
     dhchap_ctrl_secret_ = load_secret(options_.dhchap_ctrl_secret, "dhchap_ctrl_secret");
-    if (dhchap_ctrl_secret_ && !dhchap_secret_) {
-        throw ConnectError(ConnectFailure::invalid_options, "options",
-                           "dhchap_ctrl_secret needs dhchap_secret too (the host always "
-                           "authenticates first)");
-    }
 }
 
 void ControllerImpl::auth_send(RdmaQueue& queue, const wire::Bytes& message,

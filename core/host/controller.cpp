@@ -13,6 +13,7 @@
 #include "host/controller_impl.hpp"
 #include "host/negotiation.hpp"
 #include "host/process_guard.hpp"
+#include "nvmeof/option_rules.hpp"
 #include "nvmeof/wire.hpp"
 #include "transport/transfer_split.hpp"
 
@@ -114,9 +115,7 @@ NamespaceInfo ControllerImpl::identify_namespace(std::uint32_t nsid) {
 }
 
 NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
-    if (nsid == 0 || nsid == wire::kBroadcastNsid) {
-        throw InvalidArgument("namespace ID " + std::to_string(nsid) + " is not a valid NSID");
-    }
+    check_nsid(nsid);
     const std::string step = "Identify Namespace " + std::to_string(nsid);
     execute_ok(*admin_,
                wire::identify_command(wire::IdentifyCns::namespace_data, nsid,

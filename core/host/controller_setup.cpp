@@ -11,6 +11,7 @@
 #include "host/controller_impl.hpp"
 #include "host/in_capsule.hpp"
 #include "host/negotiation.hpp"
+#include "nvmeof/option_rules.hpp"
 #include "nvmeof/wire.hpp"
 #include "transport/log.hpp"
 
@@ -24,85 +25,19 @@ constexpr std::chrono::milliseconds kShutdownWait{5000};  // Linux shutdown_time
 
 std::string qid_text(std::uint16_t qid) { return "qid " + std::to_string(qid); }
 
-// One path of Options::target: "10.0.0.2", "::1", "[::1]", or with a port of
-// its own, "10.0.0.2:4421" or "[::1]:4421" (several ports of one target).
-struct PathText {
-    std::string host;
-    std::uint16_t port = 0;
-};
-PathText split_path(const std::string& entry, std::uint16_t default_port) {
-    PathText path{entry, default_port};
-    std::size_t colon = std::string::npos;
-    if (!entry.empty() && entry.front() == '[') {
-        const std::size_t close = entry.find(']');
-        if (close != std::string::npos && close + 1 < entry.size() && entry[close + 1] == ':') {
-            colon = close + 1;
-        }
-    } else if (std::count(entry.begin(), entry.end(), ':') == 1) {
-        colon = entry.find(':');
-    }
-    if (colon == std::string::npos) {
-        return path;
-    }
-    const std::string digits = entry.substr(colon + 1);
-    unsigned long port = 0;
-    const bool numeric =
-        !digits.empty() && digits.size() <= 5 &&
-        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (numeric) {
-        port = std::stoul(digits);
-    }
-    if (!numeric || port == 0 || port > 0xFFFF) {
-        throw ConnectError(ConnectFailure::invalid_options, "options",
-                           "target path '" + entry + "': the port after ':' must be 1 to 65535");
-    }
-    path.host = entry.substr(0, colon);
-    path.port = static_cast<std::uint16_t>(port);
-    return path;
-}
-
 }  // namespace
 
 ControllerImpl::ControllerImpl(const Options& options) : options_(options) {}
 
 ControllerImpl::~ControllerImpl() { close(); }
 
+// The rules every front end checks too (nvmeof/option_rules.hpp), here as
+// the connect's own error.
 void ControllerImpl::validate_options() const {
-    auto bad = [](const std::string& what) {
-        throw ConnectError(ConnectFailure::invalid_options, "options", what);
-    };
-    if (options_.queue_depth < kMinQueueSize) {
-        bad("queue_depth must be at least 2 (one slot is always kept free)");
-    }
-    if (options_.io_queues == 0 || options_.io_queues >= wire::kMaxQueuesPerController) {
-        bad("io_queues must be between 1 and 65534");
-    }
-    if (options_.timeout.count() <= 0) {
-        bad("timeout must be positive");
-    }
-    if (options_.io_timeout.count() < 0) {
-        bad("io_timeout must not be negative");
-    }
-    if (options_.ctrl_loss_tmo.count() < 0 || options_.fast_io_fail_tmo.count() < 0) {
-        bad("ctrl_loss_tmo and fast_io_fail_tmo must not be negative");
-    }
-    if (options_.ctrl_loss_tmo.count() > 0 && options_.reconnect_delay.count() <= 0) {
-        bad("reconnect_delay must be positive when ctrl_loss_tmo is set");
-    }
-    if (options_.fast_io_fail_tmo.count() > 0 &&
-        options_.fast_io_fail_tmo >= options_.ctrl_loss_tmo) {
-        bad("fast_io_fail_tmo must be below ctrl_loss_tmo (and needs it set): after ctrl_loss_tmo "
-            "everything fails anyway");
-    }
-    if (!options_.target.empty() &&
-        (options_.target.front() == ',' || options_.target.back() == ',' ||
-         options_.target.find(",,") != std::string::npos)) {
-        bad("target '" + options_.target + "': an empty address in the list of paths");
-    }
     try {
-        wire::validate_nqn(options_.subsystem_nqn, "subsystem NQN");
-    } catch (const std::invalid_argument& e) {
-        bad(e.what());
+        validate(options_);
+    } catch (const InvalidOption& e) {
+        throw ConnectError(ConnectFailure::invalid_options, "options", e.what());
     }
 }
 
@@ -120,12 +55,10 @@ void ControllerImpl::connect(std::function<bool()> cancelled) {
     // cannot connect is skipped below, while another path resolves.
     std::optional<ConnectError> first_unresolved;
     std::vector<std::pair<std::string, std::string>> unresolved;  // entry, why
-    for (std::size_t start = 0;;) {
-        const std::size_t comma = options_.target.find(',', start);
-        const std::string entry = options_.target.substr(start, comma - start);
-        const PathText path = split_path(entry, options_.port);
+    for (const TargetPath& path : split_target(options_.target)) {
+        const std::uint16_t port = path.port.value_or(options_.port);
         try {
-            paths_.push_back(resolve_peer(path.host, path.port, options_.source));
+            paths_.push_back(resolve_peer(path.host, port, options_.source));
         } catch (const ConnectError& e) {
             if (e.cause() != ConnectFailure::address_unreachable) {
                 throw;  // the options or the source address: every path would fail alike
@@ -133,12 +66,10 @@ void ControllerImpl::connect(std::function<bool()> cancelled) {
             if (!first_unresolved) {
                 first_unresolved = e;
             }
-            unresolved.emplace_back(entry, e.what());
+            const bool ipv6 = path.host.find(':') != std::string::npos;
+            unresolved.emplace_back(
+                (ipv6 ? "[" + path.host + "]" : path.host) + ":" + std::to_string(port), e.what());
         }
-        if (comma == std::string::npos) {
-            break;
-        }
-        start = comma + 1;
     }
     if (paths_.empty()) {
         throw *first_unresolved;

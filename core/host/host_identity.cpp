@@ -5,13 +5,14 @@
 #include <sstream>
 
 #include "nvmeof/errors.hpp"
+#include "nvmeof/option_rules.hpp"
 #include "nvmeof/options.hpp"
 #include "nvmeof/wire/fabrics.hpp"
 
 namespace nvmeof {
 namespace {
 
-constexpr std::string_view kUuidNqnPrefix = "nqn.2014-08.org.nvmexpress:uuid:";
+constexpr std::string_view kUuidNqnPrefix = wire::kUuidNqnPrefix;
 constexpr std::size_t kUuidTextLength = 36;
 
 // The first line of a file, trimmed; empty when missing or unreadable.
@@ -73,6 +74,9 @@ bool uuid_of_nqn(std::string_view nqn, wire::HostId& out) {
            parse_uuid(nqn.substr(kUuidNqnPrefix.size()), out);
 }
 
+// The NQN in use, whatever its origin: it must fit the Connect data. One from
+// /etc/nvme/hostnqn is not held to the form check_host_nqn asks of an
+// explicit option, as the kernel does not hold it to one either.
 void check_nqn(std::string_view nqn) {
     try {
         wire::validate_nqn(nqn, "host NQN");
@@ -148,11 +152,12 @@ HostIdentity resolve_host_identity(const Options& options, const HostIdentityPat
                                      : std::string();
     const std::string nqn = options.host_nqn.empty() ? file_nqn : options.host_nqn;
 
+    if (!options.host_nqn.empty()) {
+        check_host_nqn(options.host_nqn);
+    }
     if (!options.host_id.empty()) {
-        if (!parse_uuid(options.host_id, identity.id)) {
-            throw InvalidArgument("host_id '" + options.host_id +
-                                  "' is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
-        }
+        check_host_id(options.host_id);
+        parse_uuid(options.host_id, identity.id);
         identity.origin = "options";
     } else if (options.random_host_id) {
         identity.id = random_host_id();

@@ -37,8 +37,12 @@ Sqe connect_command(std::uint16_t qid, std::uint16_t queue_size, std::uint32_t k
     return std::bit_cast<Sqe>(cmd);
 }
 
+bool nqn_fits(std::string_view nqn) {
+    return !nqn.empty() && nqn.size() <= kMaxNqnLength && nqn.find('\0') == std::string_view::npos;
+}
+
 void validate_nqn(std::string_view nqn, std::string_view what) {
-    if (nqn.empty() || nqn.size() > kMaxNqnLength || nqn.find('\0') != std::string_view::npos) {
+    if (!nqn_fits(nqn)) {
         throw std::invalid_argument(std::string(what) + " must be 1 to " +
                                     std::to_string(kMaxNqnLength) +
                                     " bytes with no NUL, got \"" + std::string(nqn) + "\"");

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -137,10 +138,9 @@ void queue_log_line(nvmeof::LogLevel level, std::string_view line, void*) {
 }
 
 nvmeof::wire::HostId parse_host_id(const std::string& text) {
+    core_rule([&] { nvmeof::check_host_id(text, "host_id"); });
     nvmeof::wire::HostId id{};
-    if (!nvmeof::parse_uuid(text, id)) {
-        throw py::value_error("host_id: " + text + " is not a UUID (8-4-4-4-12 hex digits)");
-    }
+    nvmeof::parse_uuid(text, id);
     return id;
 }
 
@@ -151,15 +151,15 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
                      std::optional<std::string> source, const py::object& ctrl_loss_tmo_ms_arg,
                      const py::object& reconnect_delay_ms_arg,
                      const py::object& fast_io_fail_tmo_ms_arg, const py::object& io_queues_arg) {
-    if (!(timeout > 0.0)) {
+    // Seconds, a float: what the core's rule (at least 1 ms) cannot see. Rounded
+    // up, so a positive number of seconds is never 0 ms.
+    if (!(timeout > 0.0) || !std::isfinite(timeout)) {
         throw py::value_error("timeout must be a positive number of seconds");
     }
+    // Python ints as the fields' types; the values' rules are the core's, below.
     const auto port = argument<std::uint16_t>(port_arg, "port");
     // Above the controller's limits it is negotiated down, as the reference does.
     const auto queue_depth = argument<std::uint16_t>(queue_depth_arg, "queue_depth");
-    if (queue_depth < 2) {
-        throw py::value_error("queue_depth must be at least 2");
-    }
     const auto keep_alive_ms = argument<std::uint32_t>(keep_alive_ms_arg, "keep_alive_ms");
     const auto ctrl_loss_tmo_ms = argument<std::uint32_t>(ctrl_loss_tmo_ms_arg, "ctrl_loss_tmo_ms");
     const auto reconnect_delay_ms =
@@ -167,22 +167,13 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
     const auto fast_io_fail_tmo_ms =
         argument<std::uint32_t>(fast_io_fail_tmo_ms_arg, "fast_io_fail_tmo_ms");
     const auto io_queues = argument<std::uint32_t>(io_queues_arg, "io_queues");
-    if (io_queues == 0) {
-        throw py::value_error("io_queues must be at least 1");
-    }
-    if (ctrl_loss_tmo_ms != 0 && reconnect_delay_ms == 0) {
-        throw py::value_error("reconnect_delay_ms must be at least 1 when ctrl_loss_tmo_ms is set");
-    }
-    if (fast_io_fail_tmo_ms != 0 && fast_io_fail_tmo_ms >= ctrl_loss_tmo_ms) {
-        throw py::value_error(
-            "fast_io_fail_tmo_ms must be below ctrl_loss_tmo_ms (and needs it set)");
-    }
     nvmeof::Options options{.target = target, .subsystem_nqn = subsystem_nqn, .port = port};
     options.source = source.value_or("");
     options.queue_depth = queue_depth;
     options.io_queues = io_queues;
     options.keep_alive_ms = keep_alive_ms;
-    options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000.0));
+    options.timeout =
+        std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(timeout * 1000.0)));
     options.ctrl_loss_tmo = std::chrono::milliseconds(ctrl_loss_tmo_ms);
     options.reconnect_delay = std::chrono::milliseconds(reconnect_delay_ms);
     options.fast_io_fail_tmo = std::chrono::milliseconds(fast_io_fail_tmo_ms);
@@ -195,6 +186,8 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
     }
     options.host_id = nvmeof::format_uuid(id);
     options.host_nqn = host_nqn.value_or(nvmeof::host_nqn_from_id(id));
+    // Refused here as a ValueError naming the argument, before anything connects.
+    core_rule([&] { nvmeof::validate(options, kConnectArgumentNames); });
 
     // The connect waits with the GIL released, so Python's signal handlers
     // (Ctrl-C's KeyboardInterrupt) would run only once it returned: the core

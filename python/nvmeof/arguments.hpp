@@ -1,10 +1,11 @@
-// Numeric arguments from Python (internal to the nvmeof._core extension).
+// Arguments from Python (internal to the nvmeof._core extension).
 //
 // pybind11 converts an int that does not fit an unsigned C++ parameter by
 // failing the overload, which Python sees as a TypeError listing the whole
 // signature. The bindings take such numbers as objects and convert them here,
 // so a negative or too large one is a ValueError of one line naming the
-// argument, as the reference package raises it.
+// argument, as the reference package raises it. A value that fits its type
+// but breaks one of the core's option rules is the same kind of ValueError.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -12,6 +13,8 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+
+#include "nvmeof/option_rules.hpp"
 
 namespace nvmeof_python {
 
@@ -34,6 +37,26 @@ inline std::optional<std::uint64_t> optional_argument(const py::handle& value, c
         return std::nullopt;
     }
     return unsigned_argument(value, name);
+}
+
+// Controller.connect's arguments by the core's option rules
+// (nvmeof/option_rules.hpp): the arguments named as Python names them.
+inline constexpr nvmeof::OptionNames kConnectArgumentNames{
+    .target = "host",
+    .ctrl_loss_tmo = "ctrl_loss_tmo_ms",
+    .reconnect_delay = "reconnect_delay_ms",
+    .fast_io_fail_tmo = "fast_io_fail_tmo_ms",
+};
+
+// Runs one of the core's option checks: its refusal becomes the ValueError
+// of one line naming the argument that the reference package raises.
+template <typename Check>
+void core_rule(Check&& check) {
+    try {
+        check();
+    } catch (const nvmeof::InvalidOption& e) {
+        throw py::value_error(e.what());
+    }
 }
 
 }  // namespace nvmeof_python

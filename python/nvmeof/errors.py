@@ -18,8 +18,9 @@
     |                         not check out (also an OSError with errno EILSEQ)
     +-- InvalidArgumentError  the core refused an argument (a namespace the controller
                               does not have, a range outside it): also a ValueError
-Bad arguments checked before the core sees them (negative or too large numbers,
-buffers, options) raise ValueError naming the argument.
+Bad arguments checked before anything is sent (negative or too large numbers,
+buffers, connect options the core's option rules refuse) raise ValueError, one
+line naming the argument.
 """
 import errno as _errno
 

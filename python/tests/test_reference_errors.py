@@ -160,6 +160,31 @@ def test_out_of_range_connect_options_are_value_errors(option, value):
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.parametrize("options, argument", [
+    ({"port": 0}, "port=0: "),
+    ({"io_queues": 0}, "io_queues=0: "),
+    ({"io_queues": 65535}, "io_queues=65535: "),
+    ({"reconnect_delay_ms": 0}, "reconnect_delay_ms=0: "),
+    ({"fast_io_fail_tmo_ms": 500}, "fast_io_fail_tmo_ms=500: "),
+    ({"ctrl_loss_tmo_ms": 1000, "fast_io_fail_tmo_ms": 1000}, "fast_io_fail_tmo_ms=1000: "),
+    ({"host_nqn": "myhost"}, 'host_nqn="myhost": '),
+])
+def test_connect_options_the_core_refuses_are_value_errors_naming_the_argument(options, argument):
+    # The core's option rules, by this package's argument names: a ValueError
+    # before anything connects, not a ConnectError (an OSError).
+    with pytest.raises(ValueError) as raised:
+        nvmeof.Controller.connect(LOOPBACK, "nqn.2026-12.io.nvmeof:python", **options)
+    assert not isinstance(raised.value, OSError)
+    assert str(raised.value).startswith(argument) and "\n" not in str(raised.value), str(raised.value)
+
+
+@pytest.mark.parametrize("host", ["", "127.0.0.1,", "127.0.0.1:0", "[::1"])
+def test_a_malformed_host_is_a_value_error_naming_host(host):
+    with pytest.raises(ValueError) as raised:
+        nvmeof.Controller.connect(host, "nqn.2026-12.io.nvmeof:python")
+    assert str(raised.value).startswith('host="'), str(raised.value)
+
+
 def test_a_queue_depth_above_the_controllers_limit_is_negotiated_down(target):
     # As the reference: min(queue_depth, CAP.MQES + 1, MAXCMD), no error.
     with nvmeof.Controller(target.address, target.nqn, port=target.port,

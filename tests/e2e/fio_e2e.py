@@ -552,7 +552,9 @@ BAD_OPTIONS = [  # (option line, target options, what the one error line must sa
     ("keep_alive_ms=1", [], "keep_alive_ms=1:"),
     ("keep_alive_ms=1500", ["--kas", "20"], "keep-alive granularity (KAS) of 2000 ms"),
     ("io_timeout_ms=0", [], "io_timeout_ms=0:"),
-    ("hostnqn=myhost", [], 'hostnqn="myhost" is not an NVMe Qualified Name'),
+    ("hostnqn=myhost", [], 'hostnqn="myhost": not an NVMe Qualified Name'),
+    ("hostid=myhost", [], 'hostid="myhost": not a UUID'),
+    ("fast_io_fail_tmo_ms=500", [], "fast_io_fail_tmo_ms=500: has no effect without reconnecting"),
 ]
 
 

@@ -23,6 +23,7 @@
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
 #include "nvmeof/namespace.hpp"
+#include "nvmeof/option_rules.hpp"
 #include "nvmeof/options.hpp"
 #include "nvmeof/queue.hpp"
 #include "nvmeof/wire.hpp"

@@ -68,10 +68,7 @@ struct Options {
     bool in_capsule_writes = true;
 };
 
-// Checks a dhchap_secret / dhchap_ctrl_secret value (the text, or "@file")
-// as connect() would, so front ends can refuse it up front. Throws
-// InvalidArgument "<option>: <what is wrong>".
-void validate_dhchap_secret(const std::string& value, std::string_view option);
+// The rules each field follows: nvmeof/option_rules.hpp.
 
 // Where the default host identity comes from (tests point these at fake files).
 struct HostIdentityPaths {

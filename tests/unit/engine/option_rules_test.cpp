@@ -168,30 +168,74 @@ TEST(OptionRules, IgnoredSpdkOptionNames) {
     EXPECT_EQ(e::ignored_option_names(given), "enable_sgl, digest_enable");
 }
 
-TEST(HostNqn, AcceptsTheTwoFormsNvmeSpecifies) {
-    EXPECT_NO_THROW(
-        e::check_host_nqn("nqn.2014-08.org.nvmexpress:uuid:"
-                          "f81d4fae-7dec-11d0-a765-00a0c91e6bf6"));
-    EXPECT_NO_THROW(e::check_host_nqn("nqn.2016-06.io.spdk:host1"));
-    EXPECT_NO_THROW(
-        e::check_host_nqn("nqn.2026-12.io.nvmeof:" + std::string(200, 'a')));  // 222 bytes
-}
-
-TEST(HostNqn, RefusesWithAMessageNamingHostnqn) {
-    for (const std::string& bad :
-         {std::string("host1"), std::string("iqn.2016-06.io.spdk:host1"), std::string("nqn.host"),
-          std::string("nqn.2014-08.org.nvmexpress:uuid:not-a-uuid"),
-          "nqn.2026-12.io.nvmeof:" + std::string(202, 'a')}) {  // 224 bytes
+// The forms a host NQN may take are the library's rule (tests/unit/core/
+// option_rules_test.cpp); here, that the engine applies it, by fio's names.
+TEST(HostNqn, ResolveTargetRefusesNamingHostnqn) {
+    e::OptionValues options;
+    options.traddr = "127.0.0.1";
+    options.subnqn = "nqn.2026-12.io.nvmeof:t";
+    options.hostnqn = "nqn.2016-06.io.spdk:host1";
+    EXPECT_EQ(e::resolve_target(options, "").host_nqn, "nqn.2016-06.io.spdk:host1");
+    for (const char* bad : {"myhost", "nqn.2014-08.org.nvmexpress:uuid:not-a-uuid"}) {
+        options.hostnqn = bad;
         try {
-            e::check_host_nqn(bad);
+            e::resolve_target(options, "");
             FAIL() << bad << " was accepted";
         } catch (const e::SpecError& error) {
             EXPECT_EQ(std::string(error.what()).rfind("hostnqn=\"", 0), 0u) << error.what();
         }
     }
+    options.hostnqn = "";
+    EXPECT_THROW(e::resolve_target(options, "traddr=127.0.0.1 subnqn=nqn.a hostnqn=myhost"),
+                 e::SpecError);
+}
+
+// Each of the library's rules a spec is held to, refused before any connect
+// in one line that starts with the job's name of the option.
+TEST(TargetRules, EachRefusalNamesTheJobsOption) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"traddr=127.0.0.1 subnqn=nqn.a trsvcid=0", "filename trsvcid=0: "},
+        {"traddr=127.0.0.1 subnqn=nqn.a trsvcid=port", "filename trsvcid=port: not a number"},
+        {"traddr=127.0.0.1 subnqn=nqn.a ns=4294967295", "filename ns=4294967295: "},
+        {"traddr=127.0.0.1 subnqn=nqn.a hostid=not-a-uuid", "hostid=\"not-a-uuid\": not a UUID"},
+        {"traddr=127.0.0.1 subnqn=nqn.a host_traddr=10.0.0.9:4420",
+         "host_traddr=10.0.0.9:4420: a source address takes no port"},
+    };
+    for (const auto& [filename, needle] : cases) {
+        try {
+            e::resolve_target({}, filename);
+            FAIL() << filename << " was accepted";
+        } catch (const e::SpecError& error) {
+            EXPECT_EQ(std::string(error.what()).rfind(needle, 0), 0u) << error.what();
+            EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos) << error.what();
+        }
+    }
     e::OptionValues options;
     options.traddr = "127.0.0.1";
-    options.subnqn = "nqn.2026-12.io.nvmeof:t";
-    options.hostnqn = "myhost";
-    EXPECT_THROW(e::resolve_target(options, ""), e::SpecError);
+    options.subnqn = "nqn.2026-12.io.nvmeof:" + std::string(202, 'a');  // 224 bytes
+    try {
+        e::resolve_target(options, "");
+        FAIL() << "a 224-byte subnqn was accepted";
+    } catch (const e::SpecError& error) {
+        EXPECT_EQ(std::string(error.what()).rfind("subnqn=\"", 0), 0u) << error.what();
+    }
+}
+
+TEST(SecretOptions, CheckedAsTheConnectReadsThem) {
+    EXPECT_NO_THROW(e::check_secret_options("", ""));
+    try {
+        e::check_secret_options("", "DHHC-1:00:not-read:");
+        FAIL() << "a controller secret without a host secret was accepted";
+    } catch (const e::SpecError& error) {
+        EXPECT_EQ(std::string(error.what()).rfind("dhchap_ctrl_secret: needs dhchap_secret", 0), 0u)
+            << error.what();
+    }
+    try {
+        e::check_secret_options("DHHC-1:00:bm90IGEga2V5:", "");
+        FAIL() << "a malformed secret was accepted";
+    } catch (const e::SpecError& error) {
+        const std::string line = error.what();
+        EXPECT_EQ(line.rfind("dhchap_secret: ", 0), 0u) << line;
+        EXPECT_EQ(line.find("bm90IGEga2V5"), std::string::npos) << "the secret is shown: " << line;
+    }
 }

@@ -142,6 +142,9 @@ TEST(Paths, TraddrListsSeveralPathsEachWithAnOptionalPort) {
               "10.0.0.2,10.0.0.3");
     EXPECT_EQ(e::parse_filename_spec("traddr=10.0.0.2,10.0.0.3\\:4421 subnqn=nqn.a")->address,
               "10.0.0.2,10.0.0.3:4421");
+    // One IPv4 path with its port stays a path, its port its own, in either form.
+    EXPECT_EQ(e::parse_filename_spec("traddr=10.0.0.2:4421 subnqn=nqn.a")->address,
+              "10.0.0.2:4421");
 }
 
 TEST(Ipv6, MalformedBracketsNameTheOption) {

@@ -35,6 +35,7 @@ inline constexpr std::size_t kNqnFieldSize = 256;
 inline constexpr std::uint16_t kDynamicControllerId = 0xFFFF;  // "give me any" on admin Connect
 inline constexpr std::uint32_t kBroadcastNsid = 0xFFFFFFFF;
 inline constexpr char kDiscoveryNqn[] = "nqn.2014-08.org.nvmexpress.discovery";
+inline constexpr char kUuidNqnPrefix[] = "nqn.2014-08.org.nvmexpress:uuid:";  // + a UUID
 inline constexpr std::uint32_t kMinLbaDataShift = 9;          // 512-byte blocks at the least
 
 // The host identifier of Connect data (a UUID); here rather than with Connect

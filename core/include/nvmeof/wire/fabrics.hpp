@@ -122,6 +122,10 @@ Sqe connect_command(std::uint16_t qid, std::uint16_t queue_size, std::uint32_t k
 ConnectData connect_data(const HostId& host_id, std::string_view subnqn, std::string_view hostnqn,
                          std::uint16_t cntlid);
 
+// An NQN fits the Connect data's 256-byte field: 1 to kMaxNqnLength (223)
+// bytes, no NUL.
+bool nqn_fits(std::string_view nqn);
+// Throws std::invalid_argument "<what> must be 1 to 223 bytes ..." unless it fits.
 void validate_nqn(std::string_view nqn, std::string_view what);
 
 // Connect response DW0.
