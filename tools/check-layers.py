@@ -1,8 +1,18 @@
 #!/usr/bin/env python3
 """Checks that every #include follows the layers (docs/architecture.md, "The layers").
 
-    wire layout <- verbs, socket <- memory <- transport, gpu <- host <- public API
-    <- engine, cli, python, examples
+    wire layout <- base <- verbs, socket <- memory <- transport, gpu <- host
+    <- public API <- engine, cli, python, examples
+
+The base layer (core/include/nvmeof/base, core/base) holds what the layers of
+the initiator share: the library's errors, a transfer and its outcome, a
+memory region handle, a namespace's data path facts, protection, GPU memory's
+declarations and logging. It sits on the wire layer, not under it: its errors
+carry NVMe statuses (wire::Status) and raise wire::NvmeError, while the wire
+layout needs nothing of them. Memory, transport and gpu may use it and not the
+public API, whose headers re-export it (nvmeof/errors.hpp includes
+nvmeof/base/errors.hpp, and so on), so no arrow points up from them. Verbs and
+auth, shared with the target, and socket (system headers only) use neither.
 
 Each source folder may reach only the layers RULES lists for it, directly or
 through the project headers it includes: the check follows every include that
@@ -17,6 +27,8 @@ RULES knows, so a new folder gets a place in the layers first.
 The public API is declared in a few wire types (a completion's Status, the
 low-level submit's Sqe, DiscoveryRecord, HostId): API_SHOWS lists their
 headers, which a user of the API reaches through it but may not include itself.
+The same holds for every base header: a user reaches it through the API
+header that re-exports it and includes that one.
 A folder that may not use the wire layer also may not name `wire::`: what it
 needs of those types, it calls by the API's names.
 
@@ -32,6 +44,7 @@ import tempfile
 
 WIRE = "nvmeof/wire"  # the public wire layout (core/include/nvmeof/wire, nvmeof/wire.hpp)
 API = "nvmeof"        # the public API (core/include/nvmeof)
+BASE = "nvmeof/base"  # errors and shared types (core/include/nvmeof/base, core/base: base/...)
 
 # The wire headers the public API's declarations are made of. Closed under
 # their own includes; a new one here widens what every API user sees.
@@ -42,16 +55,21 @@ API_SHOWS = {f"{WIRE}/{name}" for name in ("status.hpp", "command.hpp", "common.
 # The longest matching folder applies; None: anything (tests reach every layer).
 RULES = {
     "core/include/nvmeof/wire": {WIRE},
-    "core/include/nvmeof": {API, WIRE},
+    # The base layer sits on the wire layout only (an error carries a wire::Status).
+    "core/include/nvmeof/base": {BASE, WIRE},
+    "core/include/nvmeof": {API, BASE, WIRE},
     "core/wire": {WIRE},
+    "core/base": {BASE, WIRE},
+    # Shared with the target, which has none of the initiator's types: no base.
     "core/verbs": {"verbs"},
     # Non-blocking TCP streams (NVMe/TCP), beside verbs: system headers only.
     "core/socket": {"socket"},
     "core/auth": {"auth", WIRE},
-    "core/memory": {"memory", "verbs", API, WIRE},
-    "core/transport": {"transport", "memory", "verbs", "socket", API, WIRE},
-    "core/gpu": {"gpu", "memory", "verbs", API, WIRE},
-    "core/host": {"host", "transport", "gpu", "memory", "verbs", "auth", API, WIRE},
+    # Below the public API: what they share with it is the base layer's.
+    "core/memory": {"memory", "verbs", BASE, WIRE},
+    "core/transport": {"transport", "memory", "verbs", "socket", BASE, WIRE},
+    "core/gpu": {"gpu", "memory", "verbs", BASE, WIRE},
+    "core/host": {"host", "transport", "gpu", "memory", "verbs", "auth", API, BASE, WIRE},
     # The engine uses the public API only: it knows nothing of capsules.
     "engine": {API},
     # nvmeof-discover prints every field of a log entry as nvme-cli does, so it
@@ -83,6 +101,8 @@ def layer_of(path):
     """The layer an include path names, or None when it names none."""
     if path.startswith(WIRE + "/") or path == WIRE + ".hpp":
         return WIRE
+    if path.startswith((BASE + "/", "base/")):
+        return BASE
     if path.startswith(API + "/"):
         return API
     first = path.split("/", 1)[0]
@@ -137,8 +157,10 @@ def resolve(root, includer, quoted, path):
 
 
 def may_reach(allowed, layer, path):
-    """Whether a folder with `allowed` may use a header of `layer` it reaches."""
-    return layer is None or layer in allowed or (API in allowed and path in API_SHOWS)
+    """Whether a folder with `allowed` may use a header of `layer` it reaches:
+    the API's users reach the wire headers it shows and the base it re-exports."""
+    return (layer is None or layer in allowed
+            or (API in allowed and (path in API_SHOWS or layer == BASE)))
 
 
 def first_forbidden(root, start, path, prefix, allowed, cache):
@@ -230,13 +252,22 @@ def self_test():
     clean = {
         "core/host/negotiation.hpp": "#pragma once\n",
         "core/host/controller_impl.hpp": '#include "transport/rdma_queue.hpp"\n',
-        "core/transport/rdma_queue.hpp": '#include <memory>\n#include "memory/memory_record.hpp"\n',
-        "core/memory/memory_record.hpp": '#include "verbs/resources.hpp"\n#include "nvmeof/gpu.hpp"\n',
+        "core/transport/rdma_queue.hpp": ('#include <memory>\n#include "memory/memory_record.hpp"\n'
+                                          '#include "nvmeof/base/transfer.hpp"\n#include "base/log.hpp"\n'),
+        "core/memory/memory_record.hpp": '#include "verbs/resources.hpp"\n#include "nvmeof/base/gpu.hpp"\n',
+        "core/base/log.hpp": '#include "nvmeof/base/log.hpp"\n',
+        "core/base/errors.cpp": '#include "nvmeof/base/errors.hpp"\n',
         "core/verbs/resources.hpp": "#include <infiniband/verbs.h>\n",
         "engine/job.hpp": '#include "fio.h"\n#include "nvmeof/errors.hpp"\n#include "job_facts.hpp"\n',
         "engine/job.cpp": '#include "job.hpp"\n// wire::Status, as a comment only\n',
         "engine/job_facts.hpp": "#pragma once\n",
-        "core/include/nvmeof/errors.hpp": '#include "nvmeof/wire/status.hpp"\n',
+        "core/include/nvmeof/errors.hpp": '#include "nvmeof/base/errors.hpp"\n',
+        "core/include/nvmeof/gpu.hpp": '#include "nvmeof/base/gpu.hpp"\n',
+        "core/include/nvmeof/queue.hpp": '#include "nvmeof/base/transfer.hpp"\n',
+        "core/include/nvmeof/base/errors.hpp": '#include "nvmeof/wire/status.hpp"\n',
+        "core/include/nvmeof/base/transfer.hpp": '#include "nvmeof/base/errors.hpp"\n',
+        "core/include/nvmeof/base/gpu.hpp": "#pragma once\n",
+        "core/include/nvmeof/base/log.hpp": "#pragma once\n",
         "core/include/nvmeof/nvmeof.hpp": '#include "nvmeof/errors.hpp"\n#include "nvmeof/wire.hpp"\n',
         "core/include/nvmeof/wire.hpp": '#include "nvmeof/wire/io.hpp"\n',
         "core/include/nvmeof/wire/status.hpp": '#include "nvmeof/wire/command.hpp"\n',
@@ -269,6 +300,25 @@ def self_test():
         ("the engine naming the wire namespace",
          {"engine/bad.cpp": "#include \"job.hpp\"\nusing nvmeof::wire::Status;\n"},
          "engine/bad.cpp:2: engine/ names wire::"),
+        ("memory including the public API",
+         {"core/memory/bad.cpp": '#include "nvmeof/base/gpu.hpp"\n#include "nvmeof/gpu.hpp"\n'},
+         "core/memory/bad.cpp:2: core/memory/ must not include nvmeof/gpu.hpp (the nvmeof layer)"),
+        ("transport reaching the public API through a header of its own layer",
+         {"core/transport/bad.hpp": '#include "nvmeof/queue.hpp"\n',
+          "core/transport/bad.cpp": '#include "transport/bad.hpp"\n'},
+         "core/transport/bad.hpp:1: core/transport/ must not include nvmeof/queue.hpp"),
+        ("a base header including the public API",
+         {"core/include/nvmeof/base/bad.hpp": '#include "nvmeof/queue.hpp"\n'},
+         "core/include/nvmeof/base/ must not include nvmeof/queue.hpp (the nvmeof layer)"),
+        ("the base layer including transport",
+         {"core/base/bad.cpp": '#include "transport/rdma_queue.hpp"\n'},
+         "core/base/ must not include transport/rdma_queue.hpp (the transport layer)"),
+        ("the engine including a base header itself, not the API's",
+         {"engine/bad.cpp": '#include "nvmeof/base/errors.hpp"\n'},
+         "engine/ must not include nvmeof/base/errors.hpp (the nvmeof/base layer)"),
+        ("verbs (shared with the target) including the base layer",
+         {"core/verbs/bad.cpp": '#include "base/log.hpp"\n'},
+         "core/verbs/ must not include base/log.hpp (the nvmeof/base layer)"),
         ("a bare name from another core folder",
          {"core/transport/bad.cpp": '#include "controller_impl.hpp"\n'},
          'includes "controller_impl.hpp", which is core/host/controller_impl.hpp'),

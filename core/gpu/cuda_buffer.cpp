@@ -7,8 +7,8 @@
 #include "gpu/cuda_driver.hpp"
 #include "gpu/cuda_vmm.hpp"
 #include "gpu/gpu_internal.hpp"
-#include "nvmeof/errors.hpp"
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/errors.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 namespace nvmeof {
 namespace detail::gpu {

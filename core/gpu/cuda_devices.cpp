@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 
 #include "gpu/cuda_driver.hpp"
-#include "nvmeof/errors.hpp"
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/errors.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 namespace nvmeof {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "nvmeof/errors.hpp"
+#include "nvmeof/base/errors.hpp"
 
 namespace nvmeof::detail::gpu {
 namespace {

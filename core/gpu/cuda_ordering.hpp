@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "gpu/cuda_driver.hpp"
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 namespace nvmeof::detail::gpu {
 

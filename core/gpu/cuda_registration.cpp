@@ -14,7 +14,7 @@
 #include "gpu/cuda_ordering.hpp"
 #include "gpu/gpu_internal.hpp"
 #include "gpu/gpu_registration.hpp"
-#include "nvmeof/errors.hpp"
+#include "nvmeof/base/errors.hpp"
 
 namespace nvmeof::detail::gpu {
 namespace {

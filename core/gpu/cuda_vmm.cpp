@@ -5,7 +5,7 @@
 #include <limits>
 #include <utility>
 
-#include "nvmeof/errors.hpp"
+#include "nvmeof/base/errors.hpp"
 
 namespace nvmeof::detail::gpu {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "gpu/gpu_internal.hpp"
-#include "nvmeof/errors.hpp"
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/errors.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 namespace nvmeof {
 namespace detail::gpu {

@@ -1,7 +1,7 @@
 // GPU support in a build without cuda.h: everything reports it.
 #include "gpu/gpu_registration.hpp"
-#include "nvmeof/errors.hpp"
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/errors.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 namespace nvmeof {
 namespace {

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "memory/memory_record.hpp"
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 struct ibv_pd;
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <system_error>
 
-#include "nvmeof/errors.hpp"
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/errors.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 namespace nvmeof {
 namespace fs = std::filesystem;

@@ -15,9 +15,9 @@
 // non-optimized path when it has no optimized one at hand.
 #include <cstring>
 
+#include "base/log.hpp"
 #include "host/controller_impl.hpp"
 #include "nvmeof/wire/ana.hpp"
-#include "transport/log.hpp"
 
 namespace nvmeof::detail {
 namespace {

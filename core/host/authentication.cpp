@@ -7,11 +7,11 @@
 #include <optional>
 
 #include "auth/dhchap_transaction.hpp"
+#include "base/log.hpp"
 #include "host/controller_impl.hpp"
 #include "host/dhchap_secret.hpp"
 #include "nvmeof/wire.hpp"
 #include "nvmeof/wire/auth.hpp"
-#include "transport/log.hpp"
 
 namespace nvmeof {
 namespace {

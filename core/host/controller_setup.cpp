@@ -8,12 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/log.hpp"
 #include "host/controller_impl.hpp"
 #include "host/in_capsule.hpp"
 #include "host/negotiation.hpp"
 #include "nvmeof/option_rules.hpp"
 #include "nvmeof/wire.hpp"
-#include "transport/log.hpp"
 
 namespace nvmeof::detail {
 namespace {

@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/log.hpp"
 #include "host/controller_impl.hpp"
-#include "transport/log.hpp"
 
 namespace nvmeof::detail {
 namespace {

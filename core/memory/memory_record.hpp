@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "nvmeof/gpu.hpp"
+#include "nvmeof/base/gpu.hpp"
 
 #include "verbs/resources.hpp"
 

@@ -1,6 +1,6 @@
 #include "memory/memory_record.hpp"
-#include "nvmeof/errors.hpp"
-#include "nvmeof/memory.hpp"
+#include "nvmeof/base/errors.hpp"
+#include "nvmeof/base/memory.hpp"
 
 namespace nvmeof {
 

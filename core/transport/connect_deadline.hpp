@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "nvmeof/errors.hpp"
+#include "nvmeof/base/errors.hpp"
 
 namespace nvmeof::detail {
 

@@ -91,9 +91,10 @@
 #include <string>
 #include <vector>
 
-#include "nvmeof/errors.hpp"
-#include "nvmeof/namespace.hpp"
-#include "nvmeof/queue.hpp"
+#include "nvmeof/base/errors.hpp"
+#include "nvmeof/base/namespace_ref.hpp"
+#include "nvmeof/base/response.hpp"
+#include "nvmeof/base/transfer.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/io.hpp"
 #include "transport/cid_pool.hpp"

@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <utility>
 
+#include "base/log.hpp"
 #include "memory/memory_record.hpp"
 #include "nvmeof/wire/io.hpp"
-#include "transport/log.hpp"
 #include "transport/queue_resources.hpp"
 #include "transport/rdma_queue.hpp"
 #include "transport/rdma_queue_command.hpp"

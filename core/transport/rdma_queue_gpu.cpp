@@ -1,6 +1,6 @@
 // Reads into GPU memory (GpuOrdering): the flush that makes the data visible
 // to the GPU before a transfer is handed back. Off the host-memory path.
-#include "transport/log.hpp"
+#include "base/log.hpp"
 #include "transport/rdma_queue.hpp"
 #include "transport/rdma_queue_completion.hpp"
 

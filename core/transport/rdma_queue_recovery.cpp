@@ -9,9 +9,9 @@
 #include <thread>
 #include <utility>
 
+#include "base/log.hpp"
 #include "nvmeof/wire/command.hpp"
 #include "transport/invariant.hpp"
-#include "transport/log.hpp"
 #include "transport/rdma_queue.hpp"
 #include "transport/rdma_queue_completion.hpp"
 

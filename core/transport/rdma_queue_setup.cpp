@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/log.hpp"
 #include "nvmeof/wire/rdma_cm.hpp"
-#include "transport/log.hpp"
 #include "transport/queue_resources.hpp"
 #include "transport/rdma_queue.hpp"
 #include "verbs/diagnostics.hpp"

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <span>
 
+#include "nvmeof/base/response.hpp"
+#include "nvmeof/base/transfer.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
 #include "nvmeof/protection.hpp"
@@ -27,52 +29,6 @@ namespace detail {
 class RdmaQueue;
 }
 
-// compare: the controller compares the blocks with the buffer's (Compare,
-// Identify ONCS bit 0); its data travels host to controller as a write's.
-// A new Op goes last, its opcode into the transport's kOpcodeOf table.
-enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate, compare };
-
-// The operations whose blocks travel through a memory region (and are cut at
-// MDTS): read, write and compare; and of those, the ones that send them.
-constexpr bool carries_data(Op op) noexcept {
-    return op == Op::read || op == Op::write || op == Op::compare;
-}
-constexpr bool sends_data(Op op) noexcept {
-    return op == Op::write || op == Op::compare;
-}
-
-// One logical transfer. Above the controller's maximum transfer size (MDTS) or
-// 65,536 blocks it is split into several commands (pieces); it completes once,
-// when every piece has, with the first error of any piece. Pieces that find no
-// free slot (a transfer may need more than the whole queue holds) wait in the
-// queue and are posted, in order, as poll() frees slots.
-struct Transfer {
-    Op op = Op::read;
-    std::uint64_t slba = 0;
-    std::uint64_t blocks = 0;                 // ignored for flush
-    const MemoryRegion* memory = nullptr;     // read/write/compare only
-    std::uint64_t offset = 0;                 // byte offset into memory
-    std::uint64_t user_data = 0;              // handed back in Completion
-    Protection protection{};                  // PRACT, PRCHK and tags (PI namespaces)
-};
-
-// The range rules of a transfer, in one place: its LBA range lies inside the
-// namespace (flush has none), and a data transfer's blocks of `block_bytes`
-// (data, and the metadata that travels) from `offset` lie inside its memory
-// region. check_transfer() below
-// says which failed in words; the data path's submit asks the same questions
-// and answers SubmitResult::invalid.
-constexpr bool lba_range_fits(Op op, std::uint64_t slba, std::uint64_t blocks,
-                              std::uint64_t size_lbas) noexcept {
-    return op == Op::flush || (blocks != 0 && slba < size_lbas && blocks <= size_lbas - slba);
-}
-// The first test keeps the product of the third from overflowing.
-constexpr bool buffer_range_fits(std::uint64_t blocks, std::uint32_t block_bytes,
-                                 std::uint64_t offset, std::uint64_t region_bytes) noexcept {
-    return blocks <= region_bytes / block_bytes && offset <= region_bytes &&
-           blocks * block_bytes <= region_bytes - offset;
-}
-
 struct NamespaceInfo;
 // A transfer's range rules, with the reason: its LBA range inside the
 // namespace, and a data transfer's blocks inside its memory region from
@@ -81,31 +37,6 @@ struct NamespaceInfo;
 // calls (Namespace, Python) check with this; the data path's submit checks
 // the same without building text and answers SubmitResult::invalid.
 void check_transfer(const NamespaceInfo& ns, const Transfer& transfer);
-
-enum class SubmitResult : std::uint8_t {
-    queued,   // accepted: posted, or partly waiting for slots that poll() frees
-    busy,     // no free slot for the transfer (or the queue is reconnecting); nothing was posted
-    invalid,  // refused (range, buffer, memory handle); see last_error()
-    failed,   // the queue has failed or is closed; see last_error()
-};
-
-// When a transfer's send work requests are posted: at once, or with the next
-// commit() (fio's queue/commit split: one post for a whole batch).
-enum class Post : std::uint8_t { now, deferred };
-
-struct Completion {
-    std::uint64_t user_data = 0;
-    CompletionStatus status;
-};
-
-class Response {
-public:
-    wire::Cqe cqe{};
-    wire::Sqe command{};
-    CompletionStatus status;
-    // Throws wire::NvmeError (status of the command) or TransportError.
-    void raise_for_status() const;
-};
 
 // A low-level command in flight. Move-only; its command slot is recycled when the
 // request is done and the handle is gone.

@@ -46,13 +46,6 @@ void check_data_owner(const wire::SglDescriptor& sgl, const MemoryRegion* data_o
 
 }  // namespace
 
-void Response::raise_for_status() const {
-    if (status.transport != TransportErrc::none) {
-        nvmeof::raise_for_status(status);
-    }
-    wire::raise_for_status(cqe, command, status.queue);
-}
-
 Request::Request(Request&& other) noexcept
     : queue_(std::exchange(other.queue_, nullptr)), slot_(other.slot_) {}
 

@@ -1,4 +1,4 @@
-// Leveled logging (nvmeof/log.hpp says where lines go). Debug lines only when
+// Leveled logging (nvmeof/base/log.hpp says where lines go). Debug lines only when
 // NVMEOF_DEBUG is set (read per call, no static state); datapath code never
 // logs on success. errno is kept.
 #pragma once
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "nvmeof/log.hpp"
+#include "nvmeof/base/log.hpp"
 
 namespace nvmeof::detail {
 

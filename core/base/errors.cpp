@@ -1,4 +1,4 @@
-#include "nvmeof/errors.hpp"
+#include "nvmeof/base/errors.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,5 +1,5 @@
-// The log sink (nvmeof/log.hpp).
-#include "transport/log.hpp"
+// The log sink (nvmeof/base/log.hpp).
+#include "base/log.hpp"
 
 #include <atomic>
 
