@@ -19,7 +19,12 @@
 #include "host/controller_impl.hpp"
 #include "nvmeof/wire/ana.hpp"
 
-namespace nvmeof::detail {
+namespace nvmeof {
+
+// ControllerImpl is nvmeof's, as the public headers name it; what it is made
+// of (the host's helpers, the transport's queues) is nvmeof::detail's.
+using namespace detail;
+
 namespace {
 
 // Worse states rank higher: the path's state is the worst of its groups'.
@@ -218,4 +223,4 @@ void ControllerImpl::service_async_event(Clock::time_point now) noexcept {
                  std::chrono::milliseconds{0});
 }
 
-}  // namespace nvmeof::detail
+}  // namespace nvmeof

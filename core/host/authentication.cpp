@@ -14,6 +14,11 @@
 #include "nvmeof/wire/auth.hpp"
 
 namespace nvmeof {
+
+// ControllerImpl is nvmeof's, as the public headers name it; what it is made
+// of (the host's helpers, the transport's queues) is nvmeof::detail's.
+using namespace detail;
+
 namespace {
 
 constexpr std::chrono::milliseconds kFailureNoticeWait{1000};
@@ -32,8 +37,6 @@ std::optional<auth::Secret> load_secret(const std::string& value, const char* op
 }
 
 }  // namespace
-
-namespace detail {
 
 void ControllerImpl::load_dhchap_secrets() {
     dhchap_secret_ = load_secret(options_.dhchap_secret, "dhchap_secret");
@@ -121,5 +124,4 @@ void ControllerImpl::authenticate(RdmaQueue& queue, std::uint16_t qid) {
               dhchap_ctrl_secret_ ? ", bidirectional" : "");
 }
 
-}  // namespace detail
 }  // namespace nvmeof

@@ -10,7 +10,11 @@
 #include "host/controller_impl.hpp"
 #include "transport/transfer_split.hpp"
 
-namespace nvmeof::detail {
+namespace nvmeof {
+
+// ControllerImpl is nvmeof's, as the public headers name it; what it is made
+// of (the host's helpers, the transport's queues) is nvmeof::detail's.
+using namespace detail;
 
 namespace {
 
@@ -119,4 +123,4 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
     return true;
 }
 
-}  // namespace nvmeof::detail
+}  // namespace nvmeof

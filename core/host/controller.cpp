@@ -19,6 +19,10 @@
 
 namespace nvmeof {
 
+// ControllerImpl is nvmeof's, as the public headers name it; what it is made
+// of (the host's helpers, the transport's queues) is nvmeof::detail's.
+using namespace detail;
+
 namespace detail {
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept {
     return {info.nsid,
@@ -73,8 +77,6 @@ void check_supported(const Limits& limits, Op op) {
             "Compare: the controller does not support it (Identify ONCS bit 0 is clear)");
     }
 }
-
-namespace detail {
 
 void ControllerImpl::require_open(const char* what) const {
     if (state_ == ControllerState::lost) {
@@ -284,18 +286,16 @@ bool ControllerImpl::take_wakeups() noexcept {
     return woke;
 }
 
-}  // namespace detail
-
 // --- Controller -----------------------------------------------------------
 
-Controller::Controller(std::unique_ptr<detail::ControllerImpl> impl) : impl_(std::move(impl)) {}
+Controller::Controller(std::unique_ptr<ControllerImpl> impl) : impl_(std::move(impl)) {}
 Controller::Controller(Controller&&) noexcept = default;
 Controller& Controller::operator=(Controller&&) noexcept = default;
 Controller::~Controller() = default;
 
 Controller Controller::connect(const Options& options, std::function<bool()> cancelled) {
     detail::claim_rdma_for_this_process();
-    auto impl = std::make_unique<detail::ControllerImpl>(options);
+    auto impl = std::make_unique<ControllerImpl>(options);
     impl->connect(std::move(cancelled));  // on a throw, ~ControllerImpl closes what was opened
     return Controller(std::move(impl));
 }
@@ -342,12 +342,12 @@ bool wait_for_completions(std::span<Controller* const> controllers,
     constexpr std::size_t kMaxWaited = 64;
     constexpr auto kCoarseWake = std::chrono::milliseconds(1);
     std::array<pollfd, kMaxWaited> fds{};
-    std::array<detail::ControllerImpl*, kMaxWaited> armed{};
+    std::array<ControllerImpl*, kMaxWaited> armed{};
     std::size_t count = 0;
     bool sleep_only = false;  // a controller waiting to reconnect: sleep even with nothing armed
     auto wake = until;
     for (Controller* controller : controllers) {
-        detail::ControllerImpl* impl = controller != nullptr ? controller->impl_.get() : nullptr;
+        ControllerImpl* impl = controller != nullptr ? controller->impl_.get() : nullptr;
         if (impl == nullptr) {
             continue;
         }
@@ -451,6 +451,9 @@ IoQueue Controller::admin() {
 }
 
 // --- Namespace ------------------------------------------------------------
+
+Namespace::Namespace(ControllerImpl* controller, NamespaceInfo info)
+    : ref_(namespace_ref(info)), controller_(controller), info_(info) {}
 
 namespace {
 std::uint64_t default_blocks(const MemoryRegion& buffer, std::uint64_t offset, std::uint32_t lba,

@@ -1,4 +1,5 @@
-// ControllerImpl: the state behind nvmeof::Controller (internal).
+// ControllerImpl: the state behind nvmeof::Controller (internal; the public
+// headers declare it opaque), and the host's names around it.
 #pragma once
 
 #include <functional>
@@ -57,7 +58,15 @@ class NoLongerFits : public Error {
 // sleep_only: reconnecting, nothing to poll; `wake` says when there is work.
 enum class IdlePreparation : std::uint8_t { armed, work_waiting, cannot_wait, sleep_only };
 
-class ControllerImpl final : public QueueFailureListener {
+// What a Namespace keeps ready for the data path (Namespace::ref()).
+NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
+
+}  // namespace nvmeof::detail
+
+namespace nvmeof {
+
+// The opaque ControllerImpl of the public headers (Controller, Namespace).
+class ControllerImpl final : public detail::QueueFailureListener {
 public:
     explicit ControllerImpl(const Options& options);
     ~ControllerImpl();
@@ -68,7 +77,7 @@ public:
     // Controller::connect.
     void connect(std::function<bool()> cancelled);
     void close() noexcept;
-    bool open() const noexcept { return state_ == ControllerState::live; }
+    bool open() const noexcept { return state_ == detail::ControllerState::live; }
     // Controller::is_open: live, and not failed for good. With no reconnect
     // (ctrl_loss_tmo 0) a failed queue or keep-alive ends the association
     // though the state stays live (close() still has to tear it down).
@@ -85,25 +94,27 @@ public:
                       const BetweenPolls& between_polls = {});
 
     const Limits& limits() const { return limits_; }
-    RdmaQueue& io(std::size_t index);
+    detail::RdmaQueue& io(std::size_t index);
     std::size_t io_count() const { return io_.size(); }
-    RdmaQueue& admin() { return *admin_; }
+    detail::RdmaQueue& admin() { return *admin_; }
     // See Controller::keep_alive.
     bool keep_connected(std::string* why) noexcept;
     // Idle waiting (nvmeof::wait_for_completions): arms every I/O queue's CQ
     // and lowers `wake` to the earliest request deadline and keep-alive time.
-    IdlePreparation prepare_idle_wait(std::chrono::steady_clock::time_point& wake, int& fd) noexcept;
+    detail::IdlePreparation prepare_idle_wait(std::chrono::steady_clock::time_point& wake,
+                                              int& fd) noexcept;
     // Takes and acknowledges every completion event; true if there was one.
     bool take_wakeups() noexcept;
     bool reconnecting() const noexcept {
-        return state_ == ControllerState::resetting || state_ == ControllerState::waiting ||
-               state_ == ControllerState::reconnecting;
+        return state_ == detail::ControllerState::resetting ||
+               state_ == detail::ControllerState::waiting ||
+               state_ == detail::ControllerState::reconnecting;
     }
     const ReconnectStats& reconnect_stats() const noexcept { return reconnect_stats_; }
     // A queue failed, seen wherever (a poll, a post, a deadline): a live
     // controller that reconnects starts its outage now (reconnect.cpp), so a
     // caller refused busy drives the reconnect instead of retrying forever.
-    void queue_failed(RdmaQueue& queue) noexcept override;
+    void queue_failed(detail::RdmaQueue& queue) noexcept override;
 
   private:
     using Clock = std::chrono::steady_clock;
@@ -113,7 +124,8 @@ public:
     // exists (created, or reopened on the path in use) when it starts.
     void associate();
     bool associating() const noexcept {
-        return state_ == ControllerState::connecting || state_ == ControllerState::reconnecting;
+        return state_ == detail::ControllerState::connecting ||
+               state_ == detail::ControllerState::reconnecting;
     }
     NamespaceInfo read_namespace(std::uint32_t nsid);
 
@@ -129,7 +141,7 @@ public:
     void reassociate(Clock::time_point now);
     // The admin queue reopened to peer_ within `deadline` (a reconnect, a path
     // move); throws ConnectError, also when the path is on another RDMA device.
-    void reopen_admin_queue(const ConnectDeadline& deadline);
+    void reopen_admin_queue(const detail::ConnectDeadline& deadline);
     void check_still_fits(const Limits& before, const std::vector<NamespaceInfo>& namespaces);
     void give_up(const std::string& why) noexcept;
 
@@ -147,24 +159,25 @@ public:
     void check_path_usable();
     void arm_async_event() noexcept;
     void service_async_event(Clock::time_point now) noexcept;
-    void transition(ControllerState to, const std::string& why) noexcept;
+    void transition(detail::ControllerState to, const std::string& why) noexcept;
     std::string failure_text() const;
     std::string name() const;
     // MemoryRecord::retire_sends: every I/O queue's SENDs retired (a deregistration follows).
     static void retire_sends(void* controller) noexcept;
     // Remembers a registered record (closed with the controller) and hands it out.
     MemoryRegion track(std::shared_ptr<MemoryRecord> record);
-    Response execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
-    Response execute_ok(RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
+    Response execute(detail::RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
+    Response execute_ok(detail::RdmaQueue& queue, const wire::Sqe& command,
+                        const std::string& step);
     std::uint64_t property_get(wire::Property property, const std::string& step);
     void property_set(wire::Property property, std::uint64_t value, const std::string& step);
-    std::uint16_t fabrics_connect(RdmaQueue& queue, std::uint16_t qid, std::uint16_t size,
+    std::uint16_t fabrics_connect(detail::RdmaQueue& queue, std::uint16_t qid, std::uint16_t size,
                                   std::uint16_t cntlid);
     // DH-HMAC-CHAP on a queue whose Connect asked for it (host/authentication.cpp).
     void load_dhchap_secrets();
-    void authenticate(RdmaQueue& queue, std::uint16_t qid);
-    void auth_send(RdmaQueue& queue, const wire::Bytes& message, const std::string& step);
-    wire::Bytes auth_receive(RdmaQueue& queue, const std::string& step);
+    void authenticate(detail::RdmaQueue& queue, std::uint16_t qid);
+    void auth_send(detail::RdmaQueue& queue, const wire::Bytes& message, const std::string& step);
+    wire::Bytes auth_receive(detail::RdmaQueue& queue, const std::string& step);
     void enable();
     void identify_controller();
     void enable_extended_lba_formats();
@@ -180,12 +193,12 @@ public:
 
     Options options_;
     HostIdentity identity_;
-    std::vector<PeerAddress> paths_;  // Options::target's addresses, in order
-    std::size_t path_ = 0;            // the one in use
-    PeerAddress peer_;                // paths_[path_]
+    std::vector<detail::PeerAddress> paths_;  // Options::target's addresses, in order
+    std::size_t path_ = 0;                    // the one in use
+    detail::PeerAddress peer_;                // paths_[path_]
     Limits limits_;
-    ControllerState state_ = ControllerState::connecting;
-    ConnectDeadline deadline_;  // the whole connect (Options::timeout)
+    detail::ControllerState state_ = detail::ControllerState::connecting;
+    detail::ConnectDeadline deadline_;  // the whole connect (Options::timeout)
     bool enabled_ = false;
     wire::Capabilities cap_;
     ibv_device_attr device_{};
@@ -198,10 +211,11 @@ public:
     std::unique_ptr<std::byte[]> scratch_;
     verbs::MemoryRegion scratch_mr_;
     verbs::CompletionChannel completion_channel_;  // the I/O queues' CQs report here once armed
-    std::unique_ptr<RdmaQueue> admin_;
-    std::vector<std::unique_ptr<RdmaQueue>> io_;
+    std::unique_ptr<detail::RdmaQueue> admin_;
+    std::vector<std::unique_ptr<detail::RdmaQueue>> io_;
     std::vector<std::weak_ptr<MemoryRecord>> memory_;
-    std::optional<KeepAlive> keep_alive_;  // with Options::keep_alive_ms; before the admin queue goes
+    // With Options::keep_alive_ms; before the admin queue goes.
+    std::optional<detail::KeepAlive> keep_alive_;
     std::optional<Request> async_event_;   // the Asynchronous Event Request outstanding (ANA)
     bool ana_reporting_ = false;           // Identify CMIC bit 3
     bool extended_lba_formats_ = false;    // Identify CTRATT bit 15: guard types in CNS 0x05
@@ -218,4 +232,4 @@ public:
     bool fast_failed_ = false;
 };
 
-}  // namespace nvmeof::detail
+}  // namespace nvmeof

@@ -15,7 +15,12 @@
 #include "nvmeof/option_rules.hpp"
 #include "nvmeof/wire.hpp"
 
-namespace nvmeof::detail {
+namespace nvmeof {
+
+// ControllerImpl is nvmeof's, as the public headers name it; what it is made
+// of (the host's helpers, the transport's queues) is nvmeof::detail's.
+using namespace detail;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -552,4 +557,4 @@ void ControllerImpl::close() noexcept {
     state_ = ControllerState::closed;
 }
 
-}  // namespace nvmeof::detail
+}  // namespace nvmeof

@@ -1,4 +1,5 @@
-// The public IoQueue / Request / Response facade over RdmaQueue.
+// The public IoQueue / Request facade over RdmaQueue, the one transport's
+// queue (transport/queue_impl.hpp).
 #include <charconv>
 #include <string>
 
@@ -8,6 +9,11 @@
 
 namespace nvmeof {
 namespace {
+
+// The queue a handle points to: every QueueImpl is an RdmaQueue.
+detail::RdmaQueue* rdma(QueueImpl* queue) noexcept {
+    return static_cast<detail::RdmaQueue*>(queue);
+}
 
 std::string hex(std::uint64_t value) {
     char digits[16];
@@ -62,61 +68,61 @@ Request::~Request() { release(); }
 
 void Request::release() noexcept {
     if (queue_ != nullptr) {
-        queue_->release_request(slot_);
+        rdma(queue_)->release_request(slot_);
         queue_ = nullptr;
     }
 }
 
-bool Request::done() const noexcept { return queue_ != nullptr && queue_->slot_done(slot_); }
+bool Request::done() const noexcept { return queue_ != nullptr && rdma(queue_)->slot_done(slot_); }
 
 const Response& Request::response() const {
     if (!done()) {
         throw Error("request " + std::to_string(slot_) + " is not done yet");
     }
-    return queue_->slot_response(slot_);
+    return rdma(queue_)->slot_response(slot_);
 }
 
 SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
-    return queue_->submit(ns.ref(), transfer, post);
+    return rdma(queue_)->submit(ns.ref(), transfer, post);
 }
 
-void IoQueue::commit() noexcept { queue_->commit(); }
-std::size_t IoQueue::deferred() const noexcept { return queue_->deferred(); }
+void IoQueue::commit() noexcept { rdma(queue_)->commit(); }
+std::size_t IoQueue::deferred() const noexcept { return rdma(queue_)->deferred(); }
 
 std::size_t IoQueue::poll(std::span<Completion> out) noexcept {
     std::size_t failed = 0;
-    return queue_->take_completions(out, failed);
+    return rdma(queue_)->take_completions(out, failed);
 }
 std::size_t IoQueue::poll(std::span<Completion> out, std::size_t& failed) noexcept {
-    return queue_->take_completions(out, failed);
+    return rdma(queue_)->take_completions(out, failed);
 }
 
-const CompletionStatus& IoQueue::last_error() const noexcept { return queue_->last_error(); }
+const CompletionStatus& IoQueue::last_error() const noexcept { return rdma(queue_)->last_error(); }
 
 Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner) {
     if (data_owner != nullptr && !data_owner->valid()) {
         throw InvalidArgument("the data owner memory region is not registered");
     }
     check_data_owner(command.dptr, data_owner);
-    return Request(queue_, queue_->submit_command(command));
+    return Request(queue_, rdma(queue_)->submit_command(command));
 }
 
-void IoQueue::make_progress() noexcept { queue_->poll_cq(); }
+void IoQueue::make_progress() noexcept { rdma(queue_)->poll_cq(); }
 
-std::uint16_t IoQueue::qid() const noexcept { return queue_->qid(); }
-std::size_t IoQueue::capacity() const noexcept { return queue_->capacity(); }
-std::size_t IoQueue::free_slots() const noexcept { return queue_->free_slots(); }
-std::size_t IoQueue::in_flight() const noexcept { return queue_->in_flight(); }
+std::uint16_t IoQueue::qid() const noexcept { return rdma(queue_)->qid(); }
+std::size_t IoQueue::capacity() const noexcept { return rdma(queue_)->capacity(); }
+std::size_t IoQueue::free_slots() const noexcept { return rdma(queue_)->free_slots(); }
+std::size_t IoQueue::in_flight() const noexcept { return rdma(queue_)->in_flight(); }
 std::size_t IoQueue::near_completion() const noexcept {
-    return queue_->transfers_near_completion();
+    return rdma(queue_)->transfers_near_completion();
 }
 std::size_t IoQueue::held() const noexcept {
-    return queue_->held();
+    return rdma(queue_)->held();
 }
-bool IoQueue::failed() const noexcept { return queue_->failed(); }
+bool IoQueue::failed() const noexcept { return rdma(queue_)->failed(); }
 
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {
-    return queue_->pieces(ns.ref(), transfer);
+    return rdma(queue_)->pieces(ns.ref(), transfer);
 }
 
 }  // namespace nvmeof

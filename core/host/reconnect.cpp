@@ -21,7 +21,12 @@
 #include "base/log.hpp"
 #include "host/controller_impl.hpp"
 
-namespace nvmeof::detail {
+namespace nvmeof {
+
+// ControllerImpl is nvmeof's, as the public headers name it; what it is made
+// of (the host's helpers, the transport's queues) is nvmeof::detail's.
+using namespace detail;
+
 namespace {
 
 long long ms_between(std::chrono::steady_clock::time_point from,
@@ -31,6 +36,8 @@ long long ms_between(std::chrono::steady_clock::time_point from,
 }
 
 }  // namespace
+
+namespace detail {
 
 const char* controller_state_name(ControllerState state) {
     switch (state) {
@@ -53,6 +60,8 @@ const char* controller_state_name(ControllerState state) {
     }
     return "?";
 }
+
+}  // namespace detail
 
 bool ControllerImpl::reconnect_enabled() const noexcept {
     return options_.ctrl_loss_tmo.count() > 0 && !limits_.discovery;
@@ -317,4 +326,4 @@ void ControllerImpl::give_up(const std::string& why) noexcept {
                                           " held I/Os and every new one fail with ENODEV");
 }
 
-}  // namespace nvmeof::detail
+}  // namespace nvmeof

@@ -1,4 +1,5 @@
-// What a MemoryRegion handle points to (internal).
+// What a MemoryRegion handle points to: the opaque nvmeof::MemoryRecord of the
+// public headers, defined here for the memory layer and those above it.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 
 #include "verbs/resources.hpp"
 
-namespace nvmeof::detail {
+namespace nvmeof {
 
 struct MemoryRecord {
     std::byte* address = nullptr;
@@ -59,4 +60,4 @@ struct MemoryRecord {
     }
 };
 
-}  // namespace nvmeof::detail
+}  // namespace nvmeof

@@ -4,7 +4,7 @@
 
 namespace nvmeof {
 
-MemoryRegion::MemoryRegion(std::shared_ptr<detail::MemoryRecord> record) : record_(std::move(record)) {}
+MemoryRegion::MemoryRegion(std::shared_ptr<MemoryRecord> record) : record_(std::move(record)) {}
 
 MemoryRegion::~MemoryRegion() { reset(); }
 

@@ -100,11 +100,10 @@
 #include "transport/cid_pool.hpp"
 #include "transport/connect_deadline.hpp"
 #include "transport/invariant.hpp"
+#include "transport/queue_impl.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::detail {
-
-struct MemoryRecord;
 
 struct PeerAddress {
     sockaddr_storage target{};
@@ -168,7 +167,7 @@ protected:
     ~QueueFailureListener() = default;
 };
 
-class RdmaQueue final {
+class RdmaQueue final : public QueueImpl {
 public:
     // --- setup (rdma_queue_setup.cpp) ---
     // Creates the CM id and resolves the address, so device() is known.

@@ -160,8 +160,8 @@ public:
 private:
     friend bool wait_for_completions(std::span<Controller* const> controllers,
                                      std::chrono::steady_clock::time_point until) noexcept;
-    explicit Controller(std::unique_ptr<detail::ControllerImpl> impl);
-    std::unique_ptr<detail::ControllerImpl> impl_;
+    explicit Controller(std::unique_ptr<ControllerImpl> impl);
+    std::unique_ptr<ControllerImpl> impl_;
 };
 
 // Refuses an operation the controller does not serve (InvalidArgument naming

@@ -12,9 +12,8 @@
 
 namespace nvmeof {
 
-namespace detail {
+// The state behind a Controller (opaque here).
 class ControllerImpl;
-}
 
 struct Transfer;
 
@@ -38,10 +37,6 @@ struct NamespaceInfo {
     }
 };
 
-namespace detail {
-NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
-}  // namespace detail
-
 // Called by a blocking call each time it is about to wait (for completions, for
 // room in the queues, for an outage to end), with nothing of the controller in
 // use: a program that shares the controller among threads lets go of its lock
@@ -57,8 +52,7 @@ using BetweenPolls = std::function<void()>;
 // `blocks` defaults to what fits in the buffer from buffer_offset.
 class Namespace {
 public:
-    Namespace(detail::ControllerImpl* controller, NamespaceInfo info)
-        : ref_(detail::namespace_ref(info)), controller_(controller), info_(info) {}
+    Namespace(ControllerImpl* controller, NamespaceInfo info);
 
     std::uint32_t nsid() const { return info_.nsid; }
     std::uint32_t lba_size() const { return info_.lba_size; }
@@ -67,7 +61,7 @@ public:
     // log2 of lba_size() (LBADS: block sizes are powers of two).
     std::uint32_t lba_shift() const { return ref_.lba_shift; }
     // What the data path reads on every submission, kept ready (internal).
-    const detail::NamespaceRef& ref() const noexcept { return ref_; }
+    const NamespaceRef& ref() const noexcept { return ref_; }
     const NamespaceInfo& info() const { return info_; }
 
     // On a namespace with metadata the buffer holds whole blocks as
@@ -98,8 +92,8 @@ public:
 
 private:
     // First: the data path's submit finds it at the Namespace's own address.
-    detail::NamespaceRef ref_;
-    detail::ControllerImpl* controller_;
+    NamespaceRef ref_;
+    ControllerImpl* controller_;
     NamespaceInfo info_;
 };
 

@@ -25,9 +25,8 @@ namespace nvmeof {
 
 class Namespace;
 
-namespace detail {
-class RdmaQueue;
-}
+// A controller's queue, whatever its transport (opaque here).
+class QueueImpl;
 
 struct NamespaceInfo;
 // A transfer's range rules, with the reason: its LBA range inside the
@@ -43,7 +42,7 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& transfer);
 class Request {
 public:
     Request() = default;
-    Request(detail::RdmaQueue* queue, std::uint16_t slot) : queue_(queue), slot_(slot) {}
+    Request(QueueImpl* queue, std::uint16_t slot) : queue_(queue), slot_(slot) {}
     Request(Request&& other) noexcept;
     Request& operator=(Request&& other) noexcept;
     Request(const Request&) = delete;
@@ -56,14 +55,14 @@ public:
 
 private:
     void release() noexcept;
-    detail::RdmaQueue* queue_ = nullptr;
+    QueueImpl* queue_ = nullptr;
     std::uint16_t slot_ = 0;
 };
 
 // A thin handle to a queue owned by its Controller (valid while it is open).
 class IoQueue {
 public:
-    explicit IoQueue(detail::RdmaQueue* queue) : queue_(queue) {}
+    explicit IoQueue(QueueImpl* queue) : queue_(queue) {}
 
     SubmitResult submit(const Namespace& ns, const Transfer& transfer, Post post = Post::now) noexcept;
     // Posts every deferred transfer in one chain (no-op when none).
@@ -107,7 +106,7 @@ public:
     std::size_t pieces(const Namespace& ns, const Transfer& transfer) const noexcept;
 
 private:
-    detail::RdmaQueue* queue_;
+    QueueImpl* queue_;
 };
 
 }  // namespace nvmeof

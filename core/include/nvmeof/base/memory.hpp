@@ -15,9 +15,8 @@
 
 namespace nvmeof {
 
-namespace detail {
+// The registration a region holds (core/memory/memory_record.hpp; opaque here).
 struct MemoryRecord;
-}
 
 // A registration of host memory with the controller's RDMA device. Keyed SGLs
 // point straight into it. Destroying the handle deregisters the memory; closing
@@ -26,7 +25,7 @@ struct MemoryRecord;
 class MemoryRegion {
 public:
     MemoryRegion() = default;
-    explicit MemoryRegion(std::shared_ptr<detail::MemoryRecord> record);
+    explicit MemoryRegion(std::shared_ptr<MemoryRecord> record);
     MemoryRegion(MemoryRegion&&) noexcept = default;
     MemoryRegion& operator=(MemoryRegion&&) noexcept = default;
     MemoryRegion(const MemoryRegion&) = delete;
@@ -55,10 +54,10 @@ public:
     // Deregisters now (and frees memory from Controller::allocate).
     void reset() noexcept;
 
-    const detail::MemoryRecord* record() const noexcept { return record_.get(); }
+    const MemoryRecord* record() const noexcept { return record_.get(); }
 
 private:
-    std::shared_ptr<detail::MemoryRecord> record_;
+    std::shared_ptr<MemoryRecord> record_;
 };
 
 }  // namespace nvmeof

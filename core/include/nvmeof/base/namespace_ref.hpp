@@ -11,7 +11,6 @@
 
 namespace nvmeof {
 
-namespace detail {
 // Everything about a namespace that the data path needs for a transfer.
 struct NamespaceRef {
     std::uint32_t nsid = 0;
@@ -33,6 +32,5 @@ struct NamespaceRef {
         return block_bytes_by_pract[p.pract() ? 1 : 0];
     }
 };
-}  // namespace detail
 
 }  // namespace nvmeof

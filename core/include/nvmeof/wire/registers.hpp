@@ -22,14 +22,16 @@ constexpr PropertySize property_size(Property p) {
     return p == Property::cap ? PropertySize::eight_bytes : PropertySize::four_bytes;
 }
 
-namespace detail {
+// A register field: its `width` bits at `shift`, read out of a register's raw
+// value (bits) or placed into one (place).
+namespace field {
 constexpr std::uint64_t bits(std::uint64_t raw, unsigned shift, unsigned width) {
     return (raw >> shift) & ((std::uint64_t{1} << width) - 1);
 }
 constexpr std::uint64_t place(std::uint64_t value, unsigned shift, unsigned width) {
     return (value & ((std::uint64_t{1} << width) - 1)) << shift;
 }
-}  // namespace detail
+}  // namespace field
 
 // CAP: controller capabilities.
 struct Capabilities {
@@ -52,32 +54,32 @@ struct Capabilities {
 
     // Largest queue size, 0's based.
     constexpr std::uint16_t mqes() const {
-        return static_cast<std::uint16_t>(detail::bits(raw, kMqesShift, kMqesWidth));
+        return static_cast<std::uint16_t>(field::bits(raw, kMqesShift, kMqesWidth));
     }
     constexpr std::uint32_t max_queue_entries() const { return mqes() + 1u; }
-    constexpr bool contiguous_queues_required() const { return detail::bits(raw, kCqrShift, 1); }
+    constexpr bool contiguous_queues_required() const { return field::bits(raw, kCqrShift, 1); }
     // Worst-case time for CSTS.RDY to follow CC.EN, in 500 ms units.
     constexpr std::uint8_t timeout() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kTimeoutShift, kTimeoutWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kTimeoutShift, kTimeoutWidth));
     }
     constexpr std::uint32_t timeout_ms() const { return timeout() * kTimeoutUnitMs; }
     constexpr std::uint8_t command_sets() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kCssShift, kCssWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kCssShift, kCssWidth));
     }
     constexpr bool supports_nvm_command_set() const { return (command_sets() >> kCssNvmBit) & 1; }
     constexpr bool supports_io_command_sets() const {
         return (command_sets() >> kCssIoCommandSetsBit) & 1;
     }
     constexpr std::uint8_t mpsmin() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kMpsminShift, kMpsWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kMpsminShift, kMpsWidth));
     }
     constexpr std::uint8_t mpsmax() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kMpsmaxShift, kMpsWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kMpsmaxShift, kMpsWidth));
     }
     constexpr std::uint64_t min_page_size() const {
         return std::uint64_t{1} << (kPageShiftBase + mpsmin());
     }
-    constexpr bool ready_with_media_support() const { return detail::bits(raw, kCrwmsShift, 1); }
+    constexpr bool ready_with_media_support() const { return field::bits(raw, kCrwmsShift, 1); }
 
     struct Fields {
         std::uint16_t mqes = 0;
@@ -88,12 +90,12 @@ struct Capabilities {
         std::uint8_t mpsmax = 0;
     };
     static constexpr Capabilities make(const Fields& f) {
-        return Capabilities{detail::place(f.mqes, kMqesShift, kMqesWidth) |
-                            detail::place(f.contiguous_queues_required, kCqrShift, 1) |
-                            detail::place(f.timeout, kTimeoutShift, kTimeoutWidth) |
-                            detail::place(f.command_sets, kCssShift, kCssWidth) |
-                            detail::place(f.mpsmin, kMpsminShift, kMpsWidth) |
-                            detail::place(f.mpsmax, kMpsmaxShift, kMpsWidth)};
+        return Capabilities{field::place(f.mqes, kMqesShift, kMqesWidth) |
+                            field::place(f.contiguous_queues_required, kCqrShift, 1) |
+                            field::place(f.timeout, kTimeoutShift, kTimeoutWidth) |
+                            field::place(f.command_sets, kCssShift, kCssWidth) |
+                            field::place(f.mpsmin, kMpsminShift, kMpsWidth) |
+                            field::place(f.mpsmax, kMpsmaxShift, kMpsWidth)};
     }
 };
 
@@ -128,24 +130,24 @@ struct ControllerConfig {
 
     std::uint32_t raw = 0;
 
-    constexpr bool enabled() const { return detail::bits(raw, kEnableShift, 1); }
+    constexpr bool enabled() const { return field::bits(raw, kEnableShift, 1); }
     constexpr CommandSetSelected command_set() const {
-        return static_cast<CommandSetSelected>(detail::bits(raw, kCssShift, kCssWidth));
+        return static_cast<CommandSetSelected>(field::bits(raw, kCssShift, kCssWidth));
     }
     constexpr std::uint8_t mps() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kMpsShift, kMpsWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kMpsShift, kMpsWidth));
     }
     constexpr std::uint8_t arbitration() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kAmsShift, kAmsWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kAmsShift, kAmsWidth));
     }
     constexpr ShutdownNotification shutdown() const {
-        return static_cast<ShutdownNotification>(detail::bits(raw, kShnShift, kShnWidth));
+        return static_cast<ShutdownNotification>(field::bits(raw, kShnShift, kShnWidth));
     }
     constexpr std::uint8_t iosqes() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kIosqesShift, kIosqesWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kIosqesShift, kIosqesWidth));
     }
     constexpr std::uint8_t iocqes() const {
-        return static_cast<std::uint8_t>(detail::bits(raw, kIocqesShift, kIocqesWidth));
+        return static_cast<std::uint8_t>(field::bits(raw, kIocqesShift, kIocqesWidth));
     }
 
     struct Fields {
@@ -158,12 +160,12 @@ struct ControllerConfig {
     };
     static constexpr ControllerConfig make(const Fields& f) {
         return ControllerConfig{static_cast<std::uint32_t>(
-            detail::place(f.enable, kEnableShift, 1) |
-            detail::place(static_cast<std::uint8_t>(f.command_set), kCssShift, kCssWidth) |
-            detail::place(f.mps, kMpsShift, kMpsWidth) |
-            detail::place(static_cast<std::uint8_t>(f.shutdown), kShnShift, kShnWidth) |
-            detail::place(f.iosqes, kIosqesShift, kIosqesWidth) |
-            detail::place(f.iocqes, kIocqesShift, kIocqesWidth))};
+            field::place(f.enable, kEnableShift, 1) |
+            field::place(static_cast<std::uint8_t>(f.command_set), kCssShift, kCssWidth) |
+            field::place(f.mps, kMpsShift, kMpsWidth) |
+            field::place(static_cast<std::uint8_t>(f.shutdown), kShnShift, kShnWidth) |
+            field::place(f.iosqes, kIosqesShift, kIosqesWidth) |
+            field::place(f.iocqes, kIocqesShift, kIocqesWidth))};
     }
 };
 
@@ -179,10 +181,10 @@ struct ControllerStatus {
 
     std::uint32_t raw = 0;
 
-    constexpr bool ready() const { return detail::bits(raw, kReadyShift, 1); }
-    constexpr bool fatal() const { return detail::bits(raw, kFatalShift, 1); }
+    constexpr bool ready() const { return field::bits(raw, kReadyShift, 1); }
+    constexpr bool fatal() const { return field::bits(raw, kFatalShift, 1); }
     constexpr ShutdownStatus shutdown_status() const {
-        return static_cast<ShutdownStatus>(detail::bits(raw, kShstShift, kShstWidth));
+        return static_cast<ShutdownStatus>(field::bits(raw, kShstShift, kShstWidth));
     }
 
     struct Fields {
@@ -192,8 +194,8 @@ struct ControllerStatus {
     };
     static constexpr ControllerStatus make(const Fields& f) {
         return ControllerStatus{static_cast<std::uint32_t>(
-            detail::place(f.ready, kReadyShift, 1) | detail::place(f.fatal, kFatalShift, 1) |
-            detail::place(static_cast<std::uint8_t>(f.shutdown_status), kShstShift, kShstWidth))};
+            field::place(f.ready, kReadyShift, 1) | field::place(f.fatal, kFatalShift, 1) |
+            field::place(static_cast<std::uint8_t>(f.shutdown_status), kShstShift, kShstWidth))};
     }
 };
 
