@@ -28,7 +28,10 @@ The public API is declared in a few wire types (a completion's Status, the
 low-level submit's Sqe, DiscoveryRecord, HostId): API_SHOWS lists their
 headers, which a user of the API reaches through it but may not include itself.
 The same holds for every base header: a user reaches it through the API
-header that re-exports it and includes that one.
+header that re-exports it and includes that one. No public header (API, base or
+wire) names a `detail` namespace: what its declarations need of the library's
+insides is an opaque type of namespace nvmeof (ControllerImpl, QueueImpl,
+MemoryRecord), defined inside.
 A folder that may not use the wire layer also may not name `wire::`: what it
 needs of those types, it calls by the API's names.
 
@@ -93,6 +96,8 @@ INTERNAL = {"verbs", "socket", "memory", "transport", "gpu", "host", "auth", "so
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cc")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 NAMES_WIRE = re.compile(r"\bwire::")
+NAMES_DETAIL = re.compile(r"\bdetail\s*::|\bnamespace\s+(\w+\s*::\s*)*detail\b")
+PUBLIC = "core/include/nvmeof"
 # Where a layer-named include is found, as the build's include directories say.
 INCLUDE_ROOTS = ("core/include", "core")
 
@@ -230,6 +235,11 @@ def check(root):
                         problems.append(f"{relative}:{number}: includes {' -> '.join(chain)} "
                                         f"(the {layer_of(chain[-1])} layer; {prefix}/ may use: "
                                         f"{may_use})")
+                if prefix == PUBLIC or prefix.startswith(PUBLIC + "/"):
+                    for number, line in code:
+                        if NAMES_DETAIL.search(line):
+                            problems.append(f"{relative}:{number}: a public header names the "
+                                            f"internal namespace detail")
                 if WIRE not in allowed:
                     for number, line in code:
                         if NAMES_WIRE.search(line):
@@ -319,6 +329,12 @@ def self_test():
         ("verbs (shared with the target) including the base layer",
          {"core/verbs/bad.cpp": '#include "base/log.hpp"\n'},
          "core/verbs/ must not include base/log.hpp (the nvmeof/base layer)"),
+        ("a public header naming an internal type",
+         {"core/include/nvmeof/leaky.hpp": "namespace nvmeof {\nclass X { detail::Impl* p; };\n}\n"},
+         "core/include/nvmeof/leaky.hpp:2: a public header names the internal namespace detail"),
+        ("a base header opening the internal namespace",
+         {"core/include/nvmeof/base/leaky.hpp": "namespace nvmeof::detail {\nstruct Impl;\n}\n"},
+         "core/include/nvmeof/base/leaky.hpp:1: a public header names the internal namespace"),
         ("a bare name from another core folder",
          {"core/transport/bad.cpp": '#include "controller_impl.hpp"\n'},
          'includes "controller_impl.hpp", which is core/host/controller_impl.hpp'),
