@@ -7,22 +7,38 @@ namespace nvmeof {
 
 std::string_view connect_failure_name(ConnectFailure cause) {
     switch (cause) {
-        case ConnectFailure::invalid_options: return "invalid options";
-        case ConnectFailure::bad_source_address: return "bad source address";
-        case ConnectFailure::address_unreachable: return "address unreachable";
-        case ConnectFailure::no_listener: return "no listener";
-        case ConnectFailure::rejected: return "connection rejected";
-        case ConnectFailure::connect_status: return "Fabrics Connect failed";
-        case ConnectFailure::controller_fatal: return "controller fatal status";
-        case ConnectFailure::unsupported_controller: return "unsupported controller";
-        case ConnectFailure::negotiation: return "negotiation failed";
-        case ConnectFailure::timeout: return "timeout";
-        case ConnectFailure::device_error: return "RDMA device error";
-        case ConnectFailure::command_failed: return "admin command failed";
-        case ConnectFailure::forked_after_use: return "process forked after RDMA use";
-        case ConnectFailure::discovery_log: return "discovery log unreadable";
-        case ConnectFailure::authentication: return "authentication failed";
-        case ConnectFailure::cancelled: return "cancelled";
+        case ConnectFailure::invalid_options:
+            return "invalid options";
+        case ConnectFailure::bad_source_address:
+            return "bad source address";
+        case ConnectFailure::address_unreachable:
+            return "address unreachable";
+        case ConnectFailure::no_listener:
+            return "no listener";
+        case ConnectFailure::rejected:
+            return "connection rejected";
+        case ConnectFailure::connect_status:
+            return "Fabrics Connect failed";
+        case ConnectFailure::controller_fatal:
+            return "controller fatal status";
+        case ConnectFailure::unsupported_controller:
+            return "unsupported controller";
+        case ConnectFailure::negotiation:
+            return "negotiation failed";
+        case ConnectFailure::timeout:
+            return "timeout";
+        case ConnectFailure::device_error:
+            return "RDMA device error";
+        case ConnectFailure::command_failed:
+            return "admin command failed";
+        case ConnectFailure::forked_after_use:
+            return "process forked after RDMA use";
+        case ConnectFailure::discovery_log:
+            return "discovery log unreadable";
+        case ConnectFailure::authentication:
+            return "authentication failed";
+        case ConnectFailure::cancelled:
+            return "cancelled";
     }
     return "unknown";
 }
@@ -40,36 +56,56 @@ int ConnectError::error_number() const noexcept {
         return details_.sys_errno;
     }
     switch (cause_) {
-        case ConnectFailure::invalid_options: return EINVAL;
-        case ConnectFailure::bad_source_address: return EADDRNOTAVAIL;
-        case ConnectFailure::address_unreachable: return EHOSTUNREACH;
+        case ConnectFailure::invalid_options:
+            return EINVAL;
+        case ConnectFailure::bad_source_address:
+            return EADDRNOTAVAIL;
+        case ConnectFailure::address_unreachable:
+            return EHOSTUNREACH;
         case ConnectFailure::no_listener:
         case ConnectFailure::rejected:
-        case ConnectFailure::connect_status: return ECONNREFUSED;
-        case ConnectFailure::unsupported_controller: return EOPNOTSUPP;
+        case ConnectFailure::connect_status:
+            return ECONNREFUSED;
+        case ConnectFailure::unsupported_controller:
+            return EOPNOTSUPP;
         case ConnectFailure::negotiation:
-        case ConnectFailure::discovery_log: return EPROTO;
-        case ConnectFailure::timeout: return ETIMEDOUT;
-        case ConnectFailure::device_error: return ENODEV;
-        case ConnectFailure::forked_after_use: return EPERM;
-        case ConnectFailure::authentication: return EACCES;
-        case ConnectFailure::cancelled: return ECANCELED;
+        case ConnectFailure::discovery_log:
+            return EPROTO;
+        case ConnectFailure::timeout:
+            return ETIMEDOUT;
+        case ConnectFailure::device_error:
+            return ENODEV;
+        case ConnectFailure::forked_after_use:
+            return EPERM;
+        case ConnectFailure::authentication:
+            return EACCES;
+        case ConnectFailure::cancelled:
+            return ECANCELED;
         case ConnectFailure::controller_fatal:
-        case ConnectFailure::command_failed: break;
+        case ConnectFailure::command_failed:
+            break;
     }
     return EIO;
 }
 
 std::string_view transport_errc_name(TransportErrc code) {
     switch (code) {
-        case TransportErrc::none: return "none";
-        case TransportErrc::timeout: return "timeout";
-        case TransportErrc::queue_error: return "queue error";
-        case TransportErrc::disconnected: return "disconnected";
-        case TransportErrc::protocol_error: return "protocol error";
-        case TransportErrc::closed: return "closed";
-        case TransportErrc::invalid_argument: return "invalid argument";
-        case TransportErrc::busy: return "no free command slot";
+        case TransportErrc::none:
+            return "none";
+        case TransportErrc::timeout:
+            return "timeout";
+        case TransportErrc::queue_error:
+            return "queue error";
+        case TransportErrc::disconnected:
+            return "disconnected";
+        case TransportErrc::protocol_error:
+            return "protocol error";
+        case TransportErrc::closed:
+            return "closed";
+        case TransportErrc::invalid_argument:
+            return "invalid argument";
+        case TransportErrc::busy:
+            return "no free command slot";
         case TransportErrc::path_failed:
             return "path failed (fast_io_fail_tmo passed while reconnecting)";
         case TransportErrc::controller_lost:

@@ -64,7 +64,9 @@ Request& Request::operator=(Request&& other) noexcept {
     return *this;
 }
 
-Request::~Request() { release(); }
+Request::~Request() {
+    release();
+}
 
 void Request::release() noexcept {
     if (queue_ != nullptr) {
@@ -73,7 +75,9 @@ void Request::release() noexcept {
     }
 }
 
-bool Request::done() const noexcept { return queue_ != nullptr && rdma(queue_)->slot_done(slot_); }
+bool Request::done() const noexcept {
+    return queue_ != nullptr && rdma(queue_)->slot_done(slot_);
+}
 
 const Response& Request::response() const {
     if (!done()) {
@@ -86,8 +90,12 @@ SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post
     return rdma(queue_)->submit(ns.ref(), transfer, post);
 }
 
-void IoQueue::commit() noexcept { rdma(queue_)->commit(); }
-std::size_t IoQueue::deferred() const noexcept { return rdma(queue_)->deferred(); }
+void IoQueue::commit() noexcept {
+    rdma(queue_)->commit();
+}
+std::size_t IoQueue::deferred() const noexcept {
+    return rdma(queue_)->deferred();
+}
 
 std::size_t IoQueue::poll(std::span<Completion> out) noexcept {
     std::size_t failed = 0;
@@ -97,7 +105,9 @@ std::size_t IoQueue::poll(std::span<Completion> out, std::size_t& failed) noexce
     return rdma(queue_)->take_completions(out, failed);
 }
 
-const CompletionStatus& IoQueue::last_error() const noexcept { return rdma(queue_)->last_error(); }
+const CompletionStatus& IoQueue::last_error() const noexcept {
+    return rdma(queue_)->last_error();
+}
 
 Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner) {
     if (data_owner != nullptr && !data_owner->valid()) {
@@ -107,19 +117,31 @@ Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner
     return Request(queue_, rdma(queue_)->submit_command(command));
 }
 
-void IoQueue::make_progress() noexcept { rdma(queue_)->poll_cq(); }
+void IoQueue::make_progress() noexcept {
+    rdma(queue_)->poll_cq();
+}
 
-std::uint16_t IoQueue::qid() const noexcept { return rdma(queue_)->qid(); }
-std::size_t IoQueue::capacity() const noexcept { return rdma(queue_)->capacity(); }
-std::size_t IoQueue::free_slots() const noexcept { return rdma(queue_)->free_slots(); }
-std::size_t IoQueue::in_flight() const noexcept { return rdma(queue_)->in_flight(); }
+std::uint16_t IoQueue::qid() const noexcept {
+    return rdma(queue_)->qid();
+}
+std::size_t IoQueue::capacity() const noexcept {
+    return rdma(queue_)->capacity();
+}
+std::size_t IoQueue::free_slots() const noexcept {
+    return rdma(queue_)->free_slots();
+}
+std::size_t IoQueue::in_flight() const noexcept {
+    return rdma(queue_)->in_flight();
+}
 std::size_t IoQueue::near_completion() const noexcept {
     return rdma(queue_)->transfers_near_completion();
 }
 std::size_t IoQueue::held() const noexcept {
     return rdma(queue_)->held();
 }
-bool IoQueue::failed() const noexcept { return rdma(queue_)->failed(); }
+bool IoQueue::failed() const noexcept {
+    return rdma(queue_)->failed();
+}
 
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {
     return rdma(queue_)->pieces(ns.ref(), transfer);

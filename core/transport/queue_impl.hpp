@@ -12,7 +12,7 @@
 namespace nvmeof {
 
 class QueueImpl {
-protected:
+  protected:
     QueueImpl() = default;
     ~QueueImpl() = default;
 };

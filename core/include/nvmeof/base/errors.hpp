@@ -22,12 +22,12 @@
 namespace nvmeof {
 
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 class InvalidArgument : public Error {
-public:
+  public:
     using Error::Error;
 };
 
@@ -61,7 +61,7 @@ struct ConnectErrorDetails {
 };
 
 class ConnectError : public Error {
-public:
+  public:
     using Details = ConnectErrorDetails;
     ConnectError(ConnectFailure cause, std::string step, const std::string& message,
                  Details details = {});
@@ -78,7 +78,7 @@ public:
     // for nothing listening, ETIMEDOUT, EHOSTUNREACH, EACCES, ...).
     int error_number() const noexcept;
 
-private:
+  private:
     ConnectFailure cause_;
     std::string step_;
     Details details_;
@@ -104,12 +104,12 @@ enum class TransportErrc : std::uint8_t {
 std::string_view transport_errc_name(TransportErrc code);
 
 class TransportError : public Error {
-public:
+  public:
     TransportError(TransportErrc code, int sys_errno, const std::string& message);
     TransportErrc code() const { return code_; }
     int sys_errno() const { return sys_errno_; }
 
-private:
+  private:
     TransportErrc code_;
     int sys_errno_;
 };
@@ -118,8 +118,8 @@ private:
 struct CompletionStatus {
     wire::Status nvme{};
     TransportErrc transport = TransportErrc::none;
-    int sys_errno = 0;            // errno equivalent of a transport error
-    std::uint8_t opcode = 0;      // the command that failed (for names)
+    int sys_errno = 0;        // errno equivalent of a transport error
+    std::uint8_t opcode = 0;  // the command that failed (for names)
     wire::QueueKind queue = wire::QueueKind::io;
 
     bool ok() const noexcept { return transport == TransportErrc::none && nvme.ok(); }

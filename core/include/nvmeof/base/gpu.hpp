@@ -3,8 +3,8 @@
 //
 //   auto ctrl = nvmeof::Controller::connect({.target = ip, .subsystem_nqn = nqn,
 //                                            .source = nvmeof::source_near_gpu(0)});
-//   auto mr = ctrl.register_gpu(device_ptr, bytes);   // mr.registration_path(): "dma-buf"/"peermem"
-//   ns.read(mr, 0, 8);                                  // flushed GPUDirect writes before return
+//   auto mr = ctrl.register_gpu(device_ptr, bytes);  // registration_path(): dma-buf, peermem
+//   ns.read(mr, 0, 8);                               // GPUDirect writes flushed before return
 //
 // libnvmeof never links libcuda: the driver API is loaded at run time
 // (dlopen("libcuda.so.1"); NVMEOF_CUDA_LIBRARY names another file, for tests),
@@ -40,7 +40,7 @@ std::string_view registration_path_name(RegistrationPath path) noexcept;
 // Both calls run on the thread driving the queue, must not allocate, and return
 // 0 or a nonzero driver error code (the I/O then fails with EIO).
 class GpuOrdering {
-public:
+  public:
     virtual ~GpuOrdering() = default;
     // Before a write from GPU memory is posted (the target may read the MR as
     // soon as the command leaves): the owning context's work is complete
@@ -56,12 +56,12 @@ public:
 // --- the CUDA driver, loaded at run time ---------------------------------
 
 struct GpuDriverInfo {
-    bool built = false;      // libnvmeof was built with CUDA support (cuda.h found)
-    bool loaded = false;     // the driver library was found and initialised (cuInit)
-    int version = 0;         // cuDriverGetVersion, e.g. 12080
-    int devices = 0;         // cuDeviceGetCount
-    std::string library;     // the file loaded
-    std::string error;       // why not loaded: "built without CUDA support", "libcuda.so.1: ..."
+    bool built = false;   // libnvmeof was built with CUDA support (cuda.h found)
+    bool loaded = false;  // the driver library was found and initialised (cuInit)
+    int version = 0;      // cuDriverGetVersion, e.g. 12080
+    int devices = 0;      // cuDeviceGetCount
+    std::string library;  // the file loaded
+    std::string error;    // why not loaded: "built without CUDA support", "libcuda.so.1: ..."
 };
 // Loads the driver on first use (once per process) and reports it. Never throws.
 GpuDriverInfo gpu_driver_info();
@@ -83,12 +83,12 @@ enum class PcieDistance : std::uint8_t {
 std::string_view pcie_distance_name(PcieDistance distance) noexcept;
 
 struct RdmaDeviceRank {
-    std::string device;        // "mlx5_0"
-    std::string pci_address;   // "0000:17:00.0" ("" when unknown)
+    std::string device;       // "mlx5_0"
+    std::string pci_address;  // "0000:17:00.0" ("" when unknown)
     PcieDistance distance = PcieDistance::unknown;
     int numa_node = -1;
     std::vector<std::string> netdevs;  // interfaces under device/net/
-    std::string note;          // why unknown
+    std::string note;                  // why unknown
 };
 
 // Normalises "00000000:17:00.0" / "0000:17:00.0" / "17:00.0" to "0000:17:00.0";
@@ -107,9 +107,10 @@ std::string interface_ipv4(const std::string& interface);
 
 // The first IPv4 address of the closest ranked device that has one; "" when none
 // does. `ipv4_of` looks an interface up (tests pass a table).
-std::string pick_source_address(const std::vector<RdmaDeviceRank>& ranked,
-                                const std::function<std::string(const std::string&)>& ipv4_of = interface_ipv4,
-                                std::string* chosen_device = nullptr);
+std::string pick_source_address(
+    const std::vector<RdmaDeviceRank>& ranked,
+    const std::function<std::string(const std::string&)>& ipv4_of = interface_ipv4,
+    std::string* chosen_device = nullptr);
 
 // The source address to bind RDMA-CM to for I/O into GPU `ordinal`: the
 // closest RDMA device's IPv4 (cuDeviceGetPCIBusId + rank_rdma_devices), or ""
@@ -136,7 +137,7 @@ std::string gpu_pci_address(int ordinal);
 // range), which some platforms need before dma-buf or peermem will register
 // it; elsewhere cuMemAlloc. NVMEOF_GPU_ALLOCATOR=vmm or =cuMemAlloc forces one.
 class GpuBuffer {
-public:
+  public:
     GpuBuffer() = default;
     static GpuBuffer allocate(int ordinal, std::size_t bytes);  // throws Error
     GpuBuffer(GpuBuffer&& other) noexcept;
@@ -160,13 +161,14 @@ public:
     void make_current() const;
     void reset() noexcept;
 
-private:
+  private:
     void* data_ = nullptr;
     std::size_t size_ = 0;
     int ordinal_ = -1;
     void* context_ = nullptr;  // CUcontext (primary, retained)
     bool vmm_ = false;         // mapped VMM memory (unmapped and its range freed) or cuMemAlloc'd
-    std::size_t reserved_ = 0; // the VMM range reserved and mapped: size_ rounded to the granularity
+    // The VMM range reserved and mapped: size_ rounded to the granularity.
+    std::size_t reserved_ = 0;
 };
 
 }  // namespace nvmeof

@@ -23,7 +23,7 @@ struct MemoryRecord;
 // the controller deregisters every handle still alive, which then reports
 // valid() == false and is refused by I/O (an error, not a crash).
 class MemoryRegion {
-public:
+  public:
     MemoryRegion() = default;
     explicit MemoryRegion(std::shared_ptr<MemoryRecord> record);
     MemoryRegion(MemoryRegion&&) noexcept = default;
@@ -56,7 +56,7 @@ public:
 
     const MemoryRecord* record() const noexcept { return record_.get(); }
 
-private:
+  private:
     std::shared_ptr<MemoryRecord> record_;
 };
 
