@@ -69,7 +69,7 @@ std::string_view transport_errc_name(TransportErrc code) {
         case TransportErrc::protocol_error: return "protocol error";
         case TransportErrc::closed: return "closed";
         case TransportErrc::invalid_argument: return "invalid argument";
-        case TransportErrc::busy: return "no free command slot";
+        case TransportErrc::busy: return "no free command ID";
         case TransportErrc::path_failed:
             return "path failed (fast_io_fail_tmo passed while reconnecting)";
         case TransportErrc::controller_lost:

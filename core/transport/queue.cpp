@@ -54,13 +54,13 @@ void Response::raise_for_status() const {
 }
 
 Request::Request(Request&& other) noexcept
-    : queue_(std::exchange(other.queue_, nullptr)), slot_(other.slot_) {}
+    : queue_(std::exchange(other.queue_, nullptr)), cid_(other.cid_) {}
 
 Request& Request::operator=(Request&& other) noexcept {
     if (this != &other) {
         release();
         queue_ = std::exchange(other.queue_, nullptr);
-        slot_ = other.slot_;
+        cid_ = other.cid_;
     }
     return *this;
 }
@@ -69,18 +69,20 @@ Request::~Request() { release(); }
 
 void Request::release() noexcept {
     if (queue_ != nullptr) {
-        queue_->release_request(slot_);
+        queue_->release_request(cid_);
         queue_ = nullptr;
     }
 }
 
-bool Request::done() const noexcept { return queue_ != nullptr && queue_->slot_done(slot_); }
+bool Request::done() const noexcept {
+    return queue_ != nullptr && queue_->request_done(cid_);
+}
 
 const Response& Request::response() const {
     if (!done()) {
-        throw Error("request " + std::to_string(slot_) + " is not done yet");
+        throw Error("request " + std::to_string(cid_) + " is not done yet");
     }
-    return queue_->slot_response(slot_);
+    return queue_->request_response(cid_);
 }
 
 SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
@@ -112,7 +114,9 @@ void IoQueue::make_progress() noexcept { queue_->poll_cq(); }
 
 std::uint16_t IoQueue::qid() const noexcept { return queue_->qid(); }
 std::size_t IoQueue::capacity() const noexcept { return queue_->capacity(); }
-std::size_t IoQueue::free_slots() const noexcept { return queue_->free_slots(); }
+std::size_t IoQueue::free_slots() const noexcept {
+    return queue_->free_cids();
+}
 std::size_t IoQueue::in_flight() const noexcept { return queue_->in_flight(); }
 std::size_t IoQueue::near_completion() const noexcept {
     return queue_->transfers_near_completion();
