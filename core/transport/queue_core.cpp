@@ -66,6 +66,7 @@ void QueueCore::reset_for_reopen() noexcept {
     last_error_ = CompletionStatus{};
     busy_polls_since_deadline_check_ = 0;
     earliest_deadline_ = Clock::time_point::max();
+    stamped_built_ = 0;  // the new connection's backend counts from 0
 }
 
 std::size_t QueueCore::pieces(const NamespaceRef& ns, const Transfer& t) const noexcept {

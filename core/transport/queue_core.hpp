@@ -44,7 +44,8 @@
 //                       a replayed one-command transfer, still built in its
 //                       command's buffers: made fit for the reconnected
 //                       controller
-//   send(cid, post)     the common path's one command: posted now or deferred
+//   send(cid, post)     the common path's one command (or a low-level one):
+//                       posted now or deferred
 //   defer(cid)          a general-path piece: after the commands deferred
 //   commit()            posts what is deferred
 //   poll_cq()           takes completions and feeds responses to
@@ -257,7 +258,8 @@ class QueueCore {
     void size_for(std::uint16_t capacity);
     bool sized() const noexcept { return command_count_ != 0; }
     // A reconnect: the queue resolves again; held transfers, requests still
-    // owned by Request handles and the transfer records stay.
+    // owned by Request handles and the transfer records stay. The backend's
+    // commands_built() starts again from 0 with its new connection.
     void reset_for_reopen() noexcept;
 
     // --- for the backend: the per-I/O path (queue_core_datapath.hpp) ---

@@ -176,6 +176,7 @@ class RdmaQueue final : public QueueCore {
     // Inline ones in rdma_queue_command.hpp.
     std::uint32_t send_room() const noexcept { return send_queue_capacity_ - sends_in_queue(); }
     std::size_t deferred() const noexcept { return deferred_count_; }
+    // SENDs built since connect (0 again after a reconnect: reset_for_reopen).
     std::uint32_t commands_built() const noexcept { return send_position_; }
     wire::Sqe& sqe(std::uint16_t cid) noexcept { return sqes_[cid]; }
     // A keyed SGL on the caller's memory, or (a write at most
