@@ -16,7 +16,7 @@ bad=0
 for f in "${files[@]}"; do
     if ! clang-format --dry-run --Werror "$f" 2>/dev/null; then
         echo "check-format: $f differs from clang-format's layout:"
-        clang-format "$f" | diff -u "$f" - | sed -n '3,14p' | sed 's/^/    /'
+        { clang-format "$f" | diff -u "$f" - || true; } | sed -n "3,14p" | sed "s/^/    /"
         bad=$((bad + 1))
     fi
 done

@@ -105,7 +105,7 @@ std::string_view transport_errc_name(TransportErrc code) {
         case TransportErrc::invalid_argument:
             return "invalid argument";
         case TransportErrc::busy:
-            return "no free command slot";
+            return "no free command ID";
         case TransportErrc::path_failed:
             return "path failed (fast_io_fail_tmo passed while reconnecting)";
         case TransportErrc::controller_lost:

@@ -18,10 +18,10 @@ using namespace detail;
 
 namespace {
 
-// A command of the transfer in flight: its queue and internal record.
+// A piece of the transfer in flight: its queue and its transfer ID there.
 struct PieceInFlight {
     RdmaQueue* queue;
-    std::uint32_t index;
+    std::uint32_t tid;
 };
 
 }  // namespace
@@ -73,8 +73,8 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
             bool placed = false;
             for (std::size_t tried = 0; tried < io_.size() && !placed; ++tried) {
                 RdmaQueue& queue = *io_[next_queue++ % io_.size()];
-                std::uint32_t index = 0;
-                const SubmitResult result = queue.submit_transfer(ref, piece, true, &index);
+                std::uint32_t tid = 0;
+                const SubmitResult result = queue.submit_transfer(ref, piece, true, &tid);
                 if (result == SubmitResult::busy) {
                     continue;
                 }
@@ -86,7 +86,7 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
                     all_submitted = true;  // what is in flight still comes home
                     break;
                 }
-                in_flight.push_back({&queue, index});
+                in_flight.push_back({&queue, tid});
                 submitted += piece.blocks;
                 all_submitted = submitted >= t.blocks;
             }
@@ -98,10 +98,10 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
             queue->poll_cq();
         }
         std::erase_if(in_flight, [&](const PieceInFlight& piece) {
-            if (!piece.queue->transfer_finished(piece.index)) {
+            if (!piece.queue->transfer_finished(piece.tid)) {
                 return false;
             }
-            const CompletionStatus status = piece.queue->take_transfer(piece.index);
+            const CompletionStatus status = piece.queue->take_transfer(piece.tid);
             if (!status.ok() && first_error.ok()) {
                 first_error = status;
             }

@@ -525,7 +525,7 @@ void ControllerImpl::close() noexcept {
     // (CC.SHN would only time out), no wait for DISCONNECTED. Nor after the
     // caller cancelled the connect: it wants out now.
     const bool healthy = !target_lost() && !deadline_.was_cancelled();
-    keep_alive_.reset();  // its request slot belongs to the admin queue
+    keep_alive_.reset();  // its request's command ID belongs to the admin queue
     async_event_.reset();
     for (auto& queue : io_) {
         queue->disconnect(healthy);

@@ -53,13 +53,13 @@ void check_data_owner(const wire::SglDescriptor& sgl, const MemoryRegion* data_o
 }  // namespace
 
 Request::Request(Request&& other) noexcept
-    : queue_(std::exchange(other.queue_, nullptr)), slot_(other.slot_) {}
+    : queue_(std::exchange(other.queue_, nullptr)), cid_(other.cid_) {}
 
 Request& Request::operator=(Request&& other) noexcept {
     if (this != &other) {
         release();
         queue_ = std::exchange(other.queue_, nullptr);
-        slot_ = other.slot_;
+        cid_ = other.cid_;
     }
     return *this;
 }
@@ -70,20 +70,20 @@ Request::~Request() {
 
 void Request::release() noexcept {
     if (queue_ != nullptr) {
-        rdma(queue_)->release_request(slot_);
+        rdma(queue_)->release_request(cid_);
         queue_ = nullptr;
     }
 }
 
 bool Request::done() const noexcept {
-    return queue_ != nullptr && rdma(queue_)->slot_done(slot_);
+    return queue_ != nullptr && rdma(queue_)->request_done(cid_);
 }
 
 const Response& Request::response() const {
     if (!done()) {
-        throw Error("request " + std::to_string(slot_) + " is not done yet");
+        throw Error("request " + std::to_string(cid_) + " is not done yet");
     }
-    return rdma(queue_)->slot_response(slot_);
+    return rdma(queue_)->request_response(cid_);
 }
 
 SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
@@ -121,18 +121,12 @@ void IoQueue::make_progress() noexcept {
     rdma(queue_)->poll_cq();
 }
 
-std::uint16_t IoQueue::qid() const noexcept {
-    return rdma(queue_)->qid();
-}
-std::size_t IoQueue::capacity() const noexcept {
-    return rdma(queue_)->capacity();
-}
+std::uint16_t IoQueue::qid() const noexcept { return rdma(queue_)->qid(); }
+std::size_t IoQueue::capacity() const noexcept { return rdma(queue_)->capacity(); }
 std::size_t IoQueue::free_slots() const noexcept {
-    return rdma(queue_)->free_slots();
+    return rdma(queue_)->free_cids();
 }
-std::size_t IoQueue::in_flight() const noexcept {
-    return rdma(queue_)->in_flight();
-}
+std::size_t IoQueue::in_flight() const noexcept { return rdma(queue_)->in_flight(); }
 std::size_t IoQueue::near_completion() const noexcept {
     return rdma(queue_)->transfers_near_completion();
 }

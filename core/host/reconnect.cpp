@@ -185,7 +185,7 @@ void ControllerImpl::begin_outage(Clock::time_point now, const std::string& why,
 }
 
 void ControllerImpl::tear_down_queues() noexcept {
-    keep_alive_.reset();  // its request slot belongs to the admin queue
+    keep_alive_.reset();  // its request's command ID belongs to the admin queue
     async_event_.reset();
     // Nothing waits on the target: it failed, or this attempt did.
     for (auto& queue : io_) {

@@ -1,5 +1,5 @@
 // NVMEOF_INVARIANT(condition, "what must hold"): the transport's own
-// bookkeeping (counters, command ID ownership, slot states) checked where it
+// bookkeeping (counters, command ID ownership, command states) checked where it
 // can go wrong. A broken invariant is a bug here, not the peer's doing, and
 // the queue cannot be trusted after it, so the check prints where and what
 // and aborts. Compiled in only with `-Dinvariants=true` (sanitizer builds);

@@ -2,11 +2,12 @@
 // controller's queue whatever its transport; nvmeof/queue.hpp declares it
 // opaque.
 //
-// RDMA is the only transport: RdmaQueue derives from QueueImpl, which is empty,
-// so a handle's pointer is the RdmaQueue's own address and the facade
-// (core/host/io_queue.cpp) turns it back with a static_cast that costs
-// nothing on the data path. A second transport makes this the interface both
-// implement.
+// QueueImpl is empty and the transport-neutral QueueCore (queue_core.hpp)
+// its one base: RDMA is the only backend so far (RdmaQueue derives from
+// QueueCore), so a handle's pointer is the RdmaQueue's own address and the
+// facade (core/host/io_queue.cpp) turns it back with a static_cast that costs
+// nothing on the data path. A second transport makes the facade choose its
+// backend here.
 #pragma once
 
 namespace nvmeof {

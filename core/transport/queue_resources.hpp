@@ -1,5 +1,5 @@
 // The verbs resources one RDMA queue of `size` entries needs (size − 1 usable
-// slots). The transport sizes its QP and CQ by these; the host's queue-size
+// command IDs). The transport sizes its QP and CQ by these; the host's queue-size
 // negotiation bounds `size` by the device limits through them.
 #pragma once
 
@@ -9,7 +9,7 @@ namespace nvmeof::detail {
 
 // SENDs are signalled once per kSendsPerSignal (the response completes a
 // request): an SQ entry stays taken until a later signalled SEND completes, so
-// the SQ holds every slot's SEND plus one signalling interval, plus one for the
+// the SQ holds every command ID's SEND plus one signalling interval, plus one for the
 // drain's marker. One RECV per entry (plus one spare). One CQ (shared by
 // sends and receives) holding all of them, since a QP in error flushes every
 // outstanding WR, signalled or not, with a completion.

@@ -1,17 +1,17 @@
 // The commands of the general path that move no data through a memory region:
 // Flush, Write Zeroes and Deallocate (Dataset Management with one range in the
-// slot's registered DSM buffer). Off the common path, so built with the wire
+// cid's registered DSM buffer). Off the common path, so built with the wire
 // layer's builders.
 #include "nvmeof/wire/io.hpp"
 #include "transport/rdma_queue.hpp"
 
 namespace nvmeof::detail {
 
-void RdmaQueue::fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t cid, Op op,
-                                      std::uint32_t nsid, std::uint64_t slba,
-                                      std::uint64_t blocks) noexcept {
+void RdmaQueue::build_dataless(std::uint16_t cid, Op op, std::uint32_t nsid, std::uint64_t slba,
+                               std::uint64_t blocks) noexcept {
     // Off the common path: the wire builders (their checks hold: a piece is
     // 1..kMaxBlocksPerCommand blocks, one range).
+    wire::Sqe& sqe = sqes_[cid];
     switch (op) {
         case Op::deallocate: {
             wire::DsmRange& range = dsm_ranges_[cid];
@@ -26,14 +26,14 @@ void RdmaQueue::fill_dataless_command(Slot& slot, wire::Sqe& sqe, std::uint16_t 
             sqe = wire::write_zeroes_command(nsid, slba, static_cast<std::uint32_t>(blocks));
             break;
         case Op::flush:
-        case Op::read:  // not here: fill_data_command
+        case Op::read:  // not here: set_data
         case Op::write:
         case Op::compare:
             sqe = wire::flush_command(nsid);
             break;
     }
     sqe.command_id = cid;
-    slot.wr.num_sge = 1;
+    sends_[cid].wr.num_sge = 1;
 }
 
 }  // namespace nvmeof::detail

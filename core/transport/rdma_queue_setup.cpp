@@ -1,4 +1,5 @@
-// RdmaQueue setup and teardown: CM address/route/connect, verbs resources.
+// RdmaQueue setup and teardown: CM address/route/connect, verbs resources,
+// and the retiring of SENDs before a deregistration.
 #include <arpa/inet.h>
 #include <netdb.h>
 
@@ -78,18 +79,6 @@ std::string cm_status_text(int status) {
 
 }  // namespace
 
-const char* queue_state_name(QueueState state) {
-    switch (state) {
-        case QueueState::resolving: return "resolving";
-        case QueueState::resolved: return "resolved";
-        case QueueState::connected: return "connected";
-        case QueueState::live: return "live";
-        case QueueState::failed: return "failed";
-        case QueueState::closed: return "closed";
-    }
-    return "?";
-}
-
 std::string address_text(const sockaddr* address) {
     char host[INET6_ADDRSTRLEN] = {};
     std::uint16_t port = 0;
@@ -153,7 +142,7 @@ PeerAddress resolve_peer(const std::string& target, std::uint16_t port, const st
 }
 
 RdmaQueue::RdmaQueue(const QueueConfig& config, const PeerAddress& peer)
-    : config_(config), channel_(open_cm_channel()) {
+    : QueueCore(config), channel_(open_cm_channel()) {
     resolve(peer);
 }
 
@@ -165,13 +154,8 @@ void RdmaQueue::reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
     channel_ = open_cm_channel();
     config_.connect_deadline = deadline;
     config_.cntlid = cntlid;
-    state_ = QueueState::resolving;
-    failure_ = TransportErrc::none;
-    failure_errno_ = 0;
-    last_error_ = CompletionStatus{};
-    busy_polls_since_deadline_check_ = 0;
+    reset_for_reopen();
     receives_outstanding_ = 0;  // the new QP's are posted at connect
-    earliest_deadline_ = std::chrono::steady_clock::time_point::max();
     resolve(peer);
 }
 
@@ -242,12 +226,9 @@ verbs::CmEvent RdmaQueue::expect_event(const char* step) {
 
 void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channel) {
     const std::uint32_t size = config_.size;
-    const std::uint32_t slots = size - 1;  // the ID pool
-    // One more: the queue's set-up commands (Fabrics Connect, authentication)
-    // run in a slot of their own, free even while held transfers keep theirs
-    // through a reconnect. Nothing else is in flight then, so the target's
-    // queue still holds at most size − 1 commands.
-    const std::uint32_t command_slots = slots + 1;
+    // The core's command IDs: size − 1 in the pool, then the set-up
+    // command's (QueueCore::size_for), each with an SQE buffer and a SEND.
+    const std::uint32_t commands = size;
     try {
         cq_ = verbs::create_cq(id_->verbs, static_cast<int>(cq_entry_count(size)),
                                completion_channel);
@@ -257,22 +238,21 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
         attr.qp_type = IBV_QPT_RC;
         attr.cap.max_send_wr = send_wr_count(size);
         attr.cap.max_recv_wr = recv_wr_count(size);
-        attr.cap.max_send_sge = in_capsule_limit_ > 0 ? Slot::kMaxSges : 1;
+        attr.cap.max_send_sge = in_capsule_limit_ > 0 ? CommandSend::kMaxSges : 1;
         attr.cap.max_recv_sge = 1;
         id_.create_qp(pd, attr);
         qp_ = id_.qp();
 
-        if (!commands_) {  // a reopened queue keeps its rings (same size)
-            commands_ = std::make_unique<wire::Sqe[]>(command_slots);
-            responses_ = std::make_unique<wire::Cqe[]>(size);
-            dsm_ranges_ = std::make_unique<wire::DsmRange[]>(command_slots);
+        if (!sqes_) {  // a reopened queue keeps its rings (same size)
+            sqes_ = std::make_unique<wire::Sqe[]>(commands);
+            receive_buffers_ = std::make_unique<wire::Cqe[]>(size);
+            dsm_ranges_ = std::make_unique<wire::DsmRange[]>(commands);
         }
-        commands_mr_ = verbs::register_memory(pd, commands_.get(),
-                                              command_slots * sizeof(wire::Sqe),
-                                              IBV_ACCESS_LOCAL_WRITE);
-        responses_mr_ = verbs::register_memory(pd, responses_.get(), size * sizeof(wire::Cqe),
-                                               IBV_ACCESS_LOCAL_WRITE);
-        dsm_mr_ = verbs::register_memory(pd, dsm_ranges_.get(), command_slots * sizeof(wire::DsmRange),
+        sqes_mr_ = verbs::register_memory(pd, sqes_.get(), commands * sizeof(wire::Sqe),
+                                          IBV_ACCESS_LOCAL_WRITE);
+        receive_buffers_mr_ = verbs::register_memory(
+            pd, receive_buffers_.get(), size * sizeof(wire::Cqe), IBV_ACCESS_LOCAL_WRITE);
+        dsm_mr_ = verbs::register_memory(pd, dsm_ranges_.get(), commands * sizeof(wire::DsmRange),
                                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
     } catch (const std::system_error& e) {
         throw ConnectError(ConnectFailure::device_error, "creating queue resources",
@@ -280,58 +260,42 @@ void RdmaQueue::create_resources(ibv_pd* pd, ibv_comp_channel* completion_channe
                            with_errno(e.code().value()));
     }
 
-    const bool first = slots_.empty();
+    const bool first = sends_.empty();
     if (first) {
-        slots_ = std::vector<Slot>(command_slots);
-        slot_count_ = command_slots;
+        sends_ = std::vector<CommandSend>(commands);
     }
-    for (std::uint32_t i = 0; i < command_slots; ++i) {
-        Slot& s = slots_[i];
-        s.sge[0].addr = reinterpret_cast<std::uint64_t>(&commands_[i]);
+    for (std::uint32_t i = 0; i < commands; ++i) {
+        CommandSend& s = sends_[i];
+        s.sge[0].addr = reinterpret_cast<std::uint64_t>(&sqes_[i]);
         s.sge[0].length = sizeof(wire::Sqe);
-        s.sge[0].lkey = commands_mr_->lkey;
+        s.sge[0].lkey = sqes_mr_->lkey;
         s.wr.wr_id = i;
         s.wr.sg_list = s.sge;
         if (first) {
             s.wr.num_sge = 1;  // a reopened queue keeps held commands as built
         }
         s.wr.opcode = IBV_WR_SEND;
-        s.wr.send_flags = 0;  // stamp_send() signals one SEND per kSendsPerSignal
+        s.wr.send_flags = 0;  // prepare_send() signals one SEND per kSendsPerSignal
     }
     // A new QP: its send queue is empty; one entry stays free for drain()'s marker.
     send_queue_capacity_ = send_wr_count(size) - 1;
     send_position_ = 0;
     sends_retired_ = 0;
-    stamped_position_ = 0;
     recv_wrs_ = std::vector<ibv_recv_wr>(size);
     receive_count_ = size;
     recv_sges_ = std::vector<ibv_sge>(size);
     for (std::uint32_t i = 0; i < size; ++i) {
-        recv_sges_[i].addr = reinterpret_cast<std::uint64_t>(&responses_[i]);
+        recv_sges_[i].addr = reinterpret_cast<std::uint64_t>(&receive_buffers_[i]);
         recv_sges_[i].length = sizeof(wire::Cqe);
-        recv_sges_[i].lkey = responses_mr_->lkey;
+        recv_sges_[i].lkey = receive_buffers_mr_->lkey;
         recv_wrs_[i].wr_id = kRecvTag | i;
         recv_wrs_[i].sg_list = &recv_sges_[i];
         recv_wrs_[i].num_sge = 1;
     }
-    if (!first) {
-        return;  // reopened: held transfers, held requests and finished ones stay
+    if (!sized()) {
+        size_for(static_cast<std::uint16_t>(size - 1));
     }
-    cids_ = CidPool(static_cast<std::uint16_t>(slots));
-    general_records_ = CidPool(static_cast<std::uint16_t>(slots));
-    stamp_deadlines_ = std::make_unique<std::chrono::steady_clock::time_point[]>(kStampRing);
-    // The common path's (at their command's ID), then the general path's.
-    const std::size_t records = std::size_t{command_slots} + slots;
-    transfers_ = std::vector<TransferRecord>(records);
-    transfers_awaiting_several_ = 0;
-    // Rings of a power of two entries: their indices wrap with a mask.
-    const std::size_t ring = std::bit_ceil(records);
-    ring_mask_ = ring - 1;
-    finished_ = std::vector<std::uint32_t>(ring);
-    waiting_ = std::vector<std::uint32_t>(ring);
-    waiting_next_ = std::vector<PieceCursor>(records);
-    origin_ = std::vector<PieceCursor>(records);
-    replay_order_ = std::vector<std::uint32_t>(records);
+    // Reopened: held transfers, held requests and finished ones stay.
 }
 
 void RdmaQueue::post_all_receives() {
@@ -500,7 +464,6 @@ void RdmaQueue::retire_sends() noexcept {
     // signalled: its completion retires the interval, as a signalled SEND's does.
     const std::uint32_t fillers =
         (kSendsPerSignal - (send_position_ & (kSendsPerSignal - 1))) & (kSendsPerSignal - 1);
-    using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + std::min(config_.timeout, kMaxDrainWait);
     while (fillers != 0 && send_room() < fillers && state_ == QueueState::live) {
         if (poll_cq() == 0 && Clock::now() >= deadline) {
@@ -536,8 +499,8 @@ void RdmaQueue::retire_sends() noexcept {
 void RdmaQueue::release_verbs() noexcept {
     id_.destroy_qp();
     qp_ = nullptr;
-    commands_mr_.reset();
-    responses_mr_.reset();
+    sqes_mr_.reset();
+    receive_buffers_mr_.reset();
     dsm_mr_.reset();
     cq_.reset();
 }

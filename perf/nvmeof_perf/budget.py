@@ -15,10 +15,11 @@ added to the data path is the project's cost.
               I/O, its default)
   commit      fio's commit hook, nvmeof_commit → Job::commit (posting the
               SENDs of a batch)
-  completion  RdmaQueue::handle_completion (including the receive re-post and
-              the finished transfer written into the polling caller's array)
+  completion  RdmaQueue::handle_completion (including the queue core's
+              completion of each response, the receive re-post and the
+              finished transfer written into the polling caller's array)
   reap        nvmeof_event (fio's per-I/O take of a finished io_u), and
-              RdmaQueue::hand_back and Job::finish_unusual when used (transfers parked
+              QueueCore::hand_back and Job::finish_unusual when used (transfers parked
               in the queue's ring, failed I/Os, GPU mirrors)
 and their sum, "engine+core", for each workload of the budget file (by default
 4 KiB random reads and 4 KiB random writes at QD 32: a write's data travels
@@ -44,7 +45,7 @@ PATHS = {
     "submit": ("nvmeof_queue(",),
     "commit": ("nvmeof_commit(",),
     "completion": ("RdmaQueue::handle_completion(",),
-    "reap": ("RdmaQueue::hand_back(", "nvmeof::engine::Job::finish_unusual(", "nvmeof_event("),
+    "reap": ("QueueCore::hand_back(", "nvmeof::engine::Job::finish_unusual(", "nvmeof_event("),
 }
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000

@@ -12,7 +12,7 @@
 #include "nvmeof/wire/command.hpp"
 #include "nvmeof/wire/fabrics.hpp"
 #include "nvmeof/wire/status.hpp"
-#include "transport/cid_pool.hpp"
+#include "transport/id_pool.hpp"
 
 namespace wire = nvmeof::wire;
 using nvmeof::fuzz::ByteReader;
@@ -21,7 +21,7 @@ using nvmeof::fuzz::require;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     ByteReader in(data, size);
     const auto pool_size = static_cast<std::uint16_t>(1 + in.take<std::uint8_t>());
-    nvmeof::detail::CidPool cids(pool_size);
+    nvmeof::detail::IdPool cids(pool_size);
     const unsigned to_acquire = in.take<std::uint8_t>() % (pool_size + 1u);
     for (unsigned i = 0; i < to_acquire; ++i) {
         std::uint16_t cid = 0;

@@ -37,12 +37,12 @@ struct NamespaceInfo;
 // the same without building text and answers SubmitResult::invalid.
 void check_transfer(const NamespaceInfo& ns, const Transfer& transfer);
 
-// A low-level command in flight. Move-only; its command slot is recycled when the
+// A low-level command in flight. Move-only; its command ID is freed when the
 // request is done and the handle is gone.
 class Request {
 public:
     Request() = default;
-    Request(QueueImpl* queue, std::uint16_t slot) : queue_(queue), slot_(slot) {}
+    Request(QueueImpl* queue, std::uint16_t cid) : queue_(queue), cid_(cid) {}
     Request(Request&& other) noexcept;
     Request& operator=(Request&& other) noexcept;
     Request(const Request&) = delete;
@@ -51,12 +51,12 @@ public:
 
     bool done() const noexcept;
     const Response& response() const;  // throws Error unless done()
-    std::uint16_t command_id() const noexcept { return slot_; }
+    std::uint16_t command_id() const noexcept { return cid_; }
 
 private:
     void release() noexcept;
     QueueImpl* queue_ = nullptr;
-    std::uint16_t slot_ = 0;
+    std::uint16_t cid_ = 0;
 };
 
 // A thin handle to a queue owned by its Controller (valid while it is open).

@@ -2,12 +2,12 @@
 
 #include <set>
 
-#include "transport/cid_pool.hpp"
+#include "transport/id_pool.hpp"
 
-using nvmeof::detail::CidPool;
+using nvmeof::detail::IdPool;
 
-TEST(CidPool, HandsOutEveryIdOnceThenRunsDry) {
-    CidPool pool(4);
+TEST(IdPool, HandsOutEveryIdOnceThenRunsDry) {
+    IdPool pool(4);
     std::set<std::uint16_t> seen;
     std::uint16_t cid = 0;
     for (int i = 0; i < 4; ++i) {
@@ -20,20 +20,20 @@ TEST(CidPool, HandsOutEveryIdOnceThenRunsDry) {
     EXPECT_EQ(pool.outstanding(), 4u);
 }
 
-TEST(CidPool, ReleaseRefusesUnknownAndDuplicateIds) {
-    CidPool pool(2);
+TEST(IdPool, ReleaseRefusesUnknownAndDuplicateIds) {
+    IdPool pool(2);
     std::uint16_t cid = 0;
     ASSERT_TRUE(pool.acquire(cid));
     EXPECT_TRUE(pool.is_outstanding(cid));
-    EXPECT_FALSE(pool.release(7));               // out of range
+    EXPECT_FALSE(pool.release(7));                                    // out of range
     EXPECT_FALSE(pool.release(static_cast<std::uint16_t>(cid ^ 1)));  // never handed out
     EXPECT_TRUE(pool.release(cid));
-    EXPECT_FALSE(pool.release(cid));             // twice
+    EXPECT_FALSE(pool.release(cid));  // twice
     EXPECT_EQ(pool.available(), 2u);
 }
 
-TEST(CidPool, RecyclesReleasedIds) {
-    CidPool pool(1);
+TEST(IdPool, RecyclesReleasedIds) {
+    IdPool pool(1);
     std::uint16_t a = 0, b = 0;
     ASSERT_TRUE(pool.acquire(a));
     ASSERT_TRUE(pool.release(a));
@@ -50,10 +50,10 @@ TEST(CidPool, RecyclesReleasedIds) {
     GTEST_SKIP() << "built without -Dinvariants=true: nothing checks the pool's bookkeeping"
 #endif
 
-TEST(CidPoolInvariantsDeathTest, PutOfAnIdTakeDidNotHandOutAborts) {
+TEST(IdPoolInvariantsDeathTest, PutOfAnIdTakeDidNotHandOutAborts) {
     REQUIRE_INVARIANTS();
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    CidPool pool(4);
+    IdPool pool(4);
     const std::uint16_t cid = pool.take();
     pool.take();
     pool.put(cid);  // room for one more: the pool is not full, the ID is free
@@ -64,12 +64,12 @@ TEST(CidPoolInvariantsDeathTest, PutOfAnIdTakeDidNotHandOutAborts) {
     EXPECT_DEATH(pool.put(acquired), "put\\(\\) of an ID that take\\(\\) did not hand out");
 }
 
-TEST(CidPoolInvariantsDeathTest, TakeFromAnEmptyPoolAborts) {
+TEST(IdPoolInvariantsDeathTest, TakeFromAnEmptyPoolAborts) {
     REQUIRE_INVARIANTS();
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    CidPool pool(1);
+    IdPool pool(1);
     pool.take();
     EXPECT_DEATH(
         pool.take(),
-        "cid_pool.hpp:[0-9]+: transport invariant broken: take\\(\\) from a pool with no free ID");
+        "id_pool.hpp:[0-9]+: transport invariant broken: take\\(\\) from a pool with no free ID");
 }
