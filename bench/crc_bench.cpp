@@ -130,8 +130,8 @@ void host_pi_rows(std::vector<std::uint8_t>& buffer, double seconds, std::uint64
 }
 
 void row(const char* name, std::size_t block, const std::vector<double>& rates, bool clmul) {
-    std::printf("%-18s %6zu %12.2f %12.2f %12.2f %7.1fx\n", name, block, rates[0], clmul ? rates[1] : 0.0,
-                rates[2], clmul ? rates[1] / rates[0] : 1.0);
+    std::printf("%-18s %6zu %12.2f %12.2f %12.2f %7.1fx\n", name, block, rates[0],
+                clmul ? rates[1] : 0.0, rates[2], clmul ? rates[1] / rates[0] : 1.0);
 }
 
 }  // namespace
@@ -144,18 +144,20 @@ int main(int argc, char** argv) {
         b = static_cast<std::uint8_t>(rng());
     }
     const bool clmul = crc::clmul_supported();
-    std::printf("carry-less multiply: %s\n", clmul ? "yes (PCLMULQDQ, SSE4.1)" : "no (tables only)");
+    std::printf("carry-less multiply: %s\n",
+                clmul ? "yes (PCLMULQDQ, SSE4.1)" : "no (tables only)");
     std::printf("%-18s %6s %12s %12s %12s %8s\n", "crc", "block", "table GB/s", "clmul GB/s",
                 "public GB/s", "speedup");
     std::uint64_t sink = 0;
     for (const std::size_t block : {std::size_t{512}, std::size_t{4096}}) {
         // Without carry-less multiply the "clmul" functions are the tables again.
-        row("CRC-16/T10-DIF", block, gbps(buffer, block, {crc16_table, crc16_clmul, crc16_public}, seconds, sink),
-            clmul);
-        row("CRC-32C", block, gbps(buffer, block, {crc32c_table, crc32c_sse42, crc32c_public}, seconds, sink),
+        row("CRC-16/T10-DIF", block,
+            gbps(buffer, block, {crc16_table, crc16_clmul, crc16_public}, seconds, sink), clmul);
+        row("CRC-32C", block,
+            gbps(buffer, block, {crc32c_table, crc32c_sse42, crc32c_public}, seconds, sink),
             crc::sse42_supported());
-        row("CRC-64/NVME", block, gbps(buffer, block, {crc64_table, crc64_clmul, crc64_public}, seconds, sink),
-            clmul);
+        row("CRC-64/NVME", block,
+            gbps(buffer, block, {crc64_table, crc64_clmul, crc64_public}, seconds, sink), clmul);
     }
     if (clmul) {
         host_pi_rows(buffer, seconds, sink);

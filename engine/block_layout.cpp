@@ -87,8 +87,8 @@ FileLayout choose_layout(const BlockFormat& format, const ProtectionOptions& opt
         // Each fits one layout, but not all the same one.
         throw SpecError("block sizes " + std::to_string(first_misfit(block_sizes, data)) + " and " +
                         std::to_string(first_misfit(block_sizes, l.wire_block_bytes)) +
-                        " need different layouts of " + ns + ": the job's block sizes must all be " +
-                        sizes);
+                        " need different layouts of " + ns +
+                        ": the job's block sizes must all be " + sizes);
     }
     return l;
 }

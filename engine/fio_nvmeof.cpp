@@ -64,12 +64,12 @@ void* string_callback() {
     return cb;
 }
 
-#define NVMEOF_STRING_OPTION(option_name, field, help_text)                                         \
-    fio_option {                                                                                    \
-        .name = option_name, .lname = option_name, .type = FIO_OPT_STR,                              \
-        .off1 = offsetof(EngineOptions, field),                                                     \
-        .cb = string_callback<offsetof(EngineOptions, field)>(), .help = help_text,                \
-        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
+#define NVMEOF_STRING_OPTION(option_name, field, help_text)                         \
+    fio_option {                                                                    \
+        .name = option_name, .lname = option_name, .type = FIO_OPT_STR,             \
+        .off1 = offsetof(EngineOptions, field),                                     \
+        .cb = string_callback<offsetof(EngineOptions, field)>(), .help = help_text, \
+        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                   \
     }
 
 // An SPDK plugin option with no effect here: accepted with any value (or
@@ -88,27 +88,27 @@ void* ignored_callback() {
     return cb;
 }
 
-#define NVMEOF_IGNORED_OPTION(bit)                                                                  \
-    fio_option {                                                                                    \
-        .name = kSpdkIgnoredOptions[bit].data(), .lname = kSpdkIgnoredOptions[bit].data(),          \
-        .type = FIO_OPT_STR, .off1 = offsetof(EngineOptions, spdk_ignored),                         \
-        .cb = ignored_callback<bit>(),                                                              \
-        .help = "SPDK plugin option, accepted for SPDK job files; no effect on NVMe/RDMA here",     \
-        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
+#define NVMEOF_IGNORED_OPTION(bit)                                                              \
+    fio_option {                                                                                \
+        .name = kSpdkIgnoredOptions[bit].data(), .lname = kSpdkIgnoredOptions[bit].data(),      \
+        .type = FIO_OPT_STR, .off1 = offsetof(EngineOptions, spdk_ignored),                     \
+        .cb = ignored_callback<bit>(),                                                          \
+        .help = "SPDK plugin option, accepted for SPDK job files; no effect on NVMe/RDMA here", \
+        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                               \
     }
 
-#define NVMEOF_INT_OPTION(option_name, field, help_text, default_value)                             \
-    fio_option {                                                                                    \
-        .name = option_name, .lname = option_name, .type = FIO_OPT_INT,                              \
-        .off1 = offsetof(EngineOptions, field), .help = help_text, .def = default_value,            \
-        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
+#define NVMEOF_INT_OPTION(option_name, field, help_text, default_value)                  \
+    fio_option {                                                                         \
+        .name = option_name, .lname = option_name, .type = FIO_OPT_INT,                  \
+        .off1 = offsetof(EngineOptions, field), .help = help_text, .def = default_value, \
+        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                        \
     }
 
-#define NVMEOF_BOOL_OPTION(option_name, field, help_text, default_value)                            \
-    fio_option {                                                                                    \
-        .name = option_name, .lname = option_name, .type = FIO_OPT_BOOL,                             \
-        .off1 = offsetof(EngineOptions, field), .help = help_text, .def = default_value,            \
-        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                                  \
+#define NVMEOF_BOOL_OPTION(option_name, field, help_text, default_value)                 \
+    fio_option {                                                                         \
+        .name = option_name, .lname = option_name, .type = FIO_OPT_BOOL,                 \
+        .off1 = offsetof(EngineOptions, field), .help = help_text, .def = default_value, \
+        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                        \
     }
 
 fio_option engine_options[] = {
@@ -199,23 +199,42 @@ fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("md_per_io_size", md_per_io_size,
                          "SPDK's separate metadata buffer per I/O, in bytes (default 4096): "
                          "checked, no effect (over NVMe-oF metadata travels interleaved)"),
-    NVMEOF_IGNORED_OPTION(0),  NVMEOF_IGNORED_OPTION(1),  NVMEOF_IGNORED_OPTION(2),
-    NVMEOF_IGNORED_OPTION(3),  NVMEOF_IGNORED_OPTION(4),  NVMEOF_IGNORED_OPTION(5),
-    NVMEOF_IGNORED_OPTION(6),  NVMEOF_IGNORED_OPTION(7),  NVMEOF_IGNORED_OPTION(8),
-    NVMEOF_IGNORED_OPTION(9),  NVMEOF_IGNORED_OPTION(10), NVMEOF_IGNORED_OPTION(11),
-    NVMEOF_IGNORED_OPTION(12), NVMEOF_IGNORED_OPTION(13), NVMEOF_IGNORED_OPTION(14),
-    NVMEOF_IGNORED_OPTION(15), NVMEOF_IGNORED_OPTION(16), NVMEOF_IGNORED_OPTION(17),
-    NVMEOF_IGNORED_OPTION(18), NVMEOF_IGNORED_OPTION(19), NVMEOF_IGNORED_OPTION(20),
-    NVMEOF_IGNORED_OPTION(21), NVMEOF_IGNORED_OPTION(22),
+    NVMEOF_IGNORED_OPTION(0),
+    NVMEOF_IGNORED_OPTION(1),
+    NVMEOF_IGNORED_OPTION(2),
+    NVMEOF_IGNORED_OPTION(3),
+    NVMEOF_IGNORED_OPTION(4),
+    NVMEOF_IGNORED_OPTION(5),
+    NVMEOF_IGNORED_OPTION(6),
+    NVMEOF_IGNORED_OPTION(7),
+    NVMEOF_IGNORED_OPTION(8),
+    NVMEOF_IGNORED_OPTION(9),
+    NVMEOF_IGNORED_OPTION(10),
+    NVMEOF_IGNORED_OPTION(11),
+    NVMEOF_IGNORED_OPTION(12),
+    NVMEOF_IGNORED_OPTION(13),
+    NVMEOF_IGNORED_OPTION(14),
+    NVMEOF_IGNORED_OPTION(15),
+    NVMEOF_IGNORED_OPTION(16),
+    NVMEOF_IGNORED_OPTION(17),
+    NVMEOF_IGNORED_OPTION(18),
+    NVMEOF_IGNORED_OPTION(19),
+    NVMEOF_IGNORED_OPTION(20),
+    NVMEOF_IGNORED_OPTION(21),
+    NVMEOF_IGNORED_OPTION(22),
     fio_option{.name = nullptr},
 };
 static_assert(kSpdkIgnoredOptions.size() == 23, "one NVMEOF_IGNORED_OPTION per ignored name");
 static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
               "keep the option defaults above in step");
 
-EngineOptions& options_of(thread_data* td) { return *static_cast<EngineOptions*>(td->eo); }
+EngineOptions& options_of(thread_data* td) {
+    return *static_cast<EngineOptions*>(td->eo);
+}
 
-Job* job_of(thread_data* td) { return static_cast<Job*>(td->io_ops_data); }
+Job* job_of(thread_data* td) {
+    return static_cast<Job*>(td->io_ops_data);
+}
 
 void report(thread_data* td, const char* hook, const std::exception& error) {
     log_err("nvmeof: %s: %s: %s\n", td->o.name, hook, error.what());
@@ -409,8 +428,7 @@ int nvmeof_setup(thread_data* td) {
     try {
         // gpu=: refused here, before any job starts, when it cannot work. Only
         // looked for, never initialised: CUDA does not survive fio's fork.
-        if (const EngineOptions& o = options_of(td);
-            parse_gpu_option(o.gpu).enabled) {
+        if (const EngineOptions& o = options_of(td); parse_gpu_option(o.gpu).enabled) {
             std::string why;
             if (!gpu_driver_present(&why)) {
                 throw SpecError("gpu=" + std::string(o.gpu) + ": " + why);
@@ -481,9 +499,13 @@ void nvmeof_cleanup(thread_data* td) {
 
 // Per I/O: no exception boundary, since queue() and commit() handle their own
 // errors (the other hooks turn an exception into fio's error).
-fio_q_status nvmeof_queue(thread_data* td, io_u* unit) { return job_of(td)->queue(unit); }
+fio_q_status nvmeof_queue(thread_data* td, io_u* unit) {
+    return job_of(td)->queue(unit);
+}
 
-int nvmeof_commit(thread_data* td) { return job_of(td)->commit(); }
+int nvmeof_commit(thread_data* td) {
+    return job_of(td)->commit();
+}
 
 int nvmeof_getevents(thread_data* td, unsigned int min, unsigned int max, const timespec* t) {
     try {
@@ -494,10 +516,16 @@ int nvmeof_getevents(thread_data* td, unsigned int min, unsigned int max, const 
     }
 }
 
-io_u* nvmeof_event(thread_data* td, int index) { return job_of(td)->event(index); }
+io_u* nvmeof_event(thread_data* td, int index) {
+    return job_of(td)->event(index);
+}
 
-int nvmeof_open_file(thread_data*, fio_file*) { return 0; }
-int nvmeof_close_file(thread_data*, fio_file*) { return 0; }
+int nvmeof_open_file(thread_data*, fio_file*) {
+    return 0;
+}
+int nvmeof_close_file(thread_data*, fio_file*) {
+    return 0;
+}
 
 ioengine_ops engine_ops = {
     .name = "nvmeof",
@@ -530,9 +558,10 @@ ioengine_ops engine_ops = {
 extern "C" __attribute__((visibility("default"))) void get_ioengine(ioengine_ops** ops) {
     const auto* running = static_cast<const char*>(dlsym(RTLD_DEFAULT, "fio_version_string"));
     if (running == nullptr || std::strcmp(running, FIO_EXPECTED_VERSION) != 0) {
-        log_err("nvmeof: this engine was built for %s but is loaded into %s; rebuild it against "
-                "the running fio's source (tools/fetch-fio-source.sh)\n",
-                FIO_EXPECTED_VERSION, running != nullptr ? running : "an unknown fio");
+        log_err(
+            "nvmeof: this engine was built for %s but is loaded into %s; rebuild it against "
+            "the running fio's source (tools/fetch-fio-source.sh)\n",
+            FIO_EXPECTED_VERSION, running != nullptr ? running : "an unknown fio");
         *ops = nullptr;
         return;
     }

@@ -34,8 +34,9 @@ void Job::gpu_copy(io_u* unit, bool to_gpu) {
     const int result = to_gpu ? gpu_arena_.copy_from_host(offset, host, unit->xfer_buflen)
                               : gpu_arena_.copy_to_host(offset, host, unit->xfer_buflen);
     if (result != 0 && unit->error == 0) {
-        complete_with_error(unit, EIO, std::string(to_gpu ? "cuMemcpyHtoD" : "cuMemcpyDtoH") +
-                                           " failed (CUDA error " + std::to_string(result) + ")");
+        complete_with_error(unit, EIO,
+                            std::string(to_gpu ? "cuMemcpyHtoD" : "cuMemcpyDtoH") +
+                                " failed (CUDA error " + std::to_string(result) + ")");
     }
 }
 
@@ -75,11 +76,19 @@ void Job::complete_with_error(io_u* unit, int error, const std::string& why) {
 bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& controller,
                          Transfer& transfer) {
     switch (unit->ddir) {
-        case DDIR_READ: transfer.op = Op::read; break;
-        case DDIR_WRITE: transfer.op = Op::write; break;
-        case DDIR_TRIM: transfer.op = Op::deallocate; break;
+        case DDIR_READ:
+            transfer.op = Op::read;
+            break;
+        case DDIR_WRITE:
+            transfer.op = Op::write;
+            break;
+        case DDIR_TRIM:
+            transfer.op = Op::deallocate;
+            break;
         case DDIR_SYNC:
-        case DDIR_DATASYNC: transfer.op = Op::flush; break;
+        case DDIR_DATASYNC:
+            transfer.op = Op::flush;
+            break;
         default:
             reject(unit, EINVAL, "unsupported I/O direction");
             return false;
@@ -124,7 +133,8 @@ fio_q_status Job::queue(io_u* unit) noexcept {
             .slba = unit->offset >> lba_shift,
             .blocks = unit->xfer_buflen >> lba_shift,
             .memory = file.arena,
-            .offset = static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - arena_base_),
+            .offset =
+                static_cast<std::uint64_t>(static_cast<std::byte*>(unit->xfer_buf) - arena_base_),
             .user_data = reinterpret_cast<std::uintptr_t>(unit),
             .protection = file.protection,
         };
@@ -140,7 +150,7 @@ fio_q_status Job::queue(io_u* unit) noexcept {
 }
 
 fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file,
-                                 ControllerSlot& controller) noexcept {
+                                ControllerSlot& controller) noexcept {
     try {
         return queue_general(unit, file, controller);
     } catch (const std::exception& error) {

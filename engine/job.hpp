@@ -12,13 +12,13 @@
 
 // The API's parts one by one: nvmeof/nvmeof.hpp brings the wire layout too,
 // which the engine does not use.
+#include "block_layout.hpp"
 #include "nvmeof/controller.hpp"
 #include "nvmeof/discovery.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
 #include "nvmeof/namespace.hpp"
 #include "nvmeof/queue.hpp"
-#include "block_layout.hpp"
 #include "option_rules.hpp"
 #include "target_spec.hpp"
 // After the C++ headers: see fio_headers.hpp.
@@ -49,12 +49,12 @@ struct EngineOptions {
     unsigned int keep_alive_ms;
     unsigned int poll_spin_us;  // idle polling before getevents sleeps on the completion channel
     char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
-    char info_file[kOptionTextSize];  // "": none; else one JSON line of start-up facts per job
-    unsigned int queue_size;          // I/O queue entries asked for; 0: derived from iodepth
-    unsigned int reconnect_delay_ms;  // reconnect: see docs/reconnect.md
-    unsigned int ctrl_loss_tmo_ms;    // 0: no reconnect
-    unsigned int fast_io_fail_tmo_ms;  // 0: off
-    char dhchap_secret[kOptionTextSize];       // "", DHHC-1 text or "@file"
+    char info_file[kOptionTextSize];      // "": none; else one JSON line of start-up facts per job
+    unsigned int queue_size;              // I/O queue entries asked for; 0: derived from iodepth
+    unsigned int reconnect_delay_ms;      // reconnect: see docs/reconnect.md
+    unsigned int ctrl_loss_tmo_ms;        // 0: no reconnect
+    unsigned int fast_io_fail_tmo_ms;     // 0: off
+    char dhchap_secret[kOptionTextSize];  // "", DHHC-1 text or "@file"
     char dhchap_ctrl_secret[kOptionTextSize];  // same; set: bidirectional
     unsigned int in_capsule_writes;            // 1: small writes' data in the command (if allowed)
     // End-to-end protection (SPDK's names), as text: parse_protection_options.
@@ -63,7 +63,7 @@ struct EngineOptions {
     char apptag[kOptionTextSize];
     char apptag_mask[kOptionTextSize];
     char md_per_io_size[kOptionTextSize];
-    std::uint64_t spdk_ignored;       // bit i: kSpdkIgnoredOptions[i] was given
+    std::uint64_t spdk_ignored;  // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;
     bool files_discovered;  // the files are what a discovery spec listed (their names say all)
@@ -100,7 +100,8 @@ struct ControllerSlot {
 struct alignas(256) FileSlot {
     Namespace ns;
     std::size_t controller;
-    std::uint64_t lba_mask;  // lba_size − 1: an I/O's offset and length are aligned when clear of it
+    std::uint64_t
+        lba_mask;  // lba_size − 1: an I/O's offset and length are aligned when clear of it
     // queue()'s common case, set once the buffers are registered: the
     // controller's only queue (nullptr: several, GPU mirrors to copy, or a
     // layout the host works on) and its registration of the arena.
@@ -117,7 +118,7 @@ struct alignas(256) FileSlot {
 static_assert(std::has_single_bit(sizeof(FileSlot)), "queue() indexes files_ with a shift");
 
 class Job {
-public:
+  public:
     // One spec per fio file, in fio's file order (file->fileno).
     Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOptions& options);
 
@@ -141,7 +142,7 @@ public:
             static_cast<std::uintptr_t>(completions_[static_cast<std::size_t>(index)].user_data));
     }
 
-private:
+  private:
     void connect_all(const std::vector<TargetSpec>& specs, const EngineOptions& options);
     void clamp_iodepth();
     // Fills each FileSlot's only_queue and arena (after allocate_buffers).
@@ -171,8 +172,8 @@ private:
     fio_q_status queue_general(io_u* unit, const FileSlot& file, ControllerSlot& controller);
     // What queue() tells fio about a submission not queued (busy, invalid or
     // failed), refused by `refused_by` (nullptr: the controller's first queue).
-    [[gnu::cold, gnu::noinline]] fio_q_status not_queued(io_u* unit, SubmitResult result,
-                                                         const IoQueue* refused_by = nullptr) noexcept;
+    [[gnu::cold, gnu::noinline]] fio_q_status not_queued(
+        io_u* unit, SubmitResult result, const IoQueue* refused_by = nullptr) noexcept;
     void complete_with_error(io_u* unit, int error, const std::string& why);
     // Error paths, out of line and cold: the strings they build would cost the
     // per-I/O functions stack frames and cleanups on every call.
@@ -208,23 +209,23 @@ private:
     void record_reconnects() const;
 
     thread_data* td_;
-    int gpu_ = -1;               // GPU ordinal, or -1: host buffers
+    int gpu_ = -1;  // GPU ordinal, or -1: host buffers
     std::string gpu_source_note_;
     std::vector<ControllerSlot> controllers_;
-    std::vector<FileSlot> files_;  // index: fio's file number
-    GpuBuffer gpu_arena_;        // outlives every registration of it (close() order)
+    std::vector<FileSlot> files_;      // index: fio's file number
+    GpuBuffer gpu_arena_;              // outlives every registration of it (close() order)
     std::byte* arena_base_ = nullptr;  // what io_u buffers are offsets from
-    std::byte* mirror_ = nullptr;  // host mirror of the GPU arena (fio's orig_buffer)
-    bool gpu_verify_ = false;      // copy through the mirror around each I/O
+    std::byte* mirror_ = nullptr;      // host mirror of the GPU arena (fio's orig_buffer)
+    bool gpu_verify_ = false;          // copy through the mirror around each I/O
     // Every completion goes through finish_unusual (GPU mirrors, reads to finish).
     bool finish_every_ = false;
     std::vector<FileLayout> layouts_;  // per file (files_[i].layout points here when it applies)
     // The bounce area, after fio's buffers in the registered arena: one slot
     // per io_u (by io_u->index) for the data-only layout's staging.
-    std::uint64_t bounce_offset_ = 0;  // from arena_base_
+    std::uint64_t bounce_offset_ = 0;      // from arena_base_
     std::uint64_t bounce_slot_bytes_ = 0;  // 0: no file stages
     std::size_t bounce_slots_ = 0;
-    std::vector<IoQueue> queues_;  // every controller's, in controller order
+    std::vector<IoQueue> queues_;        // every controller's, in controller order
     std::vector<Controller*> waitable_;  // every controller, for idle waiting
     std::size_t poll_start_ = 0;         // the queue getevents polls first (rotates)
     // Post::now when fio commits after every queue() (iodepth_batch_submit=1):

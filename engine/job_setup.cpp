@@ -47,14 +47,14 @@ FileLayout file_layout(const thread_data* td, const EngineOptions& options, cons
         "namespace " + std::to_string(spec.nsid) + " of " + spec.subsystem_nqn;
     FileLayout layout = choose_layout(format, protection_options(options), sizes, where);
     if (layout.host_work() && parse_gpu_option(options.gpu).enabled) {
-        throw SpecError("gpu=" + std::string(options.gpu) + ": " + where + " (" +
-                        format_name(format) + ") in the " +
-                        std::string(layout_name(layout.layout)) + " layout" +
-                        (layout.generate ? " with pi_act=0" : "") +
-                        " needs the host to touch each I/O's bytes, which it cannot in GPU "
-                        "memory (" + (layout.pi_options_apply ? "pi_act=1 with " : "") +
-                        "a bs that is a multiple of " +
-                        std::to_string(format.transfer_block_bytes(true)) + " can)");
+        throw SpecError(
+            "gpu=" + std::string(options.gpu) + ": " + where + " (" + format_name(format) +
+            ") in the " + std::string(layout_name(layout.layout)) + " layout" +
+            (layout.generate ? " with pi_act=0" : "") +
+            " needs the host to touch each I/O's bytes, which it cannot in GPU "
+            "memory (" +
+            (layout.pi_options_apply ? "pi_act=1 with " : "") + "a bs that is a multiple of " +
+            std::to_string(format.transfer_block_bytes(true)) + " can)");
     }
     return layout;
 }
@@ -337,9 +337,8 @@ void* Job::allocate_buffers(std::size_t bytes) {
         constexpr std::size_t kAlign = 4096;
         bounce_offset_ = (bytes + kAlign - 1) / kAlign * kAlign;
         bounce_slots_ = bounce_slot_bytes_ != 0 ? std::max(1u, td_->o.iodepth) : 0;
-        const std::size_t total = bounce_slot_bytes_ == 0
-                                      ? bytes
-                                      : bounce_offset_ + bounce_slots_ * bounce_slot_bytes_;
+        const std::size_t total =
+            bounce_slot_bytes_ == 0 ? bytes : bounce_offset_ + bounce_slots_ * bounce_slot_bytes_;
         controllers_.front().arena = controllers_.front().controller.allocate(total);
         arena_base_ = controllers_.front().arena.data();
         for (std::size_t c = 1; c < controllers_.size(); ++c) {

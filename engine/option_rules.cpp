@@ -41,10 +41,17 @@ std::optional<std::uint64_t> parse_number(std::string_view text, bool suffixes) 
     unsigned shift = 0;
     if (suffixes && base == 10 && !text.empty()) {
         switch (std::tolower(static_cast<unsigned char>(text.back()))) {
-            case 'k': shift = 10; break;
-            case 'm': shift = 20; break;
-            case 'g': shift = 30; break;
-            default: break;
+            case 'k':
+                shift = 10;
+                break;
+            case 'm':
+                shift = 20;
+                break;
+            case 'g':
+                shift = 30;
+                break;
+            default:
+                break;
         }
         if (shift != 0) {
             text.remove_suffix(1);
@@ -74,9 +81,9 @@ std::uint16_t parse_tag(std::string_view option, std::string_view text, std::uin
     std::snprintf(default_text, sizeof default_text, "0x%x", fallback);
     const std::optional<std::uint64_t> number = parse_number(value, false);
     if (!number) {
-        refuse(option, text,
-               "not a number (decimal, or hex as 0x1234; default " + std::string(default_text) +
-                   ")");
+        refuse(
+            option, text,
+            "not a number (decimal, or hex as 0x1234; default " + std::string(default_text) + ")");
     }
     if (*number > 0xFFFF) {
         refuse(option, text,
@@ -157,9 +164,9 @@ ProtectionOptions parse_protection_options(const ProtectionOptionText& text) {
 
 std::string pi_chk_names(std::uint8_t checks) {
     std::string names;
-    for (const auto& [bit, name] : {std::pair{kPrchkGuard, "GUARD"},
-                                    std::pair{kPrchkReftag, "REFTAG"},
-                                    std::pair{kPrchkApptag, "APPTAG"}}) {
+    for (const auto& [bit, name] :
+         {std::pair{kPrchkGuard, "GUARD"}, std::pair{kPrchkReftag, "REFTAG"},
+          std::pair{kPrchkApptag, "APPTAG"}}) {
         if ((checks & bit) != 0) {
             names += (names.empty() ? "" : "|") + std::string(name);
         }

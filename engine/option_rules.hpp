@@ -67,7 +67,7 @@ struct ProtectionOptions {
     std::uint16_t apptag = kDefaultApptag;
     std::uint16_t apptag_mask = kDefaultApptagMask;
     std::uint64_t md_per_io_size = kDefaultMdPerIoSize;  // accepted; no fabrics format uses it
-    bool pi_given = false;              // pi_act or pi_chk set in the job
+    bool pi_given = false;                               // pi_act or pi_chk set in the job
     bool md_per_io_size_given = false;
 };
 // The options' text as the job gave it ("" or unset: the default).

@@ -108,8 +108,7 @@ namespace {
 // Connect to each distinct controller once, read every file's namespace,
 // choose its layout for the job's block sizes and check the options that
 // depend on the controller, disconnect.
-Probe probe(thread_data* td, const std::vector<TargetSpec>& specs,
-            const EngineOptions& options) {
+Probe probe(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOptions& options) {
     if (specs.size() > kMaxFilesPerJob) {
         throw SpecError("filename: " + std::to_string(specs.size()) + " files; at most " +
                         std::to_string(kMaxFilesPerJob) + " per job");
@@ -137,7 +136,8 @@ Probe probe(thread_data* td, const std::vector<TargetSpec>& specs,
         const std::uint64_t per_command = controller.limits().max_transfer_bytes;
         const std::uint64_t blocks = td_max_bs(td) / layout.block_bytes;
         const std::uint64_t per_piece =
-            per_command == 0 ? blocks : std::max<std::uint64_t>(1, per_command / layout.wire_block_bytes);
+            per_command == 0 ? blocks
+                             : std::max<std::uint64_t>(1, per_command / layout.wire_block_bytes);
         const auto pieces = static_cast<unsigned int>(
             per_piece == 0 ? 1 : std::max<std::uint64_t>(1, (blocks + per_piece - 1) / per_piece));
         result.pieces_per_io_u = std::max(result.pieces_per_io_u, pieces);

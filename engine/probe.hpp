@@ -29,11 +29,11 @@ struct Probe {
 // A failure of run_rdma_work's child: its one line and its errno, rebuilt in
 // the parent.
 class ProbeError : public std::runtime_error {
-public:
+  public:
     ProbeError(int number, const std::string& what) : std::runtime_error(what), number_(number) {}
     int error_number() const { return number_; }
 
-private:
+  private:
     int number_;
 };
 

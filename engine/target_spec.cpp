@@ -140,8 +140,8 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
         const std::string_view value = word.substr(eq + 1);
         if (value.empty()) {  // an unset ${VAR}: the default
             if (!is_known_key(key)) {
-                throw SpecError("filename: unknown key \"" + std::string(key) + "\" (known: " +
-                                std::string(kKnownKeys) + ")");
+                throw SpecError("filename: unknown key \"" + std::string(key) +
+                                "\" (known: " + std::string(kKnownKeys) + ")");
             }
             continue;
         }
@@ -181,8 +181,8 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
         } else if (iequals(key, "host_traddr") || iequals(key, "hostaddr")) {
             spec.source = source_address(value, key);
         } else {
-            throw SpecError("filename: unknown key \"" + std::string(key) + "\" (known: " +
-                            std::string(kKnownKeys) + ")");
+            throw SpecError("filename: unknown key \"" + std::string(key) +
+                            "\" (known: " + std::string(kKnownKeys) + ")");
         }
     }
     if (bracket_port && !port_given) {
@@ -222,9 +222,10 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
         apply_nsid(spec, options.nsid, "nsid");
     }
     if (spec.address.empty()) {
-        throw SpecError("no target address: traddr is empty (the shipped job files take it from "
-                        "${NVMEOF_TRADDR}, which is unset?); set traddr=ADDR or "
-                        "filename=\"traddr=ADDR ...\"");
+        throw SpecError(
+            "no target address: traddr is empty (the shipped job files take it from "
+            "${NVMEOF_TRADDR}, which is unset?); set traddr=ADDR or "
+            "filename=\"traddr=ADDR ...\"");
     }
     core_check([&] {
         if (!spec.subsystem_nqn.empty()) {
@@ -288,8 +289,8 @@ int gpu_for_job(const GpuChoice& choice, unsigned int job_index, int visible) {
         return static_cast<int>(job_index % static_cast<unsigned int>(visible));
     }
     if (choice.ordinal >= visible) {
-        throw SpecError("gpu=" + std::to_string(choice.ordinal) + ": only " + std::to_string(visible) +
-                        " GPU(s) are visible");
+        throw SpecError("gpu=" + std::to_string(choice.ordinal) + ": only " +
+                        std::to_string(visible) + " GPU(s) are visible");
     }
     return choice.ordinal;
 }

@@ -21,13 +21,13 @@ inline constexpr std::uint32_t kDefaultNsid = 1;
 inline constexpr std::string_view kDiscoveryNqn = "nqn.2014-08.org.nvmexpress.discovery";
 
 struct TargetSpec {
-    std::string address;       // traddr
+    std::string address;  // traddr
     std::uint16_t port = kDefaultPort;
     std::string subsystem_nqn;
     std::uint32_t nsid = kDefaultNsid;
-    std::string host_nqn;      // empty: the library's stable default
-    std::string host_id;       // empty: the library's stable default
-    std::string source;        // host_traddr: binds RDMA-CM, so picks the HCA
+    std::string host_nqn;  // empty: the library's stable default
+    std::string host_id;   // empty: the library's stable default
+    std::string source;    // host_traddr: binds RDMA-CM, so picks the HCA
 };
 
 // An option value or filename that makes no sense; what() names the option.

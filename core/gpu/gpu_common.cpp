@@ -22,7 +22,8 @@ AlignedRange align_gpu_range(std::uint64_t address, std::uint64_t bytes, std::ui
     return {start, aligned_end - start};
 }
 
-std::string explain_registration_failure(const RegistrationAttempt& dmabuf, const RegistrationAttempt& peermem) {
+std::string explain_registration_failure(const RegistrationAttempt& dmabuf,
+                                         const RegistrationAttempt& peermem) {
     std::string out = "dma-buf: ";
     if (dmabuf.step == "cuMemGetHandleForAddressRange") {
         out += "the CUDA driver would not export it (" + dmabuf.driver_error + "): ";
@@ -39,7 +40,8 @@ std::string explain_registration_failure(const RegistrationAttempt& dmabuf, cons
     }
     out += "; peermem: ";
     if (!peermem.step.empty()) {
-        out += peermem.step + " on the device pointer failed: " + std::string(std::strerror(peermem.sys_errno));
+        out += peermem.step +
+               " on the device pointer failed: " + std::string(std::strerror(peermem.sys_errno));
         if (!peermem.module_loaded) {
             out += " (the nvidia_peermem module is not loaded: modprobe nvidia_peermem)";
         }

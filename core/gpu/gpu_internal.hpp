@@ -19,13 +19,14 @@ AlignedRange align_gpu_range(std::uint64_t address, std::uint64_t bytes, std::ui
 
 // One registration path that failed, for the error message.
 struct RegistrationAttempt {
-    std::string step;                    // "cuMemGetHandleForAddressRange", "ibv_reg_dmabuf_mr", "ibv_reg_mr"
-    std::string driver_error;            // CUDA's words, for the export step
-    int sys_errno = 0;                   // for the verbs steps
-    bool driver_not_supported = false;   // the driver cannot export dma-buf at all
-    bool module_loaded = true;           // nvidia_peermem, for the peermem step
+    std::string step;          // "cuMemGetHandleForAddressRange", "ibv_reg_dmabuf_mr", "ibv_reg_mr"
+    std::string driver_error;  // CUDA's words, for the export step
+    int sys_errno = 0;         // for the verbs steps
+    bool driver_not_supported = false;  // the driver cannot export dma-buf at all
+    bool module_loaded = true;          // nvidia_peermem, for the peermem step
 };
 // "dma-buf: ...; peermem: ..." with what to do about each.
-std::string explain_registration_failure(const RegistrationAttempt& dmabuf, const RegistrationAttempt& peermem);
+std::string explain_registration_failure(const RegistrationAttempt& dmabuf,
+                                         const RegistrationAttempt& peermem);
 
 }  // namespace nvmeof::detail::gpu

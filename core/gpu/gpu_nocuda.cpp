@@ -5,7 +5,8 @@
 
 namespace nvmeof {
 namespace {
-constexpr char kNoCuda[] = "built without CUDA support (reconfigure with -Dcuda=enabled where cuda.h is installed)";
+constexpr char kNoCuda[] =
+    "built without CUDA support (reconfigure with -Dcuda=enabled where cuda.h is installed)";
 }
 
 namespace detail::gpu {
@@ -21,7 +22,9 @@ GpuDriverInfo gpu_driver_info() {
     return info;
 }
 
-int gpu_count() noexcept { return 0; }
+int gpu_count() noexcept {
+    return 0;
+}
 
 bool gpu_driver_present(std::string* why) noexcept {
     if (why != nullptr) {
@@ -30,15 +33,27 @@ bool gpu_driver_present(std::string* why) noexcept {
     return false;
 }
 
-std::string gpu_pci_address(int) { throw Error(std::string("gpu_pci_address: ") + kNoCuda); }
+std::string gpu_pci_address(int) {
+    throw Error(std::string("gpu_pci_address: ") + kNoCuda);
+}
 
-GpuBuffer GpuBuffer::allocate(int, std::size_t) { throw Error(std::string("GPU buffer: ") + kNoCuda); }
+GpuBuffer GpuBuffer::allocate(int, std::size_t) {
+    throw Error(std::string("GPU buffer: ") + kNoCuda);
+}
 GpuBuffer::GpuBuffer(GpuBuffer&&) noexcept {}
-GpuBuffer& GpuBuffer::operator=(GpuBuffer&&) noexcept { return *this; }
+GpuBuffer& GpuBuffer::operator=(GpuBuffer&&) noexcept {
+    return *this;
+}
 GpuBuffer::~GpuBuffer() = default;
-int GpuBuffer::copy_from_host(std::size_t, const void*, std::size_t) const noexcept { return -1; }
-int GpuBuffer::copy_to_host(std::size_t, void*, std::size_t) const noexcept { return -1; }
-void GpuBuffer::make_current() const { throw Error(std::string("GPU buffer: ") + kNoCuda); }
+int GpuBuffer::copy_from_host(std::size_t, const void*, std::size_t) const noexcept {
+    return -1;
+}
+int GpuBuffer::copy_to_host(std::size_t, void*, std::size_t) const noexcept {
+    return -1;
+}
+void GpuBuffer::make_current() const {
+    throw Error(std::string("GPU buffer: ") + kNoCuda);
+}
 void GpuBuffer::reset() noexcept {}
 
 }  // namespace nvmeof

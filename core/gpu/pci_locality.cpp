@@ -4,8 +4,8 @@
 #include <netinet/in.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -19,20 +19,28 @@ namespace fs = std::filesystem;
 
 std::string_view registration_path_name(RegistrationPath path) noexcept {
     switch (path) {
-        case RegistrationPath::host: return "host";
-        case RegistrationPath::dma_buf: return "dma-buf";
-        case RegistrationPath::peermem: return "peermem";
+        case RegistrationPath::host:
+            return "host";
+        case RegistrationPath::dma_buf:
+            return "dma-buf";
+        case RegistrationPath::peermem:
+            return "peermem";
     }
     return "unknown";
 }
 
 std::string_view pcie_distance_name(PcieDistance distance) noexcept {
     switch (distance) {
-        case PcieDistance::same_switch: return "same PCIe switch";
-        case PcieDistance::same_root_complex: return "same PCIe root complex";
-        case PcieDistance::same_node: return "same NUMA node";
-        case PcieDistance::other_node: return "other NUMA node";
-        case PcieDistance::unknown: return "unknown distance";
+        case PcieDistance::same_switch:
+            return "same PCIe switch";
+        case PcieDistance::same_root_complex:
+            return "same PCIe root complex";
+        case PcieDistance::same_node:
+            return "same NUMA node";
+        case PcieDistance::other_node:
+            return "other NUMA node";
+        case PcieDistance::unknown:
+            return "unknown distance";
     }
     return "unknown distance";
 }
@@ -48,8 +56,8 @@ bool all_hex(std::string_view s) {
 // The PCI chain of a resolved sysfs device path: the host bridge component
 // ("pci0000:00") and the PCI functions below it, the device itself last.
 struct PciChain {
-    std::string root;                 // everything up to and including "pciDDDD:BB"
-    std::vector<std::string> chain;   // normalised addresses
+    std::string root;                // everything up to and including "pciDDDD:BB"
+    std::vector<std::string> chain;  // normalised addresses
 };
 
 bool parse_chain(const fs::path& path, PciChain& out) {
@@ -59,7 +67,8 @@ bool parse_chain(const fs::path& path, PciChain& out) {
         const std::string name = part.string();
         if (!in_pci) {
             prefix += name + "/";
-            if (name.size() > 3 && name.compare(0, 3, "pci") == 0 && name.find(':') != std::string::npos) {
+            if (name.size() > 3 && name.compare(0, 3, "pci") == 0 &&
+                name.find(':') != std::string::npos) {
                 in_pci = true;
                 out.root = prefix;
             }
@@ -83,13 +92,15 @@ int read_numa_node(const fs::path& device) {
     return node;
 }
 
-PcieDistance distance_between(const PciChain& gpu, int gpu_node, const PciChain& nic, int nic_node) {
+PcieDistance distance_between(const PciChain& gpu, int gpu_node, const PciChain& nic,
+                              int nic_node) {
     if (gpu.root == nic.root) {
         // Common bridges above both devices (the devices themselves excluded).
         const std::size_t gpu_parents = gpu.chain.size() - 1;
         const std::size_t nic_parents = nic.chain.size() - 1;
         std::size_t common = 0;
-        while (common < gpu_parents && common < nic_parents && gpu.chain[common] == nic.chain[common]) {
+        while (common < gpu_parents && common < nic_parents &&
+               gpu.chain[common] == nic.chain[common]) {
             ++common;
         }
         return common > 0 ? PcieDistance::same_switch : PcieDistance::same_root_complex;
@@ -102,8 +113,9 @@ PcieDistance distance_between(const PciChain& gpu, int gpu_node, const PciChain&
 std::string normalize_pci_address(std::string_view address) {
     // [domain:]bus:device.function
     std::string text(address);
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+    std::transform(text.begin(), text.end(), text.begin(), [](char c) {
+        return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    });
     const auto dot = text.rfind('.');
     if (dot == std::string::npos || dot + 2 != text.size() || !all_hex(text.substr(dot + 1))) {
         return "";
@@ -121,8 +133,8 @@ std::string normalize_pci_address(std::string_view address) {
         domain = rest.substr(0, colon);
         bus = rest.substr(colon + 1);
     }
-    if (!all_hex(domain) || !all_hex(bus) || !all_hex(device) || bus.size() != 2 || device.size() != 2 ||
-        domain.size() > 8) {
+    if (!all_hex(domain) || !all_hex(bus) || !all_hex(device) || bus.size() != 2 ||
+        device.size() != 2 || domain.size() > 8) {
         return "";
     }
     // cuDeviceGetPCIBusId and nvidia-smi may print an 8-digit domain.
@@ -133,10 +145,12 @@ std::string normalize_pci_address(std::string_view address) {
     return domain + ":" + bus + ":" + device + "." + text.substr(dot + 1);
 }
 
-std::vector<RdmaDeviceRank> rank_rdma_devices(std::string_view pci_address, const std::string& sysfs_root) {
+std::vector<RdmaDeviceRank> rank_rdma_devices(std::string_view pci_address,
+                                              const std::string& sysfs_root) {
     const std::string address = normalize_pci_address(pci_address);
     if (address.empty()) {
-        throw InvalidArgument("'" + std::string(pci_address) + "' is not a PCI address (DDDD:BB:DD.F)");
+        throw InvalidArgument("'" + std::string(pci_address) +
+                              "' is not a PCI address (DDDD:BB:DD.F)");
     }
     const fs::path root(sysfs_root);
     std::error_code ec;
@@ -193,7 +207,8 @@ std::string interface_ipv4(const std::string& interface) {
     }
     std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> guard(list, freeifaddrs);
     for (const ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-        if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET || interface != a->ifa_name) {
+        if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET ||
+            interface != a->ifa_name) {
             continue;
         }
         sockaddr_in in{};

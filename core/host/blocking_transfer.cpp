@@ -110,7 +110,8 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
         if (all_submitted && in_flight.empty()) {
             break;
         }
-        keep_connected(nullptr);  // a long transfer must not starve the target's timer; or a reconnect
+        keep_connected(
+            nullptr);  // a long transfer must not starve the target's timer; or a reconnect
         pause(std::chrono::microseconds(0));
         if (!open() && !reconnecting()) {
             require_open("I/O");  // closed meanwhile (by another thread, in between_polls)

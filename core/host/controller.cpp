@@ -38,7 +38,8 @@ NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept {
 void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
     const std::string what = "namespace " + std::to_string(ns.nsid);
     if (t.protection.prinfo != 0 && ns.format.pi_type == PiType::none) {
-        throw InvalidArgument(what + " is formatted without protection information: PRACT and "
+        throw InvalidArgument(what +
+                              " is formatted without protection information: PRACT and "
                               "PRCHK do not apply to it");
     }
     if ((t.protection.prinfo & ~(kPract | kPrchkAll | kCheckStorageTag)) != 0) {
@@ -66,8 +67,8 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
     if (!buffer_range_fits(t.blocks, block_bytes, t.offset, size)) {
         throw InvalidArgument(what + ": " + std::to_string(t.blocks) + " blocks of " +
                               std::to_string(block_bytes) + " bytes at buffer offset " +
-                              std::to_string(t.offset) + " do not fit the " +
-                              std::to_string(size) + "-byte memory region");
+                              std::to_string(t.offset) + " do not fit the " + std::to_string(size) +
+                              "-byte memory region");
     }
 }
 
@@ -135,11 +136,12 @@ NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
     // read only from controllers that report extended LBA formats.
     std::optional<wire::IdentifyNvmNamespace> nvm;
     if (id.dps != 0 && extended_lba_formats_) {
-        execute_ok(*admin_,
-                   wire::identify_command_set_namespace(
-                       nsid, wire::kCsiNvm,
-                       wire::keyed_data_block(scratch(kScratchIdentifyOffset, wire::kIdentifyDataSize))),
-                   "Identify Namespace " + std::to_string(nsid) + " (NVM command set)");
+        execute_ok(
+            *admin_,
+            wire::identify_command_set_namespace(
+                nsid, wire::kCsiNvm,
+                wire::keyed_data_block(scratch(kScratchIdentifyOffset, wire::kIdentifyDataSize))),
+            "Identify Namespace " + std::to_string(nsid) + " (NVM command set)");
         nvm.emplace();
         std::memcpy(&*nvm, scratch_.get() + kScratchIdentifyOffset, sizeof *nvm);
     }
@@ -149,8 +151,12 @@ NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
     } catch (const std::exception& e) {
         throw Error("namespace " + std::to_string(nsid) + ": " + e.what());
     }
-    NamespaceInfo info{nsid, geometry.lba_size, geometry.size_blocks, geometry.capacity_blocks,
-                       geometry.format, geometry.storage_tag_mask};
+    NamespaceInfo info{nsid,
+                       geometry.lba_size,
+                       geometry.size_blocks,
+                       geometry.capacity_blocks,
+                       geometry.format,
+                       geometry.storage_tag_mask};
     if (static_cast<std::uint64_t>(info.format.extended_bytes()) > limits_.max_transfer_bytes) {
         throw Error("namespace " + std::to_string(nsid) + ": one block of " +
                     std::to_string(info.format.extended_bytes()) +
@@ -306,7 +312,9 @@ void Controller::close() noexcept {
     }
 }
 
-bool Controller::is_open() const noexcept { return impl_ && impl_->usable(); }
+bool Controller::is_open() const noexcept {
+    return impl_ && impl_->usable();
+}
 
 bool Controller::keep_connected(std::string* why) noexcept {
     if (!impl_) {
@@ -357,8 +365,10 @@ bool wait_for_completions(std::span<Controller* const> controllers,
         }
         int fd = -1;
         switch (impl->prepare_idle_wait(wake, fd)) {
-            case detail::IdlePreparation::work_waiting: return true;
-            case detail::IdlePreparation::cannot_wait: continue;
+            case detail::IdlePreparation::work_waiting:
+                return true;
+            case detail::IdlePreparation::cannot_wait:
+                continue;
             case detail::IdlePreparation::sleep_only:
                 sleep_only = true;
                 continue;
@@ -374,7 +384,8 @@ bool wait_for_completions(std::span<Controller* const> controllers,
         return false;
     }
     constexpr auto kLongestSleep = std::chrono::milliseconds(std::numeric_limits<int>::max());
-    const auto sleep = std::min(std::chrono::ceil<std::chrono::milliseconds>(wake - now), kLongestSleep);
+    const auto sleep =
+        std::min(std::chrono::ceil<std::chrono::milliseconds>(wake - now), kLongestSleep);
     if (poll(fds.data(), count, static_cast<int>(sleep.count())) <= 0) {
         return false;  // woke for a deadline (or EINTR): the caller's poll checks deadlines
     }
@@ -440,7 +451,9 @@ IoQueue Controller::io(std::size_t index) {
     return IoQueue(&impl_->io(index));
 }
 
-std::size_t Controller::io_queue_count() const noexcept { return impl_ ? impl_->io_count() : 0; }
+std::size_t Controller::io_queue_count() const noexcept {
+    return impl_ ? impl_->io_count() : 0;
+}
 
 IoQueue Controller::admin() {
     if (!impl_) {
@@ -463,24 +476,29 @@ std::uint64_t default_blocks(const MemoryRegion& buffer, std::uint64_t offset, s
     }
     const std::uint64_t n = offset < buffer.size() ? (buffer.size() - offset) / lba : 0;
     if (n == 0) {
-        throw InvalidArgument("the buffer holds no whole block after offset " + std::to_string(offset));
+        throw InvalidArgument("the buffer holds no whole block after offset " +
+                              std::to_string(offset));
     }
     return n;
 }
 }  // namespace
 
-void Namespace::read(const MemoryRegion& buffer, std::uint64_t slba, std::optional<std::uint64_t> blocks,
-                     std::uint64_t buffer_offset, const Protection& protection) {
+void Namespace::read(const MemoryRegion& buffer, std::uint64_t slba,
+                     std::optional<std::uint64_t> blocks, std::uint64_t buffer_offset,
+                     const Protection& protection) {
     const std::uint32_t block_bytes = info_.buffer_block_bytes(protection);
-    controller_->run_transfer(info_, {Op::read, slba, default_blocks(buffer, buffer_offset, block_bytes, blocks),
-                                      &buffer, buffer_offset, 0, protection});
+    controller_->run_transfer(
+        info_, {Op::read, slba, default_blocks(buffer, buffer_offset, block_bytes, blocks), &buffer,
+                buffer_offset, 0, protection});
 }
 
-void Namespace::write(const MemoryRegion& buffer, std::uint64_t slba, std::optional<std::uint64_t> blocks,
-                      std::uint64_t buffer_offset, const Protection& protection) {
+void Namespace::write(const MemoryRegion& buffer, std::uint64_t slba,
+                      std::optional<std::uint64_t> blocks, std::uint64_t buffer_offset,
+                      const Protection& protection) {
     const std::uint32_t block_bytes = info_.buffer_block_bytes(protection);
-    controller_->run_transfer(info_, {Op::write, slba, default_blocks(buffer, buffer_offset, block_bytes, blocks),
-                                      &buffer, buffer_offset, 0, protection});
+    controller_->run_transfer(
+        info_, {Op::write, slba, default_blocks(buffer, buffer_offset, block_bytes, blocks),
+                &buffer, buffer_offset, 0, protection});
 }
 
 bool Namespace::compare(const MemoryRegion& buffer, std::uint64_t slba,
@@ -492,13 +510,16 @@ bool Namespace::compare(const MemoryRegion& buffer, std::uint64_t slba,
                 &buffer, buffer_offset, 0, protection});
 }
 
-void Namespace::flush() { controller_->run_transfer(info_, {Op::flush, 0, 0, nullptr, 0, 0}); }
+void Namespace::flush() {
+    controller_->run_transfer(info_, {Op::flush, 0, 0, nullptr, 0, 0});
+}
 
 bool Namespace::run(const Transfer& transfer, const BetweenPolls& between_polls) {
     return controller_->run_transfer(info_, transfer, between_polls);
 }
 
-void Namespace::write_zeroes(std::uint64_t slba, std::uint64_t blocks, const Protection& protection) {
+void Namespace::write_zeroes(std::uint64_t slba, std::uint64_t blocks,
+                             const Protection& protection) {
     controller_->run_transfer(info_, {Op::write_zeroes, slba, blocks, nullptr, 0, 0, protection});
 }
 

@@ -67,7 +67,7 @@ namespace nvmeof {
 
 // The opaque ControllerImpl of the public headers (Controller, Namespace).
 class ControllerImpl final : public detail::QueueFailureListener {
-public:
+  public:
     explicit ControllerImpl(const Options& options);
     ~ControllerImpl();
     ControllerImpl(const ControllerImpl&) = delete;
@@ -87,7 +87,8 @@ public:
     NamespaceInfo identify_namespace(std::uint32_t nsid);
     MemoryRegion register_region(void* address, std::size_t length, void* owned);
     // The registration itself is core/gpu's (gpu/gpu_registration.hpp).
-    MemoryRegion register_gpu(void* device_ptr, std::size_t bytes, std::shared_ptr<GpuOrdering> ordering);
+    MemoryRegion register_gpu(void* device_ptr, std::size_t bytes,
+                              std::shared_ptr<GpuOrdering> ordering);
     // The blocking calls' loop (blocking_transfer.cpp); throws on failure,
     // but for a Compare the controller found different (Compare Failure): false.
     bool run_transfer(const NamespaceInfo& ns, const Transfer& transfer,
@@ -216,9 +217,9 @@ public:
     std::vector<std::weak_ptr<MemoryRecord>> memory_;
     // With Options::keep_alive_ms; before the admin queue goes.
     std::optional<detail::KeepAlive> keep_alive_;
-    std::optional<Request> async_event_;   // the Asynchronous Event Request outstanding (ANA)
-    bool ana_reporting_ = false;           // Identify CMIC bit 3
-    bool extended_lba_formats_ = false;    // Identify CTRATT bit 15: guard types in CNS 0x05
+    std::optional<Request> async_event_;  // the Asynchronous Event Request outstanding (ANA)
+    bool ana_reporting_ = false;          // Identify CMIC bit 3
+    bool extended_lba_formats_ = false;   // Identify CTRATT bit 15: guard types in CNS 0x05
     wire::AnaState ana_state_ = wire::AnaState::optimized;  // of the path in use
     std::uint64_t ana_change_count_ = 0;
 

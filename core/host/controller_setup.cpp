@@ -28,13 +28,17 @@ constexpr std::chrono::milliseconds kPropertyPollInterval{1};
 constexpr std::chrono::milliseconds kMinReadyWait{500};
 constexpr std::chrono::milliseconds kShutdownWait{5000};  // Linux shutdown_timeout
 
-std::string qid_text(std::uint16_t qid) { return "qid " + std::to_string(qid); }
+std::string qid_text(std::uint16_t qid) {
+    return "qid " + std::to_string(qid);
+}
 
 }  // namespace
 
 ControllerImpl::ControllerImpl(const Options& options) : options_(options) {}
 
-ControllerImpl::~ControllerImpl() { close(); }
+ControllerImpl::~ControllerImpl() {
+    close();
+}
 
 // The rules every front end checks too (nvmeof/option_rules.hpp), here as
 // the connect's own error.
@@ -112,18 +116,20 @@ void ControllerImpl::connect(std::function<bool()> cancelled) {
     try {
         pd_ = verbs::alloc_pd(admin_->device());
         scratch_ = std::make_unique<std::byte[]>(kScratchSize);
-        scratch_mr_ = verbs::register_memory(pd_.get(), scratch_.get(), kScratchSize,
-                                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-                                                 IBV_ACCESS_REMOTE_WRITE);
+        scratch_mr_ = verbs::register_memory(
+            pd_.get(), scratch_.get(), kScratchSize,
+            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
     } catch (const std::system_error& e) {
         ConnectError::Details d;
         d.sys_errno = e.code().value();
-        throw ConnectError(ConnectFailure::device_error, "allocating connect resources", e.what(), d);
+        throw ConnectError(ConnectFailure::device_error, "allocating connect resources", e.what(),
+                           d);
     }
     // The admin queue is 32 entries (nvmet refuses more); the device must hold it.
-    const QueueSizeDecision admin_size = negotiate_queue_size(
-        {wire::kAdminQueueSize, wire::kAdminQueueSize, 0,
-         static_cast<std::uint32_t>(device_.max_qp_wr), static_cast<std::uint32_t>(device_.max_cqe)});
+    const QueueSizeDecision admin_size =
+        negotiate_queue_size({wire::kAdminQueueSize, wire::kAdminQueueSize, 0,
+                              static_cast<std::uint32_t>(device_.max_qp_wr),
+                              static_cast<std::uint32_t>(device_.max_cqe)});
     if (admin_size.size != wire::kAdminQueueSize) {
         throw ConnectError(ConnectFailure::negotiation, "admin queue",
                            "the RDMA device cannot hold a 32-entry admin queue (" +
@@ -172,7 +178,8 @@ void ControllerImpl::associate() {
     }
 }
 
-Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, const std::string& step) {
+Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command,
+                                 const std::string& step) {
     if (associating()) {
         deadline_.check(step);
         queue.set_request_timeout(deadline_.left());
@@ -206,7 +213,8 @@ Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command, con
     }
 }
 
-Response ControllerImpl::execute_ok(RdmaQueue& queue, const wire::Sqe& command, const std::string& step) {
+Response ControllerImpl::execute_ok(RdmaQueue& queue, const wire::Sqe& command,
+                                    const std::string& step) {
     Response response = execute(queue, command, step);
     if (!response.status.ok() && associating()) {
         ConnectError::Details d;
@@ -222,12 +230,13 @@ std::uint64_t ControllerImpl::property_get(wire::Property property, const std::s
     return execute_ok(*admin_, wire::property_get_command(property), step).cqe.result64();
 }
 
-void ControllerImpl::property_set(wire::Property property, std::uint64_t value, const std::string& step) {
+void ControllerImpl::property_set(wire::Property property, std::uint64_t value,
+                                  const std::string& step) {
     execute_ok(*admin_, wire::property_set_command(property, value), step);
 }
 
-std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qid, std::uint16_t size,
-                                              std::uint16_t cntlid) {
+std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qid,
+                                              std::uint16_t size, std::uint16_t cntlid) {
     const std::string step = "Fabrics Connect (" + qid_text(qid) + ")";
     const wire::ConnectData data =
         wire::connect_data(identity_.id, options_.subsystem_nqn, identity_.nqn, cntlid);
@@ -240,16 +249,19 @@ std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qi
     const Response response = execute(queue, command, step);
     if (!response.status.ok()) {
         const wire::Status status = response.status.nvme;
-        std::string message = wire::describe(status, {wire::kFabricsOpcode, wire::QueueKind::admin});
+        std::string message =
+            wire::describe(status, {wire::kFabricsOpcode, wire::QueueKind::admin});
         if (status.is(wire::FabricsStatus::connect_invalid_parameters)) {
             message += ": invalid " + wire::connect_parameter_name(
                                           wire::parse_connect_invalid_parameter(response.cqe.dw0));
         } else if (status.is(wire::FabricsStatus::connect_invalid_host)) {
             message += ": host " + identity_.nqn + " is not allowed";
         } else if (status.is(wire::GenericStatus::keep_alive_timeout_invalid)) {
-            message += options_.keep_alive_ms == 0
-                           ? ": the target refuses KATO 0; set a keep-alive timeout (keep_alive_ms, e.g. 5000)"
-                           : ": the target refuses KATO " + std::to_string(options_.keep_alive_ms) + " ms";
+            message +=
+                options_.keep_alive_ms == 0
+                    ? ": the target refuses KATO 0; set a keep-alive timeout (keep_alive_ms, e.g. "
+                      "5000)"
+                    : ": the target refuses KATO " + std::to_string(options_.keep_alive_ms) + " ms";
         }
         ConnectError::Details d;
         d.status = status;
@@ -270,9 +282,9 @@ std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qi
 void ControllerImpl::enable() {
     cap_ = wire::Capabilities{property_get(wire::Property::cap, "Property Get CAP")};
     if (cap_.min_page_size() > 4096) {
-        throw ConnectError(ConnectFailure::unsupported_controller, "Property Get CAP",
-                           "minimum memory page size " + std::to_string(cap_.min_page_size()) +
-                               " is above 4096");
+        throw ConnectError(
+            ConnectFailure::unsupported_controller, "Property Get CAP",
+            "minimum memory page size " + std::to_string(cap_.min_page_size()) + " is above 4096");
     }
     const auto css = cap_.supports_nvm_command_set() || !cap_.supports_io_command_sets()
                          ? wire::CommandSetSelected::nvm
@@ -281,13 +293,14 @@ void ControllerImpl::enable() {
     fields.command_set = css;
     property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC");
     fields.enable = true;
-    property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC.EN");
+    property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw,
+                 "Property Set CC.EN");
     enabled_ = true;
     const auto wait = std::max(std::chrono::milliseconds(cap_.timeout_ms()), kMinReadyWait);
     const auto deadline = std::min(Clock::now() + wait, deadline_.at());
     for (;;) {
-        const wire::ControllerStatus csts{static_cast<std::uint32_t>(
-            property_get(wire::Property::csts, "Property Get CSTS"))};
+        const wire::ControllerStatus csts{
+            static_cast<std::uint32_t>(property_get(wire::Property::csts, "Property Get CSTS"))};
         if (csts.fatal()) {
             throw ConnectError(ConnectFailure::controller_fatal, "waiting for CSTS.RDY",
                                "the controller reports CSTS.CFS (fatal status) after CC.EN = 1");
@@ -299,9 +312,9 @@ void ControllerImpl::enable() {
             deadline_.check("waiting for CSTS.RDY");
             ConnectError::Details d;
             d.sys_errno = ETIMEDOUT;
-            throw ConnectError(ConnectFailure::timeout, "waiting for CSTS.RDY",
-                               "CSTS.RDY stayed 0 for " + std::to_string(wait.count()) +
-                                   " ms (CAP.TO)", d);
+            throw ConnectError(
+                ConnectFailure::timeout, "waiting for CSTS.RDY",
+                "CSTS.RDY stayed 0 for " + std::to_string(wait.count()) + " ms (CAP.TO)", d);
         }
         std::this_thread::sleep_for(kPropertyPollInterval);
     }
@@ -326,14 +339,14 @@ void ControllerImpl::identify_controller() {
         unsupported("ICDOFF " + std::to_string(id.icdoff) + " is not 0");
     }
     if (id.cntlid != limits_.cntlid) {
-        unsupported("Identify CNTLID " + std::to_string(id.cntlid) + " differs from the Connect CNTLID " +
-                    std::to_string(limits_.cntlid));
+        unsupported("Identify CNTLID " + std::to_string(id.cntlid) +
+                    " differs from the Connect CNTLID " + std::to_string(limits_.cntlid));
     }
     limits_.mdts_bytes = mdts_bytes(id.mdts, cap_.min_page_size());
     limits_.max_transfer_bytes = max_transfer_bytes(limits_.mdts_bytes);
     limits_.ioccsz = id.ioccsz;
-    limits_.in_capsule_bytes = in_capsule_write_limit({options_.in_capsule_writes, id.ioccsz, id.sgls,
-                                                       id.icdoff, device_.max_sge});
+    limits_.in_capsule_bytes = in_capsule_write_limit(
+        {options_.in_capsule_writes, id.ioccsz, id.sgls, id.icdoff, device_.max_sge});
     limits_.maxcmd = id.maxcmd;
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
@@ -388,8 +401,9 @@ void ControllerImpl::check_keep_alive_granularity() const {
     const std::string option = "keep_alive_ms=" + std::to_string(options_.keep_alive_ms) + ": ";
     if (limits_.kas_ms == 0) {
         throw ConnectError(ConnectFailure::invalid_options, "Identify Controller",
-                           option + "the controller does not support keep-alive (Identify KAS "
-                                    "is 0); use 0");
+                           option +
+                               "the controller does not support keep-alive (Identify KAS "
+                               "is 0); use 0");
     }
     if (options_.keep_alive_ms < limits_.kas_ms) {
         throw ConnectError(ConnectFailure::invalid_options, "Identify Controller",
@@ -454,8 +468,9 @@ void ControllerImpl::create_io_queues() {
         }
         RdmaQueue& queue = *io_[i - 1];
         if (queue.device() != admin_->device()) {
-            throw ConnectError(ConnectFailure::device_error, "I/O queue address resolution",
-                               qid_text(qid) + " resolved to another RDMA device than the admin queue");
+            throw ConnectError(
+                ConnectFailure::device_error, "I/O queue address resolution",
+                qid_text(qid) + " resolved to another RDMA device than the admin queue");
         }
         queue.set_owner(this);
         queue.set_failure_listener(this);
@@ -488,7 +503,8 @@ void ControllerImpl::shutdown() noexcept {
         wire::ControllerConfig::Fields fields;
         fields.enable = true;
         fields.shutdown = wire::ShutdownNotification::normal;
-        property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC.SHN");
+        property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw,
+                     "Property Set CC.SHN");
         const auto deadline = Clock::now() + std::min(options_.timeout, kShutdownWait);
         while (Clock::now() < deadline) {
             const wire::ControllerStatus csts{static_cast<std::uint32_t>(

@@ -32,9 +32,12 @@ std::string read_first_line(const std::string& path) {
 }
 
 int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
@@ -167,7 +170,8 @@ HostIdentity resolve_host_identity(const Options& options, const HostIdentityPat
         identity.origin = paths.hostid_file;
     } else if (uuid_of_nqn(nqn, identity.id)) {
         identity.origin = "host NQN";
-    } else if (const std::string machine = read_first_line(paths.machine_id_file); !machine.empty()) {
+    } else if (const std::string machine = read_first_line(paths.machine_id_file);
+               !machine.empty()) {
         identity.id = host_id_from_machine_id(machine);
         identity.origin = "derived from " + paths.machine_id_file;
     } else {

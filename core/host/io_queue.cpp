@@ -121,12 +121,18 @@ void IoQueue::make_progress() noexcept {
     rdma(queue_)->poll_cq();
 }
 
-std::uint16_t IoQueue::qid() const noexcept { return rdma(queue_)->qid(); }
-std::size_t IoQueue::capacity() const noexcept { return rdma(queue_)->capacity(); }
+std::uint16_t IoQueue::qid() const noexcept {
+    return rdma(queue_)->qid();
+}
+std::size_t IoQueue::capacity() const noexcept {
+    return rdma(queue_)->capacity();
+}
 std::size_t IoQueue::free_slots() const noexcept {
     return rdma(queue_)->free_cids();
 }
-std::size_t IoQueue::in_flight() const noexcept { return rdma(queue_)->in_flight(); }
+std::size_t IoQueue::in_flight() const noexcept {
+    return rdma(queue_)->in_flight();
+}
 std::size_t IoQueue::near_completion() const noexcept {
     return rdma(queue_)->transfers_near_completion();
 }

@@ -51,11 +51,14 @@ bool KeepAlive::service(Clock::time_point now) noexcept {
         }
     }
     if (admin_.failed()) {
-        const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact_);
+        const auto silent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - last_contact_);
         if (silent >= timeout_) {
             return fail("the admin queue failed after " + std::to_string(silent.count()) +
-                        " ms without a Keep Alive answered (timeout " + std::to_string(timeout_.count()) +
-                        " ms): probably the target dropping a host that went silent; call keep_connected() more often");
+                        " ms without a Keep Alive answered (timeout " +
+                        std::to_string(timeout_.count()) +
+                        " ms): probably the target dropping a host that went silent; call "
+                        "keep_connected() more often");
         }
         return fail("the admin queue failed, so keep-alive stopped");
     }

@@ -14,7 +14,7 @@ namespace nvmeof::detail {
 // without blocking from service(), which the controller's owner calls
 // regularly. There is no thread, as in SPDK's host (process_admin_completions).
 class KeepAlive {
-public:
+  public:
     using Clock = std::chrono::steady_clock;
 
     KeepAlive(RdmaQueue& admin, std::chrono::milliseconds timeout, Clock::time_point now);
@@ -26,7 +26,7 @@ public:
     // When service() next has something to do (send the next Keep Alive).
     Clock::time_point next_due() const noexcept { return next_send_; }
 
-private:
+  private:
     bool fail(std::string why) noexcept;
 
     RdmaQueue& admin_;
@@ -34,7 +34,7 @@ private:
     std::chrono::milliseconds period_;
     Clock::time_point next_send_;
     Clock::time_point sent_at_;
-    Clock::time_point last_contact_;  // connect, or the last Keep Alive answered
+    Clock::time_point last_contact_;    // connect, or the last Keep Alive answered
     std::optional<Request> in_flight_;  // the Keep Alive sent and not yet answered
     std::string failure_;
 };

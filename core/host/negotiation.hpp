@@ -16,15 +16,16 @@ inline constexpr std::uint32_t kMaxQueueSize = 0xFFFF;  // HRQSIZE/SQSIZE are 16
 
 struct QueueSizeInputs {
     std::uint32_t requested = 0;
-    std::uint32_t mqes_entries = 0;   // CAP.MQES + 1
-    std::uint32_t maxcmd = 0;         // Identify MAXCMD; 0 = not reported
+    std::uint32_t mqes_entries = 0;  // CAP.MQES + 1
+    std::uint32_t maxcmd = 0;        // Identify MAXCMD; 0 = not reported
     std::uint32_t device_max_qp_wr = 0;
     std::uint32_t device_max_cqe = 0;
 };
 
 struct QueueSizeDecision {
     std::uint16_t size = 0;
-    std::string_view limit;  // "requested", "CAP.MQES", "MAXCMD", "device max_qp_wr", "device max_cqe"
+    std::string_view
+        limit;  // "requested", "CAP.MQES", "MAXCMD", "device max_qp_wr", "device max_cqe"
 };
 
 // min(requested, MQES+1, MAXCMD, device limits). Throws ConnectError

@@ -21,8 +21,7 @@ void claim_rdma_for_this_process() {
     }
     throw ConnectError(
         ConnectFailure::forked_after_use, "start",
-        "process " + std::to_string(self) + " was forked from process " +
-            std::to_string(expected) +
+        "process " + std::to_string(self) + " was forked from process " + std::to_string(expected) +
             ", which had already used RDMA; rdma-core keeps that device state per process and "
             "the kernel refuses it in a child. Connect only in processes that did not inherit "
             "it: use threads, or do the parent's RDMA work in a short-lived child (as the fio "

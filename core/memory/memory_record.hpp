@@ -23,7 +23,7 @@ struct MemoryRecord {
     // path's common case checks this one field.
     const void* host_owner = nullptr;
     verbs::MemoryRegion mr;
-    void* owned = nullptr;        // memory from Controller::allocate, freed with the record
+    void* owned = nullptr;  // memory from Controller::allocate, freed with the record
     // GPU memory: the datapath calls `ordering` (one predictable branch on `kind`
     // for host memory, nothing else).
     MemoryKind kind = MemoryKind::host;

@@ -6,13 +6,25 @@ namespace nvmeof {
 
 MemoryRegion::MemoryRegion(std::shared_ptr<MemoryRecord> record) : record_(std::move(record)) {}
 
-MemoryRegion::~MemoryRegion() { reset(); }
+MemoryRegion::~MemoryRegion() {
+    reset();
+}
 
-std::byte* MemoryRegion::data() const noexcept { return record_ ? record_->address : nullptr; }
-std::size_t MemoryRegion::size() const noexcept { return record_ ? record_->length : 0; }
-bool MemoryRegion::valid() const noexcept { return record_ && record_->alive(); }
-MemoryKind MemoryRegion::kind() const noexcept { return record_ ? record_->kind : MemoryKind::host; }
-int MemoryRegion::device_ordinal() const noexcept { return record_ ? record_->device_ordinal : -1; }
+std::byte* MemoryRegion::data() const noexcept {
+    return record_ ? record_->address : nullptr;
+}
+std::size_t MemoryRegion::size() const noexcept {
+    return record_ ? record_->length : 0;
+}
+bool MemoryRegion::valid() const noexcept {
+    return record_ && record_->alive();
+}
+MemoryKind MemoryRegion::kind() const noexcept {
+    return record_ ? record_->kind : MemoryKind::host;
+}
+int MemoryRegion::device_ordinal() const noexcept {
+    return record_ ? record_->device_ordinal : -1;
+}
 std::string_view MemoryRegion::registration_path() const noexcept {
     return registration_path_name(record_ ? record_->path : RegistrationPath::host);
 }
@@ -27,15 +39,18 @@ wire::RemoteBuffer MemoryRegion::remote(std::uint64_t offset, std::uint64_t leng
     }
     if (offset > size() || length > size() - offset) {
         throw InvalidArgument("range [" + std::to_string(offset) + ", +" + std::to_string(length) +
-                              ") is outside the " + std::to_string(size()) +
-                              "-byte memory region");
+                              ") is outside the " + std::to_string(size()) + "-byte memory region");
     }
     return {reinterpret_cast<std::uint64_t>(record_->address) + offset, length, record_->rkey};
 }
 
-std::uint32_t MemoryRegion::rkey() const noexcept { return valid() ? record_->rkey : 0; }
+std::uint32_t MemoryRegion::rkey() const noexcept {
+    return valid() ? record_->rkey : 0;
+}
 
-std::uint32_t MemoryRegion::lkey() const noexcept { return valid() ? record_->lkey : 0; }
+std::uint32_t MemoryRegion::lkey() const noexcept {
+    return valid() ? record_->lkey : 0;
+}
 
 void MemoryRegion::reset() noexcept {
     if (record_) {

@@ -20,7 +20,7 @@
 namespace nvmeof::detail {
 
 class ConnectDeadline {
-public:
+  public:
     using Clock = std::chrono::steady_clock;
     // The longest a cancel goes unnoticed: how often the waits ask the hook.
     static constexpr std::chrono::milliseconds kCancelPoll{50};
@@ -106,7 +106,7 @@ public:
         }
     }
 
-private:
+  private:
     struct Cancel {
         std::function<bool()> ask;
         Clock::time_point next_ask{};

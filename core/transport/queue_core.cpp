@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <utility>
 
-#include "memory/memory_record.hpp"
 #include "base/log.hpp"
+#include "memory/memory_record.hpp"
 #include "transport/queue_core_datapath.hpp"
 #include "transport/queue_counts.hpp"
 #include "transport/transfer_split.hpp"

@@ -35,8 +35,8 @@
 #include <cerrno>
 #include <string>
 
-#include "memory/memory_record.hpp"
 #include "base/log.hpp"
+#include "memory/memory_record.hpp"
 #include "transport/queue_core.hpp"
 #include "transport/transfer_split.hpp"
 

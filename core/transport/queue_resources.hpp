@@ -17,7 +17,9 @@ inline constexpr std::uint32_t kSendsPerSignal = 16;  // a power of two
 constexpr std::uint32_t send_wr_count(std::uint32_t size) {
     return (size - 1) + kSendsPerSignal + 1;
 }
-constexpr std::uint32_t recv_wr_count(std::uint32_t size) { return size + 1; }
+constexpr std::uint32_t recv_wr_count(std::uint32_t size) {
+    return size + 1;
+}
 constexpr std::uint32_t cq_entry_count(std::uint32_t size) {
     return send_wr_count(size) + recv_wr_count(size);
 }

@@ -52,7 +52,9 @@ int cm_timeout_ms(const ConnectDeadline& deadline) {
         std::clamp(deadline.left(), std::chrono::milliseconds{1}, kCmOperationTimeout).count());
 }
 
-std::string errno_text(int error) { return std::strerror(error); }
+std::string errno_text(int error) {
+    return std::strerror(error);
+}
 
 ConnectError::Details with_errno(int error) {
     ConnectError::Details d;
@@ -171,9 +173,10 @@ void RdmaQueue::resolve(const PeerAddress& peer) {
     auto* target = const_cast<sockaddr*>(reinterpret_cast<const sockaddr*>(&peer.target));
     if (peer.has_source && rdma_bind_addr(id_.get(), source) != 0) {
         const int error = errno;
-        throw ConnectError(ConnectFailure::bad_source_address, "binding the source address",
-                           address_text(source) + " is not a local RDMA address: " + errno_text(error),
-                           with_errno(error));
+        throw ConnectError(
+            ConnectFailure::bad_source_address, "binding the source address",
+            address_text(source) + " is not a local RDMA address: " + errno_text(error),
+            with_errno(error));
     }
     const int resolve_ms = cm_timeout_ms(config_.connect_deadline);
     if (rdma_resolve_addr(id_.get(), nullptr, target, resolve_ms) != 0) {
@@ -336,7 +339,8 @@ void RdmaQueue::connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t
 }
 
 void RdmaQueue::connect_cm(const ibv_device_attr& device) {
-    const wire::RdmaCmRequest request = wire::rdma_cm_request(config_.qid, config_.size, config_.cntlid);
+    const wire::RdmaCmRequest request =
+        wire::rdma_cm_request(config_.qid, config_.size, config_.cntlid);
     rdma_conn_param param{};
     param.private_data = &request;
     param.private_data_len = sizeof request;
@@ -431,11 +435,13 @@ void RdmaQueue::disconnect(bool wait_for_peer) noexcept {
     if (was_connected && rdma_disconnect(id_.get()) == 0 && wait_for_peer) {
         // Best effort: wait briefly for DISCONNECTED so the target sees an orderly close.
         try {
-            const auto deadline = std::chrono::steady_clock::now() + std::min(config_.timeout, kDisconnectWait);
+            const auto deadline =
+                std::chrono::steady_clock::now() + std::min(config_.timeout, kDisconnectWait);
             for (;;) {
                 const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now());
-                if (left.count() <= 0) break;
+                if (left.count() <= 0)
+                    break;
                 auto event = channel_.wait(left);
                 if (!event || (*event)->event == RDMA_CM_EVENT_DISCONNECTED ||
                     (*event)->event == RDMA_CM_EVENT_TIMEWAIT_EXIT) {

@@ -16,7 +16,9 @@ void throw_error(int error, const std::string& what) {
     throw std::system_error(error, std::generic_category(), what);
 }
 
-void throw_errno(const std::string& what) { throw_error(errno, what); }
+void throw_errno(const std::string& what) {
+    throw_error(errno, what);
+}
 
 EventChannel EventChannel::create() {
     EventChannel channel;
@@ -79,7 +81,9 @@ CmId& CmId::operator=(CmId&& other) noexcept {
     return *this;
 }
 
-CmId::~CmId() { reset(); }
+CmId::~CmId() {
+    reset();
+}
 
 void CmId::create_qp(ibv_pd* pd, ibv_qp_init_attr& attr) {
     if (rdma_create_qp(id_, pd, &attr) != 0) {
@@ -102,7 +106,9 @@ bool CmId::move_qp_to_error() const {
     return ibv_modify_qp(qp(), &attr, IBV_QP_STATE) == 0;
 }
 
-rdma_cm_id* CmId::release() { return std::exchange(id_, nullptr); }
+rdma_cm_id* CmId::release() {
+    return std::exchange(id_, nullptr);
+}
 
 void CmId::reset() {
     if (rdma_cm_id* id = std::exchange(id_, nullptr)) {
@@ -155,6 +161,8 @@ MemoryRegion register_memory(ibv_pd* pd, void* address, std::size_t length, int 
     throw_error(error, what);
 }
 
-const char* cm_event_name(rdma_cm_event_type type) { return rdma_event_str(type); }
+const char* cm_event_name(rdma_cm_event_type type) {
+    return rdma_event_str(type);
+}
 
 }  // namespace nvmeof::verbs

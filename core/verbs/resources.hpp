@@ -50,7 +50,7 @@ using CmEvent = UniqueHandle<rdma_cm_event, CmEventDeleter>;
 
 // An event channel whose fd is non-blocking, so waits can carry deadlines.
 class EventChannel {
-public:
+  public:
     static EventChannel create();
 
     rdma_event_channel* get() const { return channel_.get(); }
@@ -61,13 +61,13 @@ public:
     // Like wait(), but throws std::system_error(ETIMEDOUT) naming `step`.
     CmEvent expect(std::chrono::milliseconds timeout, const char* step) const;
 
-private:
+  private:
     UniqueHandle<rdma_event_channel, EventChannelDeleter> channel_;
 };
 
 // An rdma_cm_id and, once created, its QP. Destroys the QP before the id.
 class CmId {
-public:
+  public:
     CmId() = default;
     explicit CmId(rdma_cm_id* id) : id_(id) {}
     static CmId create(const EventChannel& channel, void* context = nullptr);
@@ -92,7 +92,7 @@ public:
     rdma_cm_id* release();
     void reset();
 
-private:
+  private:
     rdma_cm_id* id_ = nullptr;
 };
 

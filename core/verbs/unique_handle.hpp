@@ -9,7 +9,7 @@ namespace nvmeof::verbs {
 
 template <typename T, typename Deleter>
 class UniqueHandle {
-public:
+  public:
     UniqueHandle() = default;
     explicit UniqueHandle(T* handle) : handle_(handle) {}
     UniqueHandle(const UniqueHandle&) = delete;
@@ -33,7 +33,7 @@ public:
         }
     }
 
-private:
+  private:
     T* handle_ = nullptr;
 };
 

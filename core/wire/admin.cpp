@@ -29,7 +29,8 @@ std::uint32_t number_of_queues_value(QueueCounts requested) {
 }
 
 QueueCounts parse_number_of_queues(std::uint32_t value) {
-    return QueueCounts{(value & kQueueCountMask) + 1, ((value >> kNcqrShift) & kQueueCountMask) + 1};
+    return QueueCounts{(value & kQueueCountMask) + 1,
+                       ((value >> kNcqrShift) & kQueueCountMask) + 1};
 }
 
 Sqe set_number_of_queues_command(QueueCounts requested) {
@@ -52,7 +53,9 @@ Sqe set_keep_alive_timer_command(std::uint32_t kato_ms) {
     return set_features_command(FeatureId::keep_alive_timer, kato_ms);
 }
 
-Sqe keep_alive_command() { return make_sqe(static_cast<std::uint8_t>(AdminOpcode::keep_alive)); }
+Sqe keep_alive_command() {
+    return make_sqe(static_cast<std::uint8_t>(AdminOpcode::keep_alive));
+}
 
 Sqe get_log_page_command(LogPageId lid, std::uint64_t offset, const SglDescriptor& data,
                          std::uint32_t nsid) {
@@ -72,12 +75,13 @@ Sqe get_log_page_command(LogPageId lid, std::uint64_t offset, const SglDescripto
 }
 
 LogPageRequest parse_get_log_page(const Sqe& sqe) {
-    const std::uint64_t numd = ((sqe.cdw10 >> kNumdlShift) & kNumdPartMask) |
-                               (static_cast<std::uint64_t>(sqe.cdw11 & kNumdPartMask) << kNumduShift);
-    return LogPageRequest{static_cast<LogPageId>(sqe.cdw10 & kLogPageIdMask),
-                          static_cast<std::uint64_t>(sqe.cdw12) |
-                              (static_cast<std::uint64_t>(sqe.cdw13) << 32),
-                          (numd + 1) * kDwordSize};
+    const std::uint64_t numd =
+        ((sqe.cdw10 >> kNumdlShift) & kNumdPartMask) |
+        (static_cast<std::uint64_t>(sqe.cdw11 & kNumdPartMask) << kNumduShift);
+    return LogPageRequest{
+        static_cast<LogPageId>(sqe.cdw10 & kLogPageIdMask),
+        static_cast<std::uint64_t>(sqe.cdw12) | (static_cast<std::uint64_t>(sqe.cdw13) << 32),
+        (numd + 1) * kDwordSize};
 }
 
 }  // namespace nvmeof::wire

@@ -7,39 +7,60 @@ namespace {
 
 std::string_view fabrics_name(std::uint8_t fctype) {
     switch (static_cast<FabricsType>(fctype)) {
-        case FabricsType::property_set: return "Property Set";
-        case FabricsType::connect: return "Fabrics Connect";
-        case FabricsType::property_get: return "Property Get";
-        case FabricsType::authentication_send: return "Authentication Send";
-        case FabricsType::authentication_receive: return "Authentication Receive";
-        case FabricsType::disconnect: return "Fabrics Disconnect";
+        case FabricsType::property_set:
+            return "Property Set";
+        case FabricsType::connect:
+            return "Fabrics Connect";
+        case FabricsType::property_get:
+            return "Property Get";
+        case FabricsType::authentication_send:
+            return "Authentication Send";
+        case FabricsType::authentication_receive:
+            return "Authentication Receive";
+        case FabricsType::disconnect:
+            return "Fabrics Disconnect";
     }
     return "Fabrics (unknown type)";
 }
 
 std::string_view admin_name(std::uint8_t opcode) {
     switch (static_cast<AdminOpcode>(opcode)) {
-        case AdminOpcode::get_log_page: return "Get Log Page";
-        case AdminOpcode::identify: return "Identify";
-        case AdminOpcode::abort: return "Abort";
-        case AdminOpcode::set_features: return "Set Features";
-        case AdminOpcode::get_features: return "Get Features";
-        case AdminOpcode::async_event_request: return "Asynchronous Event Request";
-        case AdminOpcode::keep_alive: return "Keep Alive";
-        case AdminOpcode::fabrics: return "Fabrics";
+        case AdminOpcode::get_log_page:
+            return "Get Log Page";
+        case AdminOpcode::identify:
+            return "Identify";
+        case AdminOpcode::abort:
+            return "Abort";
+        case AdminOpcode::set_features:
+            return "Set Features";
+        case AdminOpcode::get_features:
+            return "Get Features";
+        case AdminOpcode::async_event_request:
+            return "Asynchronous Event Request";
+        case AdminOpcode::keep_alive:
+            return "Keep Alive";
+        case AdminOpcode::fabrics:
+            return "Fabrics";
     }
     return "Unknown Admin Command";
 }
 
 std::string_view io_name(std::uint8_t opcode) {
     switch (static_cast<IoOpcode>(opcode)) {
-        case IoOpcode::flush: return "Flush";
-        case IoOpcode::write: return "Write";
-        case IoOpcode::read: return "Read";
-        case IoOpcode::write_uncorrectable: return "Write Uncorrectable";
-        case IoOpcode::compare: return "Compare";
-        case IoOpcode::write_zeroes: return "Write Zeroes";
-        case IoOpcode::dataset_management: return "Dataset Management";
+        case IoOpcode::flush:
+            return "Flush";
+        case IoOpcode::write:
+            return "Write";
+        case IoOpcode::read:
+            return "Read";
+        case IoOpcode::write_uncorrectable:
+            return "Write Uncorrectable";
+        case IoOpcode::compare:
+            return "Compare";
+        case IoOpcode::write_zeroes:
+            return "Write Zeroes";
+        case IoOpcode::dataset_management:
+            return "Dataset Management";
     }
     return "Unknown I/O Command";
 }

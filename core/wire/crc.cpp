@@ -45,9 +45,10 @@ namespace crc {
 std::uint16_t crc16_t10dif_table(std::uint16_t crc, const void* data, std::size_t length) noexcept {
     const auto* p = static_cast<const std::uint8_t*>(data);
     for (; length >= kSlices; length -= kSlices, p += kSlices) {
-        crc = static_cast<std::uint16_t>(
-            kCrc16[7][p[0] ^ (crc >> 8)] ^ kCrc16[6][p[1] ^ (crc & 0xFF)] ^ kCrc16[5][p[2]] ^
-            kCrc16[4][p[3]] ^ kCrc16[3][p[4]] ^ kCrc16[2][p[5]] ^ kCrc16[1][p[6]] ^ kCrc16[0][p[7]]);
+        crc = static_cast<std::uint16_t>(kCrc16[7][p[0] ^ (crc >> 8)] ^
+                                         kCrc16[6][p[1] ^ (crc & 0xFF)] ^ kCrc16[5][p[2]] ^
+                                         kCrc16[4][p[3]] ^ kCrc16[3][p[4]] ^ kCrc16[2][p[5]] ^
+                                         kCrc16[1][p[6]] ^ kCrc16[0][p[7]]);
     }
     for (; length > 0; --length, ++p) {
         crc = static_cast<std::uint16_t>((crc << 8) ^ kCrc16[0][(crc >> 8) ^ *p]);

@@ -28,7 +28,8 @@ constexpr SlicedTables<Word> reflected_tables(Word reflected_poly) {
     for (unsigned n = 0; n < 256; ++n) {
         Word crc = static_cast<Word>(n);
         for (int bit = 0; bit < 8; ++bit) {
-            crc = (crc & 1) ? static_cast<Word>((crc >> 1) ^ reflected_poly) : static_cast<Word>(crc >> 1);
+            crc = (crc & 1) ? static_cast<Word>((crc >> 1) ^ reflected_poly)
+                            : static_cast<Word>(crc >> 1);
         }
         t[0][n] = crc;
     }

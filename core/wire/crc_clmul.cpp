@@ -45,9 +45,9 @@ namespace nvmeof::wire::crc {
 
 namespace {
 
-constexpr std::size_t kChunk = 16;              // bytes in one register
-constexpr std::size_t kLanes = 8;               // accumulators
-constexpr std::size_t kBlock = kChunk * kLanes; // bytes folded per step
+constexpr std::size_t kChunk = 16;               // bytes in one register
+constexpr std::size_t kLanes = 8;                // accumulators
+constexpr std::size_t kBlock = kChunk * kLanes;  // bytes folded per step
 
 // A fold's constant: the two 64-bit halves of a register, each the multiplier
 // of the same half of the register it folds.
@@ -60,19 +60,18 @@ using FoldConstants = FoldConstant[kLanes + 1];
 
 // CRC-16/T10-DIF (P = x^16 + 0x8BB7): high half x^(D+64) mod P, low half x^D mod P.
 constexpr FoldConstants kCrc16Fold = {
-    {0, 0},
-    {0x1FAA, 0xA010},  // D = 128
-    {0x7ACC, 0x857D},  // D = 256
-    {0x4A84, 0x84DA},  // D = 384
-    {0xDD31, 0x1069},  // D = 512
-    {0xF65C, 0xE2C0},  // D = 640
-    {0x4132, 0xDFCB},  // D = 768
-    {0xBD4A, 0xD9DD},  // D = 896
-    {0x2295, 0x6123},  // D = 1024: one step of the eight accumulators
+    {0, 0},           {0x1FAA, 0xA010},  // D = 128
+    {0x7ACC, 0x857D},                    // D = 256
+    {0x4A84, 0x84DA},                    // D = 384
+    {0xDD31, 0x1069},                    // D = 512
+    {0xF65C, 0xE2C0},                    // D = 640
+    {0x4132, 0xDFCB},                    // D = 768
+    {0xBD4A, 0xD9DD},                    // D = 896
+    {0x2295, 0x6123},                    // D = 1024: one step of the eight accumulators
 };
-constexpr std::uint64_t kCrc16X80 = 0x2D56;                  // x^80 mod P
-constexpr std::uint64_t kCrc16Mu = 0xF65A57F81D33A48Aull;     // floor(x^80 / P) - x^64
-constexpr std::uint64_t kCrc16Poly = 0x18BB7;                // P
+constexpr std::uint64_t kCrc16X80 = 0x2D56;                // x^80 mod P
+constexpr std::uint64_t kCrc16Mu = 0xF65A57F81D33A48Aull;  // floor(x^80 / P) - x^64
+constexpr std::uint64_t kCrc16Poly = 0x18BB7;              // P
 
 // CRC-64/NVME (P = x^64 + 0xAD93D23594C93659), bit-reversed: high half
 // reflect64(x^(D-1) mod P), low half reflect64(x^(D+63) mod P).
@@ -112,7 +111,8 @@ template <bool kReverse>
 NVMEOF_CLMUL_INLINE __m128i load(const std::uint8_t* p) {
     const __m128i x = _mm_loadu_si128(static_cast<const __m128i*>(static_cast<const void*>(p)));
     if constexpr (kReverse) {
-        return _mm_shuffle_epi8(x, _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        return _mm_shuffle_epi8(x,
+                                _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     } else {
         return x;
     }
@@ -178,16 +178,18 @@ NVMEOF_CLMUL std::uint16_t crc16_t10dif_clmul(std::uint16_t crc, const void* dat
     const auto* p = static_cast<const std::uint8_t*>(data);
     const std::size_t chunks = length / kChunk;
     // The CRC so far goes into the first 16 bits, the highest powers.
-    const __m128i r = fold_chunks<true>(p, chunks, _mm_set_epi64x(static_cast<long long>(std::uint64_t{crc} << 48), 0),
-                                        kCrc16Fold);
+    const __m128i r = fold_chunks<true>(
+        p, chunks, _mm_set_epi64x(static_cast<long long>(std::uint64_t{crc} << 48), 0), kCrc16Fold);
     // S = R_hi·(x^80 mod P) + R_lo·x^16 ≡ R·x^16, under 80 bits.
     const __m128i s = _mm_xor_si128(_mm_clmulepi64_si128(r, low_only(kCrc16X80), 0x01),
                                     _mm_slli_si128(_mm_move_epi64(r), 2));
     // Barrett: the quotient q = floor(S / P) is floor(floor(S / x^16)·floor(x^80 / P) / x^64),
     // floor(x^80 / P)'s x^64 term added as a plain xor; the remainder is S - q·P.
     const __m128i a = _mm_srli_si128(s, 2);
-    const std::uint64_t q = high_half(_mm_clmulepi64_si128(a, low_only(kCrc16Mu), 0x00)) ^ low_half(a);
-    const std::uint64_t qp = low_half(_mm_clmulepi64_si128(low_only(q), low_only(kCrc16Poly), 0x00));
+    const std::uint64_t q =
+        high_half(_mm_clmulepi64_si128(a, low_only(kCrc16Mu), 0x00)) ^ low_half(a);
+    const std::uint64_t qp =
+        low_half(_mm_clmulepi64_si128(low_only(q), low_only(kCrc16Poly), 0x00));
     const auto folded = static_cast<std::uint16_t>(low_half(s) ^ qp);
     const std::size_t tail = length % kChunk;
     return tail == 0 ? folded : crc16_t10dif_table(folded, p + (length - tail), tail);
@@ -204,13 +206,14 @@ NVMEOF_CLMUL std::uint64_t crc64_nvme_clmul(std::uint64_t crc, const void* data,
     const __m128i r = fold_chunks<false>(p, chunks, low_only(~crc), kCrc64Fold);
     // S = R_hi·(x^128 mod P) + R_lo·x^64 ≡ R·x^64, 128 bits (R_lo·x^64, reflected,
     // is R's high half moved to the low one).
-    const __m128i s = _mm_xor_si128(_mm_clmulepi64_si128(r, low_only(kCrc64X127), 0x00),
-                                    _mm_srli_si128(r, 8));
+    const __m128i s =
+        _mm_xor_si128(_mm_clmulepi64_si128(r, low_only(kCrc64X127), 0x00), _mm_srli_si128(r, 8));
     // Barrett: q = floor(S_hi·floor(x^128 / P) / x^64), the quotient's x^64 term
     // added as S_hi, the product's extra x taken out by a shift; the remainder
     // is S_lo - (q·P mod x^64), with P's x^64 term contributing nothing to it.
     const std::uint64_t s_hi = low_half(s);
-    const std::uint64_t q = (low_half(_mm_clmulepi64_si128(s, low_only(kCrc64Mu), 0x00)) << 1) ^ s_hi;
+    const std::uint64_t q =
+        (low_half(_mm_clmulepi64_si128(s, low_only(kCrc64Mu), 0x00)) << 1) ^ s_hi;
     const __m128i qp = _mm_clmulepi64_si128(low_only(q), low_only(kCrc64Poly), 0x00);
     const std::uint64_t qp_low = (high_half(qp) << 1) | (low_half(qp) >> 63);
     const std::uint64_t folded = ~(high_half(s) ^ qp_low);

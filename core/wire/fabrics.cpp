@@ -18,10 +18,18 @@ Command fabrics_base(FabricsType type) {
 
 }  // namespace
 
-FabricsCommand as_fabrics(const Sqe& sqe) { return std::bit_cast<FabricsCommand>(sqe); }
-ConnectCommand as_connect(const Sqe& sqe) { return std::bit_cast<ConnectCommand>(sqe); }
-PropertyGetCommand as_property_get(const Sqe& sqe) { return std::bit_cast<PropertyGetCommand>(sqe); }
-PropertySetCommand as_property_set(const Sqe& sqe) { return std::bit_cast<PropertySetCommand>(sqe); }
+FabricsCommand as_fabrics(const Sqe& sqe) {
+    return std::bit_cast<FabricsCommand>(sqe);
+}
+ConnectCommand as_connect(const Sqe& sqe) {
+    return std::bit_cast<ConnectCommand>(sqe);
+}
+PropertyGetCommand as_property_get(const Sqe& sqe) {
+    return std::bit_cast<PropertyGetCommand>(sqe);
+}
+PropertySetCommand as_property_set(const Sqe& sqe) {
+    return std::bit_cast<PropertySetCommand>(sqe);
+}
 
 Sqe connect_command(std::uint16_t qid, std::uint16_t queue_size, std::uint32_t kato_ms,
                     const SglDescriptor& data) {
@@ -44,8 +52,8 @@ bool nqn_fits(std::string_view nqn) {
 void validate_nqn(std::string_view nqn, std::string_view what) {
     if (!nqn_fits(nqn)) {
         throw std::invalid_argument(std::string(what) + " must be 1 to " +
-                                    std::to_string(kMaxNqnLength) +
-                                    " bytes with no NUL, got \"" + std::string(nqn) + "\"");
+                                    std::to_string(kMaxNqnLength) + " bytes with no NUL, got \"" +
+                                    std::string(nqn) + "\"");
     }
 }
 
@@ -80,20 +88,31 @@ std::uint32_t connect_invalid_parameter_result(bool in_data, std::uint16_t offse
 std::string connect_parameter_name(ConnectInvalidParameter p) {
     if (p.in_data) {
         switch (p.offset) {
-            case offsetof(ConnectData, host_id): return "HOSTID";
-            case offsetof(ConnectData, cntlid): return "CNTLID";
-            case offsetof(ConnectData, subnqn): return "SUBNQN";
-            case offsetof(ConnectData, hostnqn): return "HOSTNQN";
-            default: return "Connect data byte " + std::to_string(p.offset);
+            case offsetof(ConnectData, host_id):
+                return "HOSTID";
+            case offsetof(ConnectData, cntlid):
+                return "CNTLID";
+            case offsetof(ConnectData, subnqn):
+                return "SUBNQN";
+            case offsetof(ConnectData, hostnqn):
+                return "HOSTNQN";
+            default:
+                return "Connect data byte " + std::to_string(p.offset);
         }
     }
     switch (p.offset) {
-        case offsetof(ConnectCommand, recfmt): return "RECFMT";
-        case offsetof(ConnectCommand, qid): return "QID";
-        case offsetof(ConnectCommand, sqsize): return "SQSIZE";
-        case offsetof(ConnectCommand, cattr): return "CATTR";
-        case offsetof(ConnectCommand, kato): return "KATO";
-        default: return "Connect command byte " + std::to_string(p.offset);
+        case offsetof(ConnectCommand, recfmt):
+            return "RECFMT";
+        case offsetof(ConnectCommand, qid):
+            return "QID";
+        case offsetof(ConnectCommand, sqsize):
+            return "SQSIZE";
+        case offsetof(ConnectCommand, cattr):
+            return "CATTR";
+        case offsetof(ConnectCommand, kato):
+            return "KATO";
+        default:
+            return "Connect command byte " + std::to_string(p.offset);
     }
 }
 

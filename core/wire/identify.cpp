@@ -15,7 +15,8 @@ Sqe identify_command(IdentifyCns cns, std::uint32_t nsid, const SglDescriptor& d
     return sqe;
 }
 
-Sqe identify_command_set_namespace(std::uint32_t nsid, std::uint8_t csi, const SglDescriptor& data) {
+Sqe identify_command_set_namespace(std::uint32_t nsid, std::uint8_t csi,
+                                   const SglDescriptor& data) {
     Sqe sqe = identify_command(IdentifyCns::io_command_set_namespace, nsid, data);
     sqe.cdw11 = std::uint32_t{csi} << kIdentifyCsiShift;
     return sqe;
@@ -37,7 +38,8 @@ BlockFormat block_format(const IdentifyNamespace& ns, const IdentifyNvmNamespace
     }
     const unsigned type = ns.dps & kDpsPiTypeMask;
     if (type > static_cast<unsigned>(PiType::type3)) {
-        throw std::runtime_error("Identify Namespace reports reserved PI type " + std::to_string(type));
+        throw std::runtime_error("Identify Namespace reports reserved PI type " +
+                                 std::to_string(type));
     }
     f.pi_type = static_cast<PiType>(type);
     f.pi_first = (ns.dps & kDpsPiFirst) != 0;
@@ -45,14 +47,17 @@ BlockFormat block_format(const IdentifyNamespace& ns, const IdentifyNvmNamespace
         const std::uint32_t elbaf = nvm->elbaf[index];
         const auto pif = (elbaf >> kElbafPiFormatShift) & kElbafPiFormatMask;
         if (pif > static_cast<unsigned>(PiGuard::crc64)) {
-            throw std::runtime_error("the LBA format reports reserved protection information format "
-                                     "(PIF " + std::to_string(pif) + ")");
+            throw std::runtime_error(
+                "the LBA format reports reserved protection information format "
+                "(PIF " +
+                std::to_string(pif) + ")");
         }
         const unsigned sts = elbaf & kElbafStorageTagMask;
         if (f.pi_type != PiType::none && !storage_tag_bits_valid(static_cast<PiGuard>(pif), sts)) {
             throw std::runtime_error("the LBA format reports a " + std::to_string(sts) +
                                      "-bit storage tag, outside what its protection information "
-                                     "format (PIF " + std::to_string(pif) + ") allows");
+                                     "format (PIF " +
+                                     std::to_string(pif) + ") allows");
         }
         if (f.pi_type != PiType::none) {
             f.storage_tag_bits = static_cast<std::uint8_t>(sts);
@@ -125,8 +130,9 @@ std::vector<NamespaceIdDescriptor> parse_namespace_descriptors(
             throw std::runtime_error("namespace identification descriptor runs past the page");
         }
         out.push_back({static_cast<NamespaceIdType>(header.nidt),
-                       std::vector<std::uint8_t>(page.begin() + static_cast<std::ptrdiff_t>(body),
-                                                 page.begin() + static_cast<std::ptrdiff_t>(body + header.nidl))});
+                       std::vector<std::uint8_t>(
+                           page.begin() + static_cast<std::ptrdiff_t>(body),
+                           page.begin() + static_cast<std::ptrdiff_t>(body + header.nidl))});
         offset = body + header.nidl;
     }
     return out;

@@ -50,7 +50,8 @@ struct TupleCodec {
         } else if (reftag_bits == 0) {
             storage_tag = space.low & storage_max;
         } else {
-            storage_tag = ((space.low >> reftag_bits) | (space.high << (64 - reftag_bits))) & storage_max;
+            storage_tag =
+                ((space.low >> reftag_bits) | (space.high << (64 - reftag_bits))) & storage_max;
         }
     }
 
@@ -59,22 +60,26 @@ struct TupleCodec {
         PiFields f;
         Space space;
         switch (format.guard) {
-        case PiGuard::crc32:
-            f.guard = load_be(p + offsetof(Pi32, guard), sizeof(Pi32::guard));
-            f.apptag = static_cast<std::uint16_t>(load_be(p + offsetof(Pi32, apptag), kApptagBytes));
-            space.high = load_be(p + offsetof(Pi32, space), kSpace32HighBytes);
-            space.low = load_be(p + offsetof(Pi32, space) + kSpace32HighBytes, sizeof(std::uint64_t));
-            break;
-        case PiGuard::crc64:
-            f.guard = load_be(p + offsetof(Pi64, guard), sizeof(Pi64::guard));
-            f.apptag = static_cast<std::uint16_t>(load_be(p + offsetof(Pi64, apptag), kApptagBytes));
-            space.low = load_be(p + offsetof(Pi64, reftag), sizeof(Pi64::reftag));
-            break;
-        case PiGuard::crc16:
-            f.guard = load_be(p + offsetof(Pi16, guard), sizeof(Pi16::guard));
-            f.apptag = static_cast<std::uint16_t>(load_be(p + offsetof(Pi16, apptag), kApptagBytes));
-            space.low = load_be(p + offsetof(Pi16, reftag), sizeof(Pi16::reftag));
-            break;
+            case PiGuard::crc32:
+                f.guard = load_be(p + offsetof(Pi32, guard), sizeof(Pi32::guard));
+                f.apptag =
+                    static_cast<std::uint16_t>(load_be(p + offsetof(Pi32, apptag), kApptagBytes));
+                space.high = load_be(p + offsetof(Pi32, space), kSpace32HighBytes);
+                space.low =
+                    load_be(p + offsetof(Pi32, space) + kSpace32HighBytes, sizeof(std::uint64_t));
+                break;
+            case PiGuard::crc64:
+                f.guard = load_be(p + offsetof(Pi64, guard), sizeof(Pi64::guard));
+                f.apptag =
+                    static_cast<std::uint16_t>(load_be(p + offsetof(Pi64, apptag), kApptagBytes));
+                space.low = load_be(p + offsetof(Pi64, reftag), sizeof(Pi64::reftag));
+                break;
+            case PiGuard::crc16:
+                f.guard = load_be(p + offsetof(Pi16, guard), sizeof(Pi16::guard));
+                f.apptag =
+                    static_cast<std::uint16_t>(load_be(p + offsetof(Pi16, apptag), kApptagBytes));
+                space.low = load_be(p + offsetof(Pi16, reftag), sizeof(Pi16::reftag));
+                break;
         }
         split(space, f.storage_tag, f.reftag);
         return f;
@@ -83,32 +88,33 @@ struct TupleCodec {
         auto* p = reinterpret_cast<std::uint8_t*>(block + pi_offset);
         const Space space = join(f.storage_tag, f.reftag);
         switch (format.guard) {
-        case PiGuard::crc32:
-            store_be(p + offsetof(Pi32, guard), sizeof(Pi32::guard), f.guard);
-            store_be(p + offsetof(Pi32, apptag), kApptagBytes, f.apptag);
-            store_be(p + offsetof(Pi32, space), kSpace32HighBytes, space.high);
-            store_be(p + offsetof(Pi32, space) + kSpace32HighBytes, sizeof(std::uint64_t), space.low);
-            break;
-        case PiGuard::crc64:
-            store_be(p + offsetof(Pi64, guard), sizeof(Pi64::guard), f.guard);
-            store_be(p + offsetof(Pi64, apptag), kApptagBytes, f.apptag);
-            store_be(p + offsetof(Pi64, reftag), sizeof(Pi64::reftag), space.low);
-            break;
-        case PiGuard::crc16:
-            store_be(p + offsetof(Pi16, guard), sizeof(Pi16::guard), f.guard);
-            store_be(p + offsetof(Pi16, apptag), kApptagBytes, f.apptag);
-            store_be(p + offsetof(Pi16, reftag), sizeof(Pi16::reftag), space.low);
-            break;
+            case PiGuard::crc32:
+                store_be(p + offsetof(Pi32, guard), sizeof(Pi32::guard), f.guard);
+                store_be(p + offsetof(Pi32, apptag), kApptagBytes, f.apptag);
+                store_be(p + offsetof(Pi32, space), kSpace32HighBytes, space.high);
+                store_be(p + offsetof(Pi32, space) + kSpace32HighBytes, sizeof(std::uint64_t),
+                         space.low);
+                break;
+            case PiGuard::crc64:
+                store_be(p + offsetof(Pi64, guard), sizeof(Pi64::guard), f.guard);
+                store_be(p + offsetof(Pi64, apptag), kApptagBytes, f.apptag);
+                store_be(p + offsetof(Pi64, reftag), sizeof(Pi64::reftag), space.low);
+                break;
+            case PiGuard::crc16:
+                store_be(p + offsetof(Pi16, guard), sizeof(Pi16::guard), f.guard);
+                store_be(p + offsetof(Pi16, apptag), kApptagBytes, f.apptag);
+                store_be(p + offsetof(Pi16, reftag), sizeof(Pi16::reftag), space.low);
+                break;
         }
     }
     std::uint64_t guard(const std::byte* block) const {
         switch (format.guard) {
-        case PiGuard::crc32:
-            return crc32c(0, block, covered);
-        case PiGuard::crc64:
-            return crc64_nvme(0, block, covered);
-        case PiGuard::crc16:
-            break;
+            case PiGuard::crc32:
+                return crc32c(0, block, covered);
+            case PiGuard::crc64:
+                return crc64_nvme(0, block, covered);
+            case PiGuard::crc16:
+                break;
         }
         return crc16_t10dif(0, block, covered);
     }
@@ -121,7 +127,8 @@ struct TupleCodec {
         if (pi.apptag != kApptagEscape) {
             return false;
         }
-        return format.pi_type != PiType::type3 || (pi.reftag == reftag_mask && pi.storage_tag == storage_max);
+        return format.pi_type != PiType::type3 ||
+               (pi.reftag == reftag_mask && pi.storage_tag == storage_max);
     }
 
     static constexpr unsigned kApptagBytes = sizeof(Pi16::apptag);
@@ -139,16 +146,16 @@ struct TupleCodec {
 
 std::string_view pi_check_name(PiCheck check) {
     switch (check) {
-    case PiCheck::guard:
-        return "guard";
-    case PiCheck::apptag:
-        return "application tag";
-    case PiCheck::reftag:
-        return "reference tag";
-    case PiCheck::storage_tag:
-        return "storage tag";
-    case PiCheck::none:
-        break;
+        case PiCheck::guard:
+            return "guard";
+        case PiCheck::apptag:
+            return "application tag";
+        case PiCheck::reftag:
+            return "reference tag";
+        case PiCheck::storage_tag:
+            return "storage tag";
+        case PiCheck::none:
+            break;
     }
     return "none";
 }
@@ -182,7 +189,8 @@ void split_command_tag_words(const BlockFormat& format, const CommandTagWords& w
     TupleCodec(format).split(space, storage_tag, reftag);
 }
 
-void pi_generate(const BlockFormat& format, std::span<std::byte> blocks, const PiTags& tags) noexcept {
+void pi_generate(const BlockFormat& format, std::span<std::byte> blocks,
+                 const PiTags& tags) noexcept {
     const TupleCodec codec(format);
     const std::uint32_t step = format.extended_bytes();
     const std::uint64_t count = blocks.size() / step;
@@ -224,7 +232,8 @@ PiMismatch pi_verify(const BlockFormat& format, std::span<const std::byte> block
                 return {PiCheck::reftag, i, reftag, pi.reftag};
             }
         }
-        if ((checks & kCheckStorageTag) && ((pi.storage_tag ^ tags.storage_tag) & storage_mask) != 0) {
+        if ((checks & kCheckStorageTag) &&
+            ((pi.storage_tag ^ tags.storage_tag) & storage_mask) != 0) {
             return {PiCheck::storage_tag, i, tags.storage_tag & codec.storage_max, pi.storage_tag};
         }
     }

@@ -54,15 +54,24 @@ std::optional<RdmaCmReject> parse_rdma_cm_reject(const void* data, std::size_t l
 
 std::string_view reject_status_name(std::uint16_t status) {
     switch (static_cast<RdmaCmRejectStatus>(status)) {
-        case RdmaCmRejectStatus::invalid_private_data_length: return "Invalid Private Data Length";
-        case RdmaCmRejectStatus::invalid_record_format: return "Invalid RECFMT";
-        case RdmaCmRejectStatus::invalid_queue_id: return "Invalid QID";
-        case RdmaCmRejectStatus::invalid_host_sq_size: return "Invalid HSQSIZE";
-        case RdmaCmRejectStatus::invalid_host_rq_size: return "Invalid HRQSIZE";
-        case RdmaCmRejectStatus::no_resources: return "No Resources";
-        case RdmaCmRejectStatus::invalid_ird: return "Invalid IRD";
-        case RdmaCmRejectStatus::invalid_ord: return "Invalid ORD";
-        case RdmaCmRejectStatus::invalid_controller_id: return "Invalid CNTLID";
+        case RdmaCmRejectStatus::invalid_private_data_length:
+            return "Invalid Private Data Length";
+        case RdmaCmRejectStatus::invalid_record_format:
+            return "Invalid RECFMT";
+        case RdmaCmRejectStatus::invalid_queue_id:
+            return "Invalid QID";
+        case RdmaCmRejectStatus::invalid_host_sq_size:
+            return "Invalid HSQSIZE";
+        case RdmaCmRejectStatus::invalid_host_rq_size:
+            return "Invalid HRQSIZE";
+        case RdmaCmRejectStatus::no_resources:
+            return "No Resources";
+        case RdmaCmRejectStatus::invalid_ird:
+            return "Invalid IRD";
+        case RdmaCmRejectStatus::invalid_ord:
+            return "Invalid ORD";
+        case RdmaCmRejectStatus::invalid_controller_id:
+            return "Invalid CNTLID";
     }
     return "Unknown Reject Status";
 }

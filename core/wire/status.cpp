@@ -134,23 +134,32 @@ std::string_view command_specific_name(std::uint8_t code, StatusContext context)
 
 std::string_view status_name(Status status, StatusContext context) {
     switch (status.type()) {
-        case StatusCodeType::generic: return lookup(kGenericNames, status.code());
+        case StatusCodeType::generic:
+            return lookup(kGenericNames, status.code());
         case StatusCodeType::command_specific:
             return command_specific_name(status.code(), context);
-        case StatusCodeType::media: return lookup(kMediaNames, status.code());
-        case StatusCodeType::path: return lookup(kPathNames, status.code());
-        case StatusCodeType::vendor_specific: return "Vendor Specific Status";
+        case StatusCodeType::media:
+            return lookup(kMediaNames, status.code());
+        case StatusCodeType::path:
+            return lookup(kPathNames, status.code());
+        case StatusCodeType::vendor_specific:
+            return "Vendor Specific Status";
     }
     return kUnknown;
 }
 
 std::string_view status_code_type_name(StatusCodeType type) {
     switch (type) {
-        case StatusCodeType::generic: return "Generic Command Status";
-        case StatusCodeType::command_specific: return "Command Specific Status";
-        case StatusCodeType::media: return "Media and Data Integrity Errors";
-        case StatusCodeType::path: return "Path Related Status";
-        case StatusCodeType::vendor_specific: return "Vendor Specific";
+        case StatusCodeType::generic:
+            return "Generic Command Status";
+        case StatusCodeType::command_specific:
+            return "Command Specific Status";
+        case StatusCodeType::media:
+            return "Media and Data Integrity Errors";
+        case StatusCodeType::path:
+            return "Path Related Status";
+        case StatusCodeType::vendor_specific:
+            return "Vendor Specific";
     }
     return "Reserved Status Code Type";
 }

@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
         auto window = ctrl.allocate(kReadBytes * kDepth);
         std::uint64_t issued = 0;
         const auto submit_next = [&](std::uint64_t slot) {
-            const nvmeof::Transfer t{nvmeof::Op::read, slba_of(issued++), blocks, &window,
-                                     slot * kReadBytes, slot};
+            const nvmeof::Transfer t{nvmeof::Op::read, slba_of(issued++), blocks,
+                                     &window,          slot * kReadBytes, slot};
             if (io.submit(ns, t) != nvmeof::SubmitResult::queued) {
                 throw std::runtime_error(nvmeof::describe(io.last_error()));
             }

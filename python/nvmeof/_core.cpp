@@ -27,10 +27,10 @@
 #include "buffer.hpp"
 #include "exceptions.hpp"
 #include "namespace_calls.hpp"
-#include "protection_calls.hpp"
-#include "nvmeof/nvmeof.hpp"
 #include "nvmeof/log.hpp"
+#include "nvmeof/nvmeof.hpp"
 #include "nvmeof/wire.hpp"
+#include "protection_calls.hpp"
 #include "requests.hpp"
 #include "state.hpp"
 
@@ -279,7 +279,6 @@ py::dict limits_dict(const nvmeof::Limits& l) {
     return d;
 }
 
-
 }  // namespace
 
 }  // namespace nvmeof_python
@@ -289,8 +288,9 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "The C++ core of the nvmeof package (use `import nvmeof`).";
     py::register_exception_translator(translate);
     nvmeof::set_log_sink(queue_log_line, nullptr);
-    m.def("flush_log", [] { flush_log_lines(nullptr); },
-          "Hands the library's queued diagnostics to logging now.");
+    m.def(
+        "flush_log", [] { flush_log_lines(nullptr); },
+        "Hands the library's queued diagnostics to logging now.");
 
     py::class_<nvmeof::wire::Sqe>(m, "Command", "A 64-byte NVMe submission queue entry, decoded.")
         .def(py::init([](const py::bytes& data) {
@@ -318,34 +318,33 @@ PYBIND11_MODULE(_core, m) {
     bind_requests(m);
 
     py::class_<PyController>(m, "Controller", "An NVMe-oF/RDMA controller association (core).")
-        .def_static("connect", &connect, py::arg("target"), py::arg("subsystem_nqn"), py::kw_only(),
-                    py::arg("port") = nvmeof::wire::kDefaultPort, py::arg("host_id") = py::none(),
-                    py::arg("host_nqn") = py::none(),
-                    py::arg("queue_depth") = nvmeof::kDefaultQueueDepth,
-                    py::arg("keep_alive_ms") = 0, py::arg("timeout") = 30.0,
-                    py::arg("source") = py::none(), py::arg("ctrl_loss_tmo_ms") = 0,
-                    py::arg("reconnect_delay_ms") = 10000, py::arg("fast_io_fail_tmo_ms") = 0,
-                    py::arg("io_queues") = 1,
-                    "Connects; see nvmeof.Controller for the options. Releases the GIL; Ctrl-C "
-                    "interrupts it within about 50 ms.")
+        .def_static(
+            "connect", &connect, py::arg("target"), py::arg("subsystem_nqn"), py::kw_only(),
+            py::arg("port") = nvmeof::wire::kDefaultPort, py::arg("host_id") = py::none(),
+            py::arg("host_nqn") = py::none(), py::arg("queue_depth") = nvmeof::kDefaultQueueDepth,
+            py::arg("keep_alive_ms") = 0, py::arg("timeout") = 30.0, py::arg("source") = py::none(),
+            py::arg("ctrl_loss_tmo_ms") = 0, py::arg("reconnect_delay_ms") = 10000,
+            py::arg("fast_io_fail_tmo_ms") = 0, py::arg("io_queues") = 1,
+            "Connects; see nvmeof.Controller for the options. Releases the GIL; Ctrl-C "
+            "interrupts it within about 50 ms.")
         .def("close", &PyController::close,
              "Shuts the controller down and deregisters its buffers. Idempotent.")
         .def_property_readonly(
             "closed", [](PyController& c) { return c.state->closed.load(); },
             "True once close() was called (not after a failure).")
-        .def_property_readonly(
-            "is_open",
-            [](PyController& c) {
-                py::gil_scoped_release no_gil;
-                std::lock_guard lock(c.state->mutex);
-                return c.state->controller && !c.state->closed && c.state->controller->is_open();
-            })
-        .def_property_readonly(
-            "limits",
-            [](PyController& c) {
-                return limits_dict(
-                    locked(c.state, [](nvmeof::Controller& ctrl) { return ctrl.limits(); }));
-            })
+        .def_property_readonly("is_open",
+                               [](PyController& c) {
+                                   py::gil_scoped_release no_gil;
+                                   std::lock_guard lock(c.state->mutex);
+                                   return c.state->controller && !c.state->closed &&
+                                          c.state->controller->is_open();
+                               })
+        .def_property_readonly("limits",
+                               [](PyController& c) {
+                                   return limits_dict(locked(c.state, [](nvmeof::Controller& ctrl) {
+                                       return ctrl.limits();
+                                   }));
+                               })
         .def_property_readonly(
             "reconnect_stats",
             [](PyController& c) {
@@ -380,14 +379,18 @@ PYBIND11_MODULE(_core, m) {
                 return allocate_buffer(c.state, argument<std::size_t>(length, "length"));
             },
             py::arg("length"))
-        .def("register",
-             [](PyController& c, const py::object& object) { return register_buffer(c.state, object); },
-             py::arg("obj"))
-        .def("register_gpu",
-             [](PyController& c, const py::object& object) {
-                 return register_gpu_buffer(c.state, object);
-             },
-             py::arg("array"))
+        .def(
+            "register",
+            [](PyController& c, const py::object& object) {
+                return register_buffer(c.state, object);
+            },
+            py::arg("obj"))
+        .def(
+            "register_gpu",
+            [](PyController& c, const py::object& object) {
+                return register_gpu_buffer(c.state, object);
+            },
+            py::arg("array"))
         .def(
             "io_queue",
             [](PyController& c, const py::object& index_arg) {

@@ -301,13 +301,13 @@ void bind_buffer(py::module_& m) {
     heap_type->as_buffer.bf_getbuffer = buffer_get;
     heap_type->as_buffer.bf_releasebuffer = buffer_release;
     buffer_class.def("__len__", [](const Buffer& b) { return b.size; })
-        .def_property_readonly("closed", [](const Buffer& b) { return b.closed; },
-                               "Whether the memory has been deregistered.")
-        .def_property_readonly("length", [](const Buffer& b) { return b.size; },
-                               "Its size in bytes.")
         .def_property_readonly(
-            "addr",
-            [](const Buffer& b) { return b.usable().remote(0).address; },
+            "closed", [](const Buffer& b) { return b.closed; },
+            "Whether the memory has been deregistered.")
+        .def_property_readonly(
+            "length", [](const Buffer& b) { return b.size; }, "Its size in bytes.")
+        .def_property_readonly(
+            "addr", [](const Buffer& b) { return b.usable().remote(0).address; },
             "The address a keyed SGL names for byte 0 (a device address for GPU memory).")
         .def_property_readonly(
             "rkey", [](const Buffer& b) { return b.usable().rkey(); },

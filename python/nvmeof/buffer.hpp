@@ -20,7 +20,7 @@ namespace nvmeof_python {
 // Owns a Py_buffer (keeps the exporting object alive and, for a bytearray,
 // unresizable) until released.
 class HeldView {
-public:
+  public:
     explicit HeldView(const py::object& object);
     HeldView(const HeldView&) = delete;
     HeldView& operator=(const HeldView&) = delete;
@@ -29,7 +29,7 @@ public:
     void* data() const { return view_.buf; }
     std::size_t size() const { return static_cast<std::size_t>(view_.len); }
 
-private:
+  private:
     Py_buffer view_{};
     bool held_ = false;
 };
@@ -80,7 +80,7 @@ std::uint64_t blocks_in_buffer(std::uint64_t size, std::uint64_t offset, std::ui
 // Counts a transfer on a buffer (under the GIL) so close() from another thread
 // cannot deregister memory in flight.
 class BufferInUse {
-public:
+  public:
     explicit BufferInUse(Buffer* buffer) : buffer_(buffer) {
         if (buffer_ != nullptr) {
             ++buffer_->transfers;
@@ -96,7 +96,7 @@ public:
     // Hands the count to whoever finishes the transfer later (an asynchronous one).
     Buffer* release() { return std::exchange(buffer_, nullptr); }
 
-private:
+  private:
     Buffer* buffer_;
 };
 

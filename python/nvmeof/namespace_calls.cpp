@@ -117,8 +117,7 @@ struct ProtectionArgs {
     std::uint64_t storage_tag = 0;
 
     nvmeof::Protection of(const nvmeof::Namespace& ns) const {
-        return protection_from(ns.format(), pract, prchk, apptag, apptag_mask, reftag,
-                               storage_tag);
+        return protection_from(ns.format(), pract, prchk, apptag, apptag_mask, reftag, storage_tag);
     }
 };
 
@@ -266,42 +265,45 @@ void bind_namespace(py::module_& m) {
     py::class_<PyNamespace> cls(m, "Namespace", py::dynamic_attr(),
                                 "A namespace of a connected controller.");
     cls.def_property_readonly("nsid", [](const PyNamespace& n) { return n.ns.nsid(); })
-        .def_property_readonly("lba_size", [](const PyNamespace& n) { return n.ns.lba_size(); },
-                               "Data bytes per block.")
+        .def_property_readonly(
+            "lba_size", [](const PyNamespace& n) { return n.ns.lba_size(); },
+            "Data bytes per block.")
         .def_property_readonly("size_lbas", [](const PyNamespace& n) { return n.ns.size_lbas(); })
         .def_property_readonly("capacity_lbas",
                                [](const PyNamespace& n) { return n.ns.info().capacity_lbas; })
         .def_property_readonly("size_bytes",
                                [](const PyNamespace& n) { return n.ns.info().size_bytes(); })
-        .def_property_readonly("format", [](const PyNamespace& n) { return n.ns.format(); },
-                               "The block layout (a BlockFormat).")
-        .def_property_readonly("metadata_size",
-                               [](const PyNamespace& n) { return n.ns.info().metadata_size(); },
-                               "Metadata bytes per block, interleaved after its data (nvme "
-                               "id-ns: ms of the format flbas selects).")
-        .def_property_readonly("pi_type",
-                               [](const PyNamespace& n) { return static_cast<int>(n.ns.format().pi_type); },
-                               "Protection information type: 0 (none), 1, 2 or 3 (nvme id-ns: "
-                               "dps bits 2:0).")
-        .def_property_readonly("pi_guard_bits",
-                               [](const PyNamespace& n) { return pi_guard_bits(n.ns.format()); },
-                               "16 (CRC-16/T10-DIF), 32 (CRC-32C) or 64 (CRC-64/NVME); 0 "
-                               "without PI.")
-        .def_property_readonly("storage_tag_bits",
-                               [](const PyNamespace& n) { return storage_tag_bits(n.ns.format()); },
-                               "Bits of the storage tag in the PI (nvme id-ns --csi: elbaf sts); 0 "
-                               "without.")
-        .def_property_readonly("storage_tag_mask",
-                               [](const PyNamespace& n) { return n.ns.info().storage_tag_mask; },
-                               "The storage tag bits a Prchk.STORAGE_TAG check compares (LBSTM).")
-        .def_property_readonly("pi_first",
-                               [](const PyNamespace& n) { return pi_first(n.ns.format()); },
-                               "PI in the first bytes of the metadata, else in its last (nvme "
-                               "id-ns: dps bit 3).")
-        .def_property_readonly("pi_size",
-                               [](const PyNamespace& n) { return n.ns.format().pi_bytes(); },
-                               "Bytes of PI per block: 8 (16-bit guard), 16 (32- or 64-bit), 0 "
-                               "without.")
+        .def_property_readonly(
+            "format", [](const PyNamespace& n) { return n.ns.format(); },
+            "The block layout (a BlockFormat).")
+        .def_property_readonly(
+            "metadata_size", [](const PyNamespace& n) { return n.ns.info().metadata_size(); },
+            "Metadata bytes per block, interleaved after its data (nvme "
+            "id-ns: ms of the format flbas selects).")
+        .def_property_readonly(
+            "pi_type", [](const PyNamespace& n) { return static_cast<int>(n.ns.format().pi_type); },
+            "Protection information type: 0 (none), 1, 2 or 3 (nvme id-ns: "
+            "dps bits 2:0).")
+        .def_property_readonly(
+            "pi_guard_bits", [](const PyNamespace& n) { return pi_guard_bits(n.ns.format()); },
+            "16 (CRC-16/T10-DIF), 32 (CRC-32C) or 64 (CRC-64/NVME); 0 "
+            "without PI.")
+        .def_property_readonly(
+            "storage_tag_bits",
+            [](const PyNamespace& n) { return storage_tag_bits(n.ns.format()); },
+            "Bits of the storage tag in the PI (nvme id-ns --csi: elbaf sts); 0 "
+            "without.")
+        .def_property_readonly(
+            "storage_tag_mask", [](const PyNamespace& n) { return n.ns.info().storage_tag_mask; },
+            "The storage tag bits a Prchk.STORAGE_TAG check compares (LBSTM).")
+        .def_property_readonly(
+            "pi_first", [](const PyNamespace& n) { return pi_first(n.ns.format()); },
+            "PI in the first bytes of the metadata, else in its last (nvme "
+            "id-ns: dps bit 3).")
+        .def_property_readonly(
+            "pi_size", [](const PyNamespace& n) { return n.ns.format().pi_bytes(); },
+            "Bytes of PI per block: 8 (16-bit guard), 16 (32- or 64-bit), 0 "
+            "without.")
         .def(
             "buffer_block_size",
             [](const PyNamespace& n, bool pract) {
@@ -322,7 +324,8 @@ void bind_namespace(py::module_& m) {
         "Blocks without the GIL; split at MDTS into commands spread over the I/O queues. "
         "On a namespace with protection information: pract (PRACT: the controller strips "
         "the PI), prchk (Prchk flags: what the controller checks), apptag and apptag_mask, "
-        "reftag (of the first block; None: the LBA), storage_tag. ValueError for a range outside the "
+        "reftag (of the first block; None: the LBA), storage_tag. ValueError for a range outside "
+        "the "
         "namespace or buffer, or PRACT/PRCHK on a namespace without PI; NvmeError / "
         "TransportError when it fails (an end-to-end check: NvmeError with errno EILSEQ).");
     def_transfer(
@@ -371,15 +374,19 @@ void bind_namespace(py::module_& m) {
         "As compare(), without waiting: returns a TransferFuture whose result() is True or "
         "False, or raises the transfer's error.");
     cls.def(
-           "flush", [](PyNamespace& n) { n.run({nvmeof::Op::flush, 0, 0, nullptr, 0, 0}); },
+           "flush",
+           [](PyNamespace& n) {
+               n.run({nvmeof::Op::flush, 0, 0, nullptr, 0, 0});
+           },
            "Flush: the namespace's volatile write data made durable.")
         .def(
             "write_zeroes",
             [](PyNamespace& n, const py::object& slba, const py::object& blocks, bool pract,
                std::int64_t prchk, std::int64_t apptag, std::int64_t apptag_mask, Reftag reftag,
                const py::object& storage_tag) {
-                const ProtectionArgs args{pract, prchk, apptag, apptag_mask, reftag,
-                                          unsigned_argument(storage_tag, "storage_tag")};
+                const ProtectionArgs args{pract,  prchk,
+                                          apptag, apptag_mask,
+                                          reftag, unsigned_argument(storage_tag, "storage_tag")};
                 n.run({nvmeof::Op::write_zeroes, unsigned_argument(slba, "slba"),
                        unsigned_argument(blocks, "blocks"), nullptr, 0, 0, args.of(n.ns)});
             },

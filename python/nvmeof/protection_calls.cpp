@@ -27,7 +27,9 @@ std::string hex(std::uint64_t value) {
     return text;
 }
 
-bool has_pi(const BlockFormat& f) { return f.pi_type != PiType::none; }
+bool has_pi(const BlockFormat& f) {
+    return f.pi_type != PiType::none;
+}
 
 // What two formats are compared by: the guard and the PI's place mean nothing
 // without PI.
@@ -68,8 +70,8 @@ BlockFormat make_format(std::int64_t lba_size, std::int64_t metadata_size, std::
         const std::int64_t sts = storage_tag_bits.value_or(
             f.guard == PiGuard::crc32 ? nvmeof::wire::kMinStorageTag32Bits : 0);
         if (sts < 0 || !nvmeof::wire::storage_tag_bits_valid(f.guard, static_cast<unsigned>(sts))) {
-            throw py::value_error("storage_tag_bits: " + std::to_string(sts) +
-                                  " is not what a " + std::to_string(guard_bits) +
+            throw py::value_error("storage_tag_bits: " + std::to_string(sts) + " is not what a " +
+                                  std::to_string(guard_bits) +
                                   "-bit guard allows (0-32 bits with the 16-bit guard, 16-64 "
                                   "with the 32-bit one, 0-48 with the 64-bit one)");
         }
@@ -124,7 +126,7 @@ std::uint64_t storage_tag_mask_of(const py::object& object) {
 
 // A held, C-contiguous view of a bytes-like object (writable when asked).
 class View {
-public:
+  public:
     View(const py::object& object, bool writable, const char* what) {
         const int flags = writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS;
         if (PyObject_GetBuffer(object.ptr(), &view_, flags) != 0) {
@@ -139,7 +141,7 @@ public:
     std::byte* data() const { return static_cast<std::byte*>(view_.buf); }
     std::size_t size() const { return static_cast<std::size_t>(view_.len); }
 
-private:
+  private:
     Py_buffer view_{};
 };
 
@@ -245,14 +247,17 @@ unsigned pi_guard_bits(const BlockFormat& f) {
     return has_pi(f) ? f.guard_bits() : 0;
 }
 
-bool pi_first(const BlockFormat& f) { return has_pi(f) && f.pi_first; }
+bool pi_first(const BlockFormat& f) {
+    return has_pi(f) && f.pi_first;
+}
 
-unsigned storage_tag_bits(const BlockFormat& f) { return has_pi(f) ? f.storage_tag_bits : 0; }
+unsigned storage_tag_bits(const BlockFormat& f) {
+    return has_pi(f) ? f.storage_tag_bits : 0;
+}
 
 nvmeof::Protection protection_from(const BlockFormat& format, bool pract, std::int64_t prchk,
                                    std::int64_t apptag, std::int64_t apptag_mask,
-                                   std::optional<std::int64_t> reftag,
-                                   std::uint64_t storage_tag) {
+                                   std::optional<std::int64_t> reftag, std::uint64_t storage_tag) {
     constexpr std::int64_t kChecks = nvmeof::kPrchkAll | nvmeof::kCheckStorageTag;
     if (prchk < 0 || (prchk & ~kChecks) != 0) {
         throw py::value_error("prchk: " + std::to_string(prchk) +
@@ -265,7 +270,8 @@ nvmeof::Protection protection_from(const BlockFormat& format, bool pract, std::i
                               "-bit storage tag of the block format");
     }
     if (apptag < 0 || apptag > 0xFFFF) {
-        throw py::value_error("apptag: " + std::to_string(apptag) + " is not 16 bits (0 to 0xFFFF)");
+        throw py::value_error("apptag: " + std::to_string(apptag) +
+                              " is not 16 bits (0 to 0xFFFF)");
     }
     if (apptag_mask < 0 || apptag_mask > 0xFFFF) {
         throw py::value_error("apptag_mask: " + std::to_string(apptag_mask) +
@@ -302,23 +308,25 @@ void bind_protection(py::module_& m) {
         .def(py::init(&make_format), py::arg("lba_size") = 512, py::arg("metadata_size") = 0,
              py::arg("pi_type") = 0, py::kw_only(), py::arg("pi_guard_bits") = 16,
              py::arg("pi_first") = false, py::arg("storage_tag_bits") = py::none())
-        .def_property_readonly("lba_size", [](const BlockFormat& f) { return f.data_bytes; },
-                               "Data bytes per block.")
-        .def_property_readonly("metadata_size",
-                               [](const BlockFormat& f) { return f.metadata_bytes; },
-                               "Metadata bytes per block (nvme id-ns: ms).")
-        .def_property_readonly("pi_type",
-                               [](const BlockFormat& f) { return static_cast<int>(f.pi_type); },
-                               "Protection information type: 0 (none), 1, 2 or 3 (DPS bits 2:0).")
-        .def_property_readonly("pi_guard_bits", &pi_guard_bits,
-                               "16 (CRC-16/T10-DIF), 32 (CRC-32C) or 64 (CRC-64/NVME); 0 without PI.")
-        .def_property_readonly("pi_first",
-                               [](const BlockFormat& f) { return pi_first(f); },
-                               "PI in the first bytes of the metadata, else its last (DPS bit 3).")
+        .def_property_readonly(
+            "lba_size", [](const BlockFormat& f) { return f.data_bytes; }, "Data bytes per block.")
+        .def_property_readonly(
+            "metadata_size", [](const BlockFormat& f) { return f.metadata_bytes; },
+            "Metadata bytes per block (nvme id-ns: ms).")
+        .def_property_readonly(
+            "pi_type", [](const BlockFormat& f) { return static_cast<int>(f.pi_type); },
+            "Protection information type: 0 (none), 1, 2 or 3 (DPS bits 2:0).")
+        .def_property_readonly(
+            "pi_guard_bits", &pi_guard_bits,
+            "16 (CRC-16/T10-DIF), 32 (CRC-32C) or 64 (CRC-64/NVME); 0 without PI.")
+        .def_property_readonly(
+            "pi_first", [](const BlockFormat& f) { return pi_first(f); },
+            "PI in the first bytes of the metadata, else its last (DPS bit 3).")
         .def_property_readonly("storage_tag_bits", &storage_tag_bits,
                                "Bits of the storage tag in the PI (STS); 0 without.")
-        .def_property_readonly("pi_size", [](const BlockFormat& f) { return f.pi_bytes(); },
-                               "Bytes of PI per block: 8 (16-bit guard), 16 (32- or 64-bit), 0.")
+        .def_property_readonly(
+            "pi_size", [](const BlockFormat& f) { return f.pi_bytes(); },
+            "Bytes of PI per block: 8 (16-bit guard), 16 (32- or 64-bit), 0.")
         .def(
             "buffer_block_size",
             [](const BlockFormat& f, bool pract) { return f.transfer_block_bytes(pract); },
@@ -329,8 +337,7 @@ void bind_protection(py::module_& m) {
              [](const BlockFormat& a, const py::object& b) {
                  return py::isinstance<BlockFormat>(b) && key(a) == key(b.cast<BlockFormat>());
              })
-        .def("__hash__",
-             [](const BlockFormat& f) { return py::hash(py::cast(key(f))); })
+        .def("__hash__", [](const BlockFormat& f) { return py::hash(py::cast(key(f))); })
         .def("__repr__", &repr);
 
     m.def("pi_generate", &pi_generate, py::arg("format"), py::arg("buffer"), py::arg("slba") = 0,

@@ -108,8 +108,9 @@ nvmeof::wire::Sqe command_of(const py::object& command) {
         return command.cast<nvmeof::wire::Sqe>();
     }
     if (PyObject_CheckBuffer(command.ptr()) == 0) {
-        throw py::type_error("submit: a command is 64 bytes (bytes, bytearray) or a Command, not a " +
-                             type_name(command));
+        throw py::type_error(
+            "submit: a command is 64 bytes (bytes, bytearray) or a Command, not a " +
+            type_name(command));
     }
     const py::buffer_info info = py::reinterpret_borrow<py::buffer>(command).request();
     if (static_cast<std::size_t>(info.size * info.itemsize) != nvmeof::wire::kSqeSize) {
@@ -202,9 +203,8 @@ struct PyIoQueue {
             }
         }
         sweep_requests(*state);
-        std::erase_if(state->completed, [&](const ControllerState::Tracked& t) {
-            return t.request.is(request);
-        });
+        std::erase_if(state->completed,
+                      [&](const ControllerState::Tracked& t) { return t.request.is(request); });
         if (!done) {
             PyErr_SetString(PyExc_TimeoutError, "NVMe command timed out");
             throw py::error_already_set();
@@ -251,9 +251,8 @@ void sweep_requests(ControllerState& state) {
         if (!finished[i]) {
             continue;
         }
-        const auto found = std::ranges::find_if(state.tracked, [&](const auto& t) {
-            return t.request.is(tracked[i].request);
-        });
+        const auto found = std::ranges::find_if(
+            state.tracked, [&](const auto& t) { return t.request.is(tracked[i].request); });
         if (found == state.tracked.end()) {
             continue;  // another thread's sweep took it meanwhile
         }
@@ -270,7 +269,8 @@ void bind_requests(py::module_& m) {
         .def_property_readonly(
             "result", [](const PyResponse& r) { return r.response.cqe.result64(); },
             "Dwords 0 and 1 of the completion as one 64-bit value.")
-        .def_property_readonly("sq_head", [](const PyResponse& r) { return r.response.cqe.sq_head; })
+        .def_property_readonly("sq_head",
+                               [](const PyResponse& r) { return r.response.cqe.sq_head; })
         .def_property_readonly("sq_id", [](const PyResponse& r) { return r.response.cqe.sq_id; })
         .def_property_readonly("command_id",
                                [](const PyResponse& r) { return r.response.cqe.command_id; })
@@ -278,19 +278,22 @@ void bind_requests(py::module_& m) {
                                "The CQE status field (its phase bit cleared).")
         .def_property_readonly("status", &PyResponse::status,
                                "The status without the phase bit: SC in bits 0-7, SCT 8-10.")
-        .def_property_readonly(
-            "status_code", [](const PyResponse& r) { return r.response.status.nvme.code(); })
+        .def_property_readonly("status_code",
+                               [](const PyResponse& r) { return r.response.status.nvme.code(); })
         .def_property_readonly(
             "status_type",
             [](const PyResponse& r) { return static_cast<int>(r.response.status.nvme.type()); })
         .def_property_readonly(
-            "do_not_retry", [](const PyResponse& r) { return r.response.status.nvme.do_not_retry(); })
+            "do_not_retry",
+            [](const PyResponse& r) { return r.response.status.nvme.do_not_retry(); })
         .def_property_readonly(
             "succeeded", [](const PyResponse& r) { return r.response.status.ok(); },
             "True when the command succeeded (no NVMe error and no transport failure).")
         .def_property_readonly(
-            "sct", [](const PyResponse& r) { return static_cast<int>(r.response.status.nvme.type()); })
-        .def_property_readonly("sc", [](const PyResponse& r) { return r.response.status.nvme.code(); })
+            "sct",
+            [](const PyResponse& r) { return static_cast<int>(r.response.status.nvme.type()); })
+        .def_property_readonly("sc",
+                               [](const PyResponse& r) { return r.response.status.nvme.code(); })
         .def_property_readonly(
             "dnr", [](const PyResponse& r) { return r.response.status.nvme.do_not_retry(); })
         .def_property_readonly("ok", [](const PyResponse& r) { return r.response.status.ok(); })
@@ -333,20 +336,21 @@ void bind_requests(py::module_& m) {
         .def("poll", &PyIoQueue::poll, py::arg("max_entries") = py::none(),
              "Makes progress (never blocks; also sends keep-alives when due) and returns the "
              "requests of this queue seen done since the last poll, at most `max_entries`.")
-        .def("execute", &PyIoQueue::execute, py::arg("command"),
-             py::arg("data_owner") = py::none(), py::arg("timeout") = 30.0,
+        .def("execute", &PyIoQueue::execute, py::arg("command"), py::arg("data_owner") = py::none(),
+             py::arg("timeout") = 30.0,
              "Submits `command` and waits for it (GIL released); returns its Response. "
              "NvmeError for an NVMe error status, TimeoutError after `timeout` seconds.")
-        .def_property_readonly("qid", [](PyIoQueue& q) {
-            return q.get([](nvmeof::IoQueue io) { return io.qid(); });
-        })
+        .def_property_readonly(
+            "qid", [](PyIoQueue& q) { return q.get([](nvmeof::IoQueue io) { return io.qid(); }); })
         .def_property_readonly(
             "capacity",
             [](PyIoQueue& q) { return q.get([](nvmeof::IoQueue io) { return io.capacity(); }); },
             "Commands it holds in flight (its depth minus one).")
         .def_property_readonly(
             "depth",
-            [](PyIoQueue& q) { return q.get([](nvmeof::IoQueue io) { return io.capacity() + 1; }); },
+            [](PyIoQueue& q) {
+                return q.get([](nvmeof::IoQueue io) { return io.capacity() + 1; });
+            },
             "Its size: one more than the commands it holds in flight.")
         .def_property_readonly(
             "free_slots",
@@ -371,6 +375,8 @@ void bind_requests(py::module_& m) {
         });
 }
 
-py::object make_queue(const StatePtr& state, int index) { return py::cast(PyIoQueue{state, index}); }
+py::object make_queue(const StatePtr& state, int index) {
+    return py::cast(PyIoQueue{state, index});
+}
 
 }  // namespace nvmeof_python

@@ -28,7 +28,6 @@ namespace nvmeof_python {
 
 namespace py = pybind11;
 
-
 struct ControllerState {
     std::optional<nvmeof::Controller> controller;
     std::mutex mutex;

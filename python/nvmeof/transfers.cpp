@@ -122,8 +122,8 @@ bool TransferBoard::submit_piece(nvmeof::Controller& controller, std::uint64_t t
             pending.rest.blocks -= piece.blocks;
             // An explicit reference tag counts on with the blocks (from the
             // LBA, each piece's comes from its own slba).
-            pending.rest.protection =
-                nvmeof::protection_after(pending.ns.format(), pending.rest.protection, piece.blocks);
+            pending.rest.protection = nvmeof::protection_after(
+                pending.ns.format(), pending.rest.protection, piece.blocks);
             pending.submitted = pending.rest.blocks == 0;
         }
         return true;

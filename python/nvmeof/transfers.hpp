@@ -29,11 +29,9 @@
 
 namespace nvmeof_python {
 
-
-
 // Every member is called with the controller's lock held; none takes the GIL.
 class TransferBoard {
-public:
+  public:
     // A transfer that finished, whose Python future is still to be completed.
     struct Finished {
         PyObject* future = nullptr;  // a new reference, released with the GIL
@@ -47,7 +45,7 @@ public:
     // Throws InvalidArgument, owning nothing, for an operation the controller
     // does not support (nvmeof::check_supported).
     void add(nvmeof::Controller& controller, const nvmeof::Namespace& ns,
-                      const nvmeof::Transfer& transfer, PyObject* future, PyObject* buffer);
+             const nvmeof::Transfer& transfer, PyObject* future, PyObject* buffer);
     // Submits waiting pieces, polls every I/O queue and files what finished.
     // True when anything moved.
     bool progress(nvmeof::Controller& controller);
@@ -59,11 +57,12 @@ public:
     std::size_t asynchronous_pending() const noexcept { return asynchronous_; }
     bool has_finished() const noexcept { return !finished_.empty(); }
 
-private:
+  private:
     struct Pending {
-        Pending(const nvmeof::Namespace& of, const nvmeof::Transfer& transfer) : ns(of), rest(transfer) {}
+        Pending(const nvmeof::Namespace& of, const nvmeof::Transfer& transfer)
+            : ns(of), rest(transfer) {}
         nvmeof::Namespace ns;
-        nvmeof::Transfer rest;  // the part not submitted yet
+        nvmeof::Transfer rest;           // the part not submitted yet
         std::uint64_t piece_blocks = 0;  // 0: submitted whole (flush, and the like)
         std::uint32_t block_bytes = 0;   // of the buffer, per block (data and metadata that travel)
         std::uint32_t outstanding = 0;   // pieces submitted and not yet polled

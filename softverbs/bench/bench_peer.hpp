@@ -38,8 +38,8 @@ rdma_cm_event_type next_event(int wait_ms, rdma_event_channel* channel, rdma_cm_
 // the caller polls once more (a CQE that arrived just before the arm raises no
 // event); the next time sleeps until a completion or a CM event. False when
 // the CM channel fired (the other side disconnected).
-inline bool wait_for_completions(ibv_cq* cq, ibv_comp_channel* comp, rdma_event_channel* cm, bool& armed,
-                                 int wait_ms, const char* idle_what) {
+inline bool wait_for_completions(ibv_cq* cq, ibv_comp_channel* comp, rdma_event_channel* cm, bool& armed, int wait_ms,
+                                 const char* idle_what) {
   if (!armed) {
     ibv_req_notify_cq(cq, 0);
     armed = true;

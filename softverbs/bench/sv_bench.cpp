@@ -36,10 +36,10 @@ using softverbs_bench::wait_for_completions;
 
 constexpr int kWaitMs = 10000;
 constexpr std::size_t kBufBytes = 64u << 20;
-constexpr int kDepth = 32;          // outstanding WRs per run
-constexpr int kRecvDepth = 256;     // receives the peer keeps posted for the SEND run
+constexpr int kDepth = 32;       // outstanding WRs per run
+constexpr int kRecvDepth = 256;  // receives the peer keeps posted for the SEND run
 constexpr uint32_t kSendBytes = 64;
-constexpr double kRunSeconds = 1.5; // each measurement runs about this long
+constexpr double kRunSeconds = 1.5;  // each measurement runs about this long
 
 struct PeerInfo {
   uint64_t addr;
@@ -60,7 +60,8 @@ struct Endpoint {
     pd = ibv_alloc_pd(id->verbs);
     comp = ibv_create_comp_channel(id->verbs);
     cq = ibv_create_cq(id->verbs, 2 * kRecvDepth, nullptr, comp, 0);
-    mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    mr = ibv_reg_mr(pd, buf.data(), buf.size(),
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
     ibv_qp_init_attr a{};
     a.send_cq = a.recv_cq = cq;
     a.qp_type = IBV_QPT_RC;
@@ -209,10 +210,16 @@ int bench(const char* self) {
 
   std::printf("softverbs cross-process benchmark (queue depth %d, ~%.1f s per row)\n", kDepth, kRunSeconds);
   std::printf("%-12s %10s %6s %12s %12s %10s\n", "operation", "size", "depth", "MB/s", "ops/s", "us/op");
-  struct Row { const char* name; ibv_wr_opcode op; uint32_t size; int depth; };
-  const Row rows[] = {{"RDMA_WRITE", IBV_WR_RDMA_WRITE, 4096, kDepth}, {"RDMA_WRITE", IBV_WR_RDMA_WRITE, 128 * 1024, kDepth},
-                      {"RDMA_READ", IBV_WR_RDMA_READ, 4096, kDepth},   {"RDMA_READ", IBV_WR_RDMA_READ, 128 * 1024, kDepth},
-                      {"SEND", IBV_WR_SEND, kSendBytes, kDepth},       {"SEND", IBV_WR_SEND, kSendBytes, 1}};
+  struct Row {
+    const char* name;
+    ibv_wr_opcode op;
+    uint32_t size;
+    int depth;
+  };
+  const Row rows[] = {
+      {"RDMA_WRITE", IBV_WR_RDMA_WRITE, 4096, kDepth}, {"RDMA_WRITE", IBV_WR_RDMA_WRITE, 128 * 1024, kDepth},
+      {"RDMA_READ", IBV_WR_RDMA_READ, 4096, kDepth},   {"RDMA_READ", IBV_WR_RDMA_READ, 128 * 1024, kDepth},
+      {"SEND", IBV_WR_SEND, kSendBytes, kDepth},       {"SEND", IBV_WR_SEND, kSendBytes, 1}};
   for (const Row& r : rows) {
     uint64_t ops = 0;
     double secs = run(ep, peer, r.op, r.size, r.depth, &ops);

@@ -67,8 +67,10 @@ void connect_failed(Id* id, int err) {
   if (id->connect_timer) core().engine.cancel_timer(id->connect_timer);
   id->connect_timer = 0;
   id->state = IdState::kError;
-  if (err == ECONNREFUSED) post_cm_event(id, RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId, nullptr, 0);
-  else post_cm_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, nullptr, 0);
+  if (err == ECONNREFUSED)
+    post_cm_event(id, RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId, nullptr, 0);
+  else
+    post_cm_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, nullptr, 0);
 }
 
 void connect_timeout(uint64_t serial) {
@@ -151,8 +153,10 @@ void on_rej(Conn* c) {
 void on_dreq(Conn* c) {
   Id* id = c->id;
   if (c->qp && c->qp->qp.state != IBV_QPS_ERR) qp_to_error(c->qp, IBV_WC_WR_FLUSH_ERR);
-  if (id && id->state == IdState::kConnected && !id->disconnect_reported) report_disconnected(id);
-  else if (id && id->state == IdState::kAccepting) post_cm_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET, nullptr, 0);
+  if (id && id->state == IdState::kConnected && !id->disconnect_reported)
+    report_disconnected(id);
+  else if (id && id->state == IdState::kAccepting)
+    post_cm_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET, nullptr, 0);
   core().engine.close_after_flush(c);
 }
 
@@ -192,8 +196,10 @@ void cm_on_accepted(Conn* c, Listener* l) {
 
 void cm_on_message(Conn* c) {
   switch (static_cast<Op>(c->in.hdr.op)) {
-    case Op::kCmReq: return on_req(c);
-    case Op::kCmRep: return on_rep(c);
+    case Op::kCmReq:
+      return on_req(c);
+    case Op::kCmRep:
+      return on_rep(c);
     case Op::kCmRtu:
       if (c->state == ConnState::kAwaitRtu && c->id) {
         c->state = ConnState::kEstablished;
@@ -201,9 +207,12 @@ void cm_on_message(Conn* c) {
         post_cm_event(c->id, RDMA_CM_EVENT_ESTABLISHED, 0, nullptr, 0);
       }
       return;
-    case Op::kCmRej: return on_rej(c);
-    case Op::kCmDreq: return on_dreq(c);
-    default: return;
+    case Op::kCmRej:
+      return on_rej(c);
+    case Op::kCmDreq:
+      return on_dreq(c);
+    default:
+      return;
   }
 }
 

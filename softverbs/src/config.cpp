@@ -18,7 +18,7 @@ namespace {
 
 constexpr in_addr_t kLoopbackNet = 0x7f000000;   // 127.0.0.0, host order
 constexpr in_addr_t kLoopbackMask = 0xff000000;  // /8
-constexpr std::size_t kDeviceNameMax = 64;  // IBV_SYSFS_NAME_MAX
+constexpr std::size_t kDeviceNameMax = 64;       // IBV_SYSFS_NAME_MAX
 constexpr const char* kDefaultDevices = "softrdma0=127.0.0.1";
 
 bool g_debug = false;
@@ -72,7 +72,6 @@ bool is_allowed_addr(const sockaddr* sa) {
   in_addr_t ip = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr;
   return is_allowed_ip(ip);
 }
-
 
 Config load_config() {
   Config c;

@@ -15,16 +15,16 @@ struct DeviceSpec {
 };
 
 struct Config {
-  std::vector<DeviceSpec> devices;   // SOFTVERBS_DEVICES="softrdma0=127.0.0.1,..."
-  int port_offset = 0;               // SOFTVERBS_PORT_OFFSET: TCP port = RDMA port + offset
-  int cm_timeout_ms;                 // SOFTVERBS_CM_TIMEOUT_MS
-  bool exact_private_data = false;   // SOFTVERBS_EXACT_PDATA=1: no zero padding
-  bool strict_rnr = false;           // SOFTVERBS_STRICT_RNR=1: missing RECV fails at once
-  bool strict_cq = false;            // SOFTVERBS_STRICT_CQ=1: CQ overrun aborts
-  bool debug = false;                // SOFTVERBS_DEBUG=1: log CM and errors to stderr
-  std::string stats_path;            // SOFTVERBS_STATS (%p = pid)
-  std::string faults;                // SOFTVERBS_FAULTS
-  std::string control_path;          // SOFTVERBS_CTL (%p = pid): runtime control socket
+  std::vector<DeviceSpec> devices;  // SOFTVERBS_DEVICES="softrdma0=127.0.0.1,..."
+  int port_offset = 0;              // SOFTVERBS_PORT_OFFSET: TCP port = RDMA port + offset
+  int cm_timeout_ms;                // SOFTVERBS_CM_TIMEOUT_MS
+  bool exact_private_data = false;  // SOFTVERBS_EXACT_PDATA=1: no zero padding
+  bool strict_rnr = false;          // SOFTVERBS_STRICT_RNR=1: missing RECV fails at once
+  bool strict_cq = false;           // SOFTVERBS_STRICT_CQ=1: CQ overrun aborts
+  bool debug = false;               // SOFTVERBS_DEBUG=1: log CM and errors to stderr
+  std::string stats_path;           // SOFTVERBS_STATS (%p = pid)
+  std::string faults;               // SOFTVERBS_FAULTS
+  std::string control_path;         // SOFTVERBS_CTL (%p = pid): runtime control socket
 };
 
 // Parses the environment once; a bad value is a configuration error and aborts.

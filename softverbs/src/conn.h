@@ -25,7 +25,7 @@ enum class ConnState {
   kAwaitAccept,  // passive: CONNECT_REQUEST delivered to the app
   kAwaitRtu,     // passive: REP sent
   kEstablished,
-  kClosing,      // DREQ/REJ sent or received; drains then closes
+  kClosing,  // DREQ/REJ sent or received; drains then closes
 };
 
 // One message in a connection's output ring.  Slots are reused: reset() empties
@@ -49,10 +49,10 @@ struct InParser {
   WireHdr hdr{};
   std::size_t hdr_got = 0;
   bool in_payload = false;
-  bool parked = false;           // RNR: header read, waiting for a RECV
+  bool parked = false;  // RNR: header read, waiting for a RECV
   Sink sink = Sink::kNone;
-  std::vector<Span> targets;     // where the payload goes
-  bool device_targets = false;   // a target is GPU memory: payload goes through staging and copies
+  std::vector<Span> targets;    // where the payload goes
+  bool device_targets = false;  // a target is GPU memory: payload goes through staging and copies
   std::size_t tgt_idx = 0;
   std::size_t tgt_off = 0;
   uint32_t remaining = 0;
@@ -92,11 +92,11 @@ struct Conn {
   Device* dev = nullptr;
   sockaddr_storage local{};  // AF_INET or AF_INET6
   sockaddr_storage peer{};
-  Ring<OutChunk> out;          // messages not yet (fully) written, in order
+  Ring<OutChunk> out;  // messages not yet (fully) written, in order
   uint32_t ep_events = 0;
   InParser in;
-  RqEntry cur_recv;            // receive consumed by the message being parsed (sges: kMaxSge reserved)
-  uint32_t recv_msn = 0;       // responder: msn of the last request processed
+  RqEntry cur_recv;       // receive consumed by the message being parsed (sges: kMaxSge reserved)
+  uint32_t recv_msn = 0;  // responder: msn of the last request processed
   bool ack_pending = false;
   uint8_t peer_rnr_retry = 7;  // the requester's rnr_retry decides RNR handling here
   uint64_t rnr_timer = 0;

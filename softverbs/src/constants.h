@@ -31,8 +31,8 @@ inline constexpr std::size_t kAcceptPrivateMax = 196;
 inline constexpr std::size_t kRejectPrivateMax = 148;
 
 // Reject reasons as IB CM reports them in rdma_cm_event.status.
-inline constexpr int kRejInvalidServiceId = 8;     // nobody listens on that port
-inline constexpr int kRejConsumerDefined = 28;     // the application called rdma_reject
+inline constexpr int kRejInvalidServiceId = 8;  // nobody listens on that port
+inline constexpr int kRejConsumerDefined = 28;  // the application called rdma_reject
 
 // rnr_retry value meaning "retry forever" (NVMe-oF default): park, never fail.
 inline constexpr uint8_t kRnrRetryInfinite = 7;
@@ -60,17 +60,17 @@ inline constexpr int kTimewaitMs = 10;
 inline constexpr int kDestroyIdWaitMs = 5000;
 
 // Engine I/O sizing.
-inline constexpr std::size_t kInStagingBytes = 64 * 1024;    // small-message receive batch
-inline constexpr std::size_t kDirectReadMin = 16 * 1024;     // payloads this big bypass staging
+inline constexpr std::size_t kInStagingBytes = 64 * 1024;  // small-message receive batch
+inline constexpr std::size_t kDirectReadMin = 16 * 1024;   // payloads this big bypass staging
 // After a large payload, reads ahead stop at this many bytes: enough for the
 // small messages (responses, ACKs, commands) and the next header between two
 // large payloads, little of the next payload (what staging takes of it is copied twice).
 inline constexpr std::size_t kBulkReadAhead = 1024;
 inline constexpr int kMaxIovPerWrite = 64;
-inline constexpr std::size_t kOutBatchMessages = 32;         // queued messages that force a write
-inline constexpr std::size_t kOutKeepBytes = 64 * 1024;      // larger copy buffers are freed on reuse
+inline constexpr std::size_t kOutBatchMessages = 32;     // queued messages that force a write
+inline constexpr std::size_t kOutKeepBytes = 64 * 1024;  // larger copy buffers are freed on reuse
 inline constexpr int kEpollBatch = 64;
-inline constexpr int kEngineMaxSleepMs = 1000;               // upper bound on one epoll_wait
+inline constexpr int kEngineMaxSleepMs = 1000;                    // upper bound on one epoll_wait
 inline constexpr std::size_t kReadBudgetBytes = 4 * 1024 * 1024;  // fairness between conns
 inline constexpr int kListenBacklog = 128;
 

@@ -28,14 +28,25 @@ struct Event {
 };
 
 struct EventChannel {
-  rdma_event_channel ch;  // ch.fd is the pipe's read end (the app polls it)
+  rdma_event_channel ch;         // ch.fd is the pipe's read end (the app polls it)
   uint64_t fork_generation = 0;  // of the process that created it (see inherited())
   Pipe pipe;
   std::deque<Event*> q;
 };
 
-enum class IdState { kIdle, kBound, kListening, kAddrResolved, kRouteResolved, kConnecting,
-                     kConnectRequest, kAccepting, kConnected, kDisconnected, kError };
+enum class IdState {
+  kIdle,
+  kBound,
+  kListening,
+  kAddrResolved,
+  kRouteResolved,
+  kConnecting,
+  kConnectRequest,
+  kAccepting,
+  kConnected,
+  kDisconnected,
+  kError
+};
 
 struct Id {
   rdma_cm_id id;  // must stay first
@@ -48,13 +59,13 @@ struct Id {
   // Sockets bound by rdma_bind_addr (one per device for a wildcard address),
   // later used by rdma_listen or by rdma_connect as its source.
   std::vector<std::pair<Device*, Fd>> bound;
-  int unacked = 0;                  // events handed out and not yet acked
+  int unacked = 0;  // events handed out and not yet acked
   bool disconnect_reported = false;
   uint64_t connect_timer = 0;
-  int ack_timeout = -1;             // rdma_set_option ACK timeout for the QP; -1: device default
+  int ack_timeout = -1;  // rdma_set_option ACK timeout for the QP; -1: device default
   Id* listen_parent = nullptr;
-  CmPayload peer{};                 // what the other side sent in REQ/REP
-  std::vector<ibv_cq*> own_cqs;     // created by rdma_create_qp for NULL CQs
+  CmPayload peer{};              // what the other side sent in REQ/REP
+  std::vector<ibv_cq*> own_cqs;  // created by rdma_create_qp for NULL CQs
 };
 
 inline Id* to_id(rdma_cm_id* i) { return reinterpret_cast<Id*>(i); }
@@ -65,7 +76,7 @@ struct Core {
   Config cfg;
   std::vector<std::unique_ptr<Device>> devices;
   std::unordered_map<uint32_t, Mr*> mrs;  // by rkey (== lkey)
-  std::unordered_map<uint64_t, Id*> ids;   // live CM ids by serial (timers look them up)
+  std::unordered_map<uint64_t, Id*> ids;  // live CM ids by serial (timers look them up)
   // Live CQs: a completion event of a CQ destroyed before it was read is
   // dropped, as the kernel drops it (the channel carries CQ pointers).
   std::unordered_set<const ibv_cq*> live_cqs;

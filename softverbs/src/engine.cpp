@@ -1,10 +1,10 @@
 #include "engine.h"
 
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>

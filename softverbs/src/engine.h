@@ -89,7 +89,7 @@ class Engine {
   uint64_t next_serial_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::unordered_map<uint64_t, std::unique_ptr<Listener>> listeners_;
-  OutChunk discard_;  // what queue() hands out for a dead connection
+  OutChunk discard_;                              // what queue() hands out for a dead connection
   std::vector<std::unique_ptr<Conn>> graveyard_;  // freed after the current event batch
   std::multimap<int64_t, std::pair<uint64_t, std::function<void()>>> timers_;
   uint64_t next_timer_ = 1;

@@ -98,8 +98,7 @@ void note_payload_size(InParser& in) {
 // Counts payload bytes of data messages that went through staging.
 void count_staged(Conn* c, std::size_t n) {
   const Sink s = c->in.sink;
-  if (c->qp && (s == Sink::kWrite || s == Sink::kRecv || s == Sink::kReadResp))
-    c->qp->stats->bytes_staged += n;
+  if (c->qp && (s == Sink::kWrite || s == Sink::kRecv || s == Sink::kReadResp)) c->qp->stats->bytes_staged += n;
 }
 
 }  // namespace
@@ -169,16 +168,20 @@ void Engine::read_input(Conn* c) {
       budget -= std::min(budget, static_cast<std::size_t>(n));
       return true;
     }
-    if (n == 0) on_conn_lost(c, 0);
-    else if (errno != EAGAIN && errno != EINTR) on_conn_lost(c, errno);
+    if (n == 0)
+      on_conn_lost(c, 0);
+    else if (errno != EAGAIN && errno != EINTR)
+      on_conn_lost(c, errno);
     return false;
   };
   auto start_message = [&] {
     note_payload_size(in);
     dp_on_header(c);
     if (c->dead || in.parked) return;
-    if (in.remaining > 0) in.in_payload = true;
-    else dp_on_message(c);
+    if (in.remaining > 0)
+      in.in_payload = true;
+    else
+      dp_on_message(c);
   };
   // A message parked for RNR is re-examined first (post_recv or the timer woke us).
   if (!in.in_payload && in.hdr_got == sizeof(WireHdr)) {
@@ -226,8 +229,10 @@ void Engine::read_input(Conn* c) {
       if (want == 0 && iov.n < kMaxIovPerWrite) iov.v[iov.n++] = {in.staging.data(), kBulkReadAhead};
       ssize_t n = ::readv(c->fd.get(), iov.v, iov.n);
       if (n <= 0) {
-        if (n == 0) on_conn_lost(c, 0);
-        else if (errno != EAGAIN && errno != EINTR) on_conn_lost(c, errno);
+        if (n == 0)
+          on_conn_lost(c, 0);
+        else if (errno != EAGAIN && errno != EINTR)
+          on_conn_lost(c, errno);
         break;
       }
       auto got = static_cast<std::size_t>(n);

@@ -25,9 +25,9 @@ bool parse_rule(const std::string& text, FaultRule* r, std::string* err) {
   std::string tok;
   std::getline(ss, tok, ',');
   static const std::pair<const char*, FaultAction> kActions[] = {
-      {"drop", FaultAction::kDrop}, {"delay", FaultAction::kDelay}, {"nak", FaultAction::kNak}, {"corrupt", FaultAction::kCorrupt},
-      {"reject", FaultAction::kReject}, {"ignore", FaultAction::kIgnore}, {"fail", FaultAction::kFail},
-      {"cap", FaultAction::kCap}};
+      {"drop", FaultAction::kDrop},       {"delay", FaultAction::kDelay},   {"nak", FaultAction::kNak},
+      {"corrupt", FaultAction::kCorrupt}, {"reject", FaultAction::kReject}, {"ignore", FaultAction::kIgnore},
+      {"fail", FaultAction::kFail},       {"cap", FaultAction::kCap}};
   bool found = false;
   for (const auto& [name, act] : kActions)
     if (tok == name) r->action = act, found = true;
@@ -38,23 +38,40 @@ bool parse_rule(const std::string& text, FaultRule* r, std::string* err) {
     std::string k = tok.substr(0, eq), v = tok.substr(eq + 1);
     int64_t n = 0;
     bool num = parse_int(v, &n);
-    if (k == "obj") r->obj = v;
-    else if (k == "op") r->op = v == "write" ? 1 : v == "read" ? 2 : v == "send" ? 3 : v == "any" ? 0 : -1;
-    else if (!num) return *err = "bad number in '" + tok + "'", false;
-    else if (k == "port") r->port = static_cast<int>(n);
-    else if (k == "after") r->after = n;
-    else if (k == "ms") r->ms = static_cast<int>(n);
-    else if (k == "nth") r->nth = n;
-    else if (k == "status") r->status = static_cast<int>(n);
-    else if (k == "reason") r->reason = static_cast<int>(n);
-    else if (k == "count") r->count = n;
-    else if (k == "times" && n < 0) return *err = "times must not be negative", false;
-    else if (k == "times") r->drops_left = std::make_shared<int64_t>(n);
-    else if (k == "byte") r->byte = n;
-    else if (k == "max_qp_wr") r->max_qp_wr = static_cast<int>(n);
-    else if (k == "max_cqe") r->max_cqe = static_cast<int>(n);
-    else if (k == "max_sge") r->max_sge = static_cast<int>(n);
-    else return *err = "unknown key '" + k + "'", false;
+    if (k == "obj")
+      r->obj = v;
+    else if (k == "op")
+      r->op = v == "write" ? 1 : v == "read" ? 2 : v == "send" ? 3 : v == "any" ? 0 : -1;
+    else if (!num)
+      return *err = "bad number in '" + tok + "'", false;
+    else if (k == "port")
+      r->port = static_cast<int>(n);
+    else if (k == "after")
+      r->after = n;
+    else if (k == "ms")
+      r->ms = static_cast<int>(n);
+    else if (k == "nth")
+      r->nth = n;
+    else if (k == "status")
+      r->status = static_cast<int>(n);
+    else if (k == "reason")
+      r->reason = static_cast<int>(n);
+    else if (k == "count")
+      r->count = n;
+    else if (k == "times" && n < 0)
+      return *err = "times must not be negative", false;
+    else if (k == "times")
+      r->drops_left = std::make_shared<int64_t>(n);
+    else if (k == "byte")
+      r->byte = n;
+    else if (k == "max_qp_wr")
+      r->max_qp_wr = static_cast<int>(n);
+    else if (k == "max_cqe")
+      r->max_cqe = static_cast<int>(n);
+    else if (k == "max_sge")
+      r->max_sge = static_cast<int>(n);
+    else
+      return *err = "unknown key '" + k + "'", false;
   }
   if (r->drops_left && r->action != FaultAction::kDrop) return *err = "times is for drop rules", false;
   if (r->op < 0) return *err = "op must be write, read, send or any", false;

@@ -11,8 +11,8 @@ namespace sv {
 
 // The CUDA context that reaches one registration's device memory; empty for host memory.
 struct GpuMemory {
-  void* context = nullptr;        // CUcontext pushed around every copy
-  int primary_ordinal = -1;       // >= 0: context is that device's retained primary context
+  void* context = nullptr;   // CUcontext pushed around every copy
+  int primary_ordinal = -1;  // >= 0: context is that device's retained primary context
   bool device() const { return context != nullptr; }
 };
 

@@ -134,9 +134,10 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t i
   }
   GpuMemory gpu;
   if (gpu_lookup(iova, length, &gpu) != GpuLookup::kDevice) {
-    debug_log("ibv_reg_dmabuf_mr: iova 0x%llx+%zu is not CUDA device memory; softverbs serves dma-bufs "
-              "exported by CUDA, registered with iova = the device address",
-              static_cast<unsigned long long>(iova), length);
+    debug_log(
+        "ibv_reg_dmabuf_mr: iova 0x%llx+%zu is not CUDA device memory; softverbs serves dma-bufs "
+        "exported by CUDA, registered with iova = the device address",
+        static_cast<unsigned long long>(iova), length);
     errno = EOPNOTSUPP;
     return nullptr;
   }

@@ -28,7 +28,7 @@ struct Device {
   in_addr_t ip;  // network order
   uint64_t guid;
   int index;
-  struct Context* ctx;  // the one shared context (rdma_cm id->verbs == ibv_open_device)
+  struct Context* ctx;                  // the one shared context (rdma_cm id->verbs == ibv_open_device)
   struct Context* child_ctx = nullptr;  // ibv_open_device in a forked child: its own context
 };
 
@@ -36,7 +36,7 @@ struct Context {
   verbs_context v;  // must stay first: the app gets &v.context
   Device* device;
   uint64_t fork_generation = 0;  // of the process that opened it (see inherited())
-  Pipe async_pipe;  // async_fd; one byte per queued event
+  Pipe async_pipe;               // async_fd; one byte per queued event
   std::deque<ibv_async_event> async_events;
   ibv_pd* default_pd = nullptr;  // rdma_create_qp(id, NULL, ...) uses it
 };
@@ -47,11 +47,11 @@ struct Pd {
 
 struct Mr {
   ibv_mr mr;
-  uint64_t iova;      // remote (rkey) addresses start here
-  uint64_t base;      // local (lkey) SGE addresses start here, and byte 0 lives here
+  uint64_t iova;  // remote (rkey) addresses start here
+  uint64_t base;  // local (lkey) SGE addresses start here, and byte 0 lives here
   unsigned access;
-  GpuMemory gpu;      // set: base is a CUDA device address, reached only by copies
-  Fd dmabuf;          // a dma-buf MR keeps its buffer, as the kernel holds a reference
+  GpuMemory gpu;  // set: base is a CUDA device address, reached only by copies
+  Fd dmabuf;      // a dma-buf MR keeps its buffer, as the kernel holds a reference
 };
 
 // A stretch of registered memory the data path reads or writes: host bytes,
@@ -73,14 +73,14 @@ struct CompChannel {
 // head == tail returns without locking, which is what a busy poll mostly sees.
 struct Cq {
   ibv_cq cq;
-  std::mutex mu;                         // pollers among themselves
-  std::vector<ibv_wc> ring;              // sized at creation (cqe)
-  std::atomic<uint64_t> head{0};         // next entry to poll (pollers, under mu)
-  std::atomic<uint64_t> tail{0};         // next entry to fill (producer, under core().mu)
-  std::atomic<bool> armed{false};        // ibv_req_notify_cq: the next CQE writes to the channel
-  bool overrun = false;                  // core().mu
-  int qp_refs = 0;  // QPs using the CQ (destroy refuses with EBUSY)
-  CqStats* stats = nullptr;  // never null once created (see Stats::add_cq)
+  std::mutex mu;                   // pollers among themselves
+  std::vector<ibv_wc> ring;        // sized at creation (cqe)
+  std::atomic<uint64_t> head{0};   // next entry to poll (pollers, under mu)
+  std::atomic<uint64_t> tail{0};   // next entry to fill (producer, under core().mu)
+  std::atomic<bool> armed{false};  // ibv_req_notify_cq: the next CQE writes to the channel
+  bool overrun = false;            // core().mu
+  int qp_refs = 0;                 // QPs using the CQ (destroy refuses with EBUSY)
+  CqStats* stats = nullptr;        // never null once created (see Stats::add_cq)
 };
 
 // One posted send-queue work request, retired strictly in post order.  Slots
@@ -105,17 +105,17 @@ struct Qp {
   ibv_qp qp;
   ibv_qp_cap cap;
   bool sq_sig_all;
-  Conn* conn = nullptr;         // set while connected; engine-owned
-  Ring<SqEntry> sq;             // posted, not yet retired; max_send_wr slots
-  Ring<RqEntry> rq;             // max_recv_wr slots
-  uint32_t next_msn = 1;        // next request msn this side sends
+  Conn* conn = nullptr;   // set while connected; engine-owned
+  Ring<SqEntry> sq;       // posted, not yet retired; max_send_wr slots
+  Ring<RqEntry> rq;       // max_recv_wr slots
+  uint32_t next_msn = 1;  // next request msn this side sends
   uint8_t rnr_retry = kRnrRetryDefault;
   uint8_t retry_cnt = 7;
   uint8_t timeout = kDefaultAckTimeout;  // local ACK timeout: 4.096 us x 2^timeout
   uint8_t min_rnr_timer = 12;
   uint8_t max_rd_atomic = 0;
   uint8_t max_dest_rd_atomic = 0;
-  QpStats* stats = nullptr;     // never null once created (see Stats::add_qp)
+  QpStats* stats = nullptr;  // never null once created (see Stats::add_qp)
   static constexpr uint8_t kRnrRetryDefault = 7;
 };
 

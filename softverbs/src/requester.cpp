@@ -24,13 +24,26 @@ struct OpInfo {
 
 bool map_opcode(ibv_wr_opcode op, OpInfo* out) {
   switch (op) {
-    case IBV_WR_SEND: *out = {Op::kSend, IBV_WC_SEND}; return true;
-    case IBV_WR_SEND_WITH_IMM: *out = {Op::kSendImm, IBV_WC_SEND}; return true;
-    case IBV_WR_SEND_WITH_INV: *out = {Op::kSendInv, IBV_WC_SEND}; return true;
-    case IBV_WR_RDMA_WRITE: *out = {Op::kWrite, IBV_WC_RDMA_WRITE}; return true;
-    case IBV_WR_RDMA_WRITE_WITH_IMM: *out = {Op::kWriteImm, IBV_WC_RDMA_WRITE}; return true;
-    case IBV_WR_RDMA_READ: *out = {Op::kReadReq, IBV_WC_RDMA_READ}; return true;
-    default: return false;
+    case IBV_WR_SEND:
+      *out = {Op::kSend, IBV_WC_SEND};
+      return true;
+    case IBV_WR_SEND_WITH_IMM:
+      *out = {Op::kSendImm, IBV_WC_SEND};
+      return true;
+    case IBV_WR_SEND_WITH_INV:
+      *out = {Op::kSendInv, IBV_WC_SEND};
+      return true;
+    case IBV_WR_RDMA_WRITE:
+      *out = {Op::kWrite, IBV_WC_RDMA_WRITE};
+      return true;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      *out = {Op::kWriteImm, IBV_WC_RDMA_WRITE};
+      return true;
+    case IBV_WR_RDMA_READ:
+      *out = {Op::kReadReq, IBV_WC_RDMA_READ};
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -183,8 +196,10 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
   ch->hdr.msn = msn;
   ch->hdr.rkey = wr->wr.rdma.rkey;
   ch->hdr.raddr = wr->wr.rdma.remote_addr;
-  if (wr->opcode == IBV_WR_SEND_WITH_INV) ch->hdr.imm = wr->invalidate_rkey;
-  else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ch->hdr.imm = wr->imm_data;
+  if (wr->opcode == IBV_WR_SEND_WITH_INV)
+    ch->hdr.imm = wr->invalidate_rkey;
+  else if (wr->opcode == IBV_WR_SEND_WITH_IMM || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+    ch->hdr.imm = wr->imm_data;
   if (op.wire == Op::kSend || op.wire == Op::kSendImm || op.wire == Op::kSendInv) {
     ch->hdr.rkey = 0;
     ch->hdr.raddr = 0;
@@ -198,8 +213,10 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
       if (s.length == 0) continue;
       auto* p = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(s.addr));
       // Inline data is copied now; otherwise the HCA reads app memory until the ACK.
-      if (inl) ch->owned.insert(ch->owned.end(), p, p + s.length);
-      else ch->ext.push_back({p, s.length});
+      if (inl)
+        ch->owned.insert(ch->owned.end(), p, p + s.length);
+      else
+        ch->ext.push_back({p, s.length});
     }
   }
   int64_t flip = 0;
@@ -209,9 +226,12 @@ int post_one(Qp* qp, ibv_send_wr* wr) {
     ch->owned[static_cast<std::size_t>(flip) % ch->owned.size()] ^= kCorruptMask;
   }
   QpStats* st = qp->stats;
-  if (is_read) ++st->reads;
-  else if (op.wc == IBV_WC_RDMA_WRITE) ++st->writes;
-  else ++st->sends;
+  if (is_read)
+    ++st->reads;
+  else if (op.wc == IBV_WC_RDMA_WRITE)
+    ++st->writes;
+  else
+    ++st->sends;
   if (!is_read) st->bytes_out += total;
   if (qp->sq.empty()) ++qp->conn->acks;  // a new wait starts now, not at the last ACK
   SqEntry& e = add_entry();

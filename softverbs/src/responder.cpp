@@ -84,8 +84,10 @@ int dp_post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
     r.wr_id = wr->wr_id;
     r.sges.assign(wr->sg_list, wr->sg_list + wr->num_sge);
   }
-  if (qp->qp.state == IBV_QPS_ERR) flush_recv_queue(qp);
-  else if (qp->conn && qp->conn->in.parked) core().engine.unpark(qp->conn);
+  if (qp->qp.state == IBV_QPS_ERR)
+    flush_recv_queue(qp);
+  else if (qp->conn && qp->conn->in.parked)
+    core().engine.unpark(qp->conn);
   return 0;
 }
 
@@ -196,9 +198,12 @@ void complete_recv(Conn* c, Qp* qp, Op op, ibv_wc_status st) {
 // Remote status for the requester when the responder's own receive failed.
 int remote_status(uint32_t local) {
   switch (local) {
-    case IBV_WC_LOC_LEN_ERR: return IBV_WC_REM_INV_REQ_ERR;
-    case IBV_WC_LOC_PROT_ERR: return IBV_WC_REM_OP_ERR;
-    default: return static_cast<int>(local);
+    case IBV_WC_LOC_LEN_ERR:
+      return IBV_WC_REM_INV_REQ_ERR;
+    case IBV_WC_LOC_PROT_ERR:
+      return IBV_WC_REM_OP_ERR;
+    default:
+      return static_cast<int>(local);
   }
 }
 
@@ -229,8 +234,10 @@ void serve_read(Conn* c, Qp* qp) {
   ch.hdr.op = static_cast<uint8_t>(Op::kReadResp);
   ch.hdr.msn = h.msn;
   ch.hdr.len = h.rd_len;
-  if (!device_copy.empty()) ch.owned.swap(device_copy);
-  else if (h.rd_len) ch.ext.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(src.addr)), h.rd_len});
+  if (!device_copy.empty())
+    ch.owned.swap(device_copy);
+  else if (h.rd_len)
+    ch.ext.push_back({reinterpret_cast<void*>(static_cast<uintptr_t>(src.addr)), h.rd_len});
 }
 
 }  // namespace
@@ -239,10 +246,14 @@ void dp_on_message(Conn* c) {
   InParser& in = c->in;
   Op op = static_cast<Op>(in.hdr.op);
   switch (op) {
-    case Op::kAck: return req_on_ack(c);
-    case Op::kNak: return req_on_nak(c);
-    case Op::kReadResp: return req_on_read_resp(c);
-    default: break;
+    case Op::kAck:
+      return req_on_ack(c);
+    case Op::kNak:
+      return req_on_nak(c);
+    case Op::kReadResp:
+      return req_on_read_resp(c);
+    default:
+      break;
   }
   if (is_cm(op)) return cm_on_message(c);
   Qp* qp = c->qp;
@@ -266,8 +277,10 @@ void dp_on_message(Conn* c) {
   }
   if (op == Op::kReadReq) return serve_read(c, qp);
   qp->stats->bytes_in += in.hdr.len;
-  if (op == Op::kWrite || op == Op::kWriteImm) ++qp->stats->writes_in;
-  else ++qp->stats->sends_in;
+  if (op == Op::kWrite || op == Op::kWriteImm)
+    ++qp->stats->writes_in;
+  else
+    ++qp->stats->sends_in;
   if (needs_recv(op)) complete_recv(c, qp, op, IBV_WC_SUCCESS);
   c->recv_msn = in.hdr.msn;
   c->ack_pending = true;
@@ -275,10 +288,14 @@ void dp_on_message(Conn* c) {
 
 uint32_t dp_device_copy_failure(Sink sink) {
   switch (sink) {
-    case Sink::kWrite: return IBV_WC_REM_OP_ERR;  // the responder's fault: NAK, responder QP to error
-    case Sink::kRecv: return IBV_WC_LOC_PROT_ERR;
-    case Sink::kReadResp: return IBV_WC_LOC_PROT_ERR;
-    default: return IBV_WC_GENERAL_ERR;
+    case Sink::kWrite:
+      return IBV_WC_REM_OP_ERR;  // the responder's fault: NAK, responder QP to error
+    case Sink::kRecv:
+      return IBV_WC_LOC_PROT_ERR;
+    case Sink::kReadResp:
+      return IBV_WC_LOC_PROT_ERR;
+    default:
+      return IBV_WC_GENERAL_ERR;
   }
 }
 

@@ -19,13 +19,20 @@ struct QpCounter {
 
 // In dump order; folding walks the same list, so no counter is left out of it.
 constexpr QpCounter kQpCounters[] = {
-    {"sends", &QpStats::sends},         {"writes", &QpStats::writes},
-    {"reads", &QpStats::reads},         {"recvs", &QpStats::recvs},
-    {"sends_in", &QpStats::sends_in},   {"writes_in", &QpStats::writes_in},
-    {"reads_in", &QpStats::reads_in},   {"bytes_out", &QpStats::bytes_out},
-    {"bytes_in", &QpStats::bytes_in},   {"bytes_staged", &QpStats::bytes_staged},
-    {"completions", &QpStats::completions}, {"errors", &QpStats::errors},
-    {"flushed", &QpStats::flushed},     {"rnr_parks", &QpStats::rnr_parks},
+    {"sends", &QpStats::sends},
+    {"writes", &QpStats::writes},
+    {"reads", &QpStats::reads},
+    {"recvs", &QpStats::recvs},
+    {"sends_in", &QpStats::sends_in},
+    {"writes_in", &QpStats::writes_in},
+    {"reads_in", &QpStats::reads_in},
+    {"bytes_out", &QpStats::bytes_out},
+    {"bytes_in", &QpStats::bytes_in},
+    {"bytes_staged", &QpStats::bytes_staged},
+    {"completions", &QpStats::completions},
+    {"errors", &QpStats::errors},
+    {"flushed", &QpStats::flushed},
+    {"rnr_parks", &QpStats::rnr_parks},
 };
 
 void qp_counters_json(std::ostream& o, const QpStats& s) {

@@ -19,10 +19,10 @@ namespace sv {
 struct QpStats {
   uint32_t qp_num = 0;
   std::string device;
-  std::string local;   // "ip:port" of the connection, once connected
+  std::string local;  // "ip:port" of the connection, once connected
   std::string remote;
-  uint64_t sends = 0, writes = 0, reads = 0, recvs = 0;        // requests posted / receives completed
-  uint64_t writes_in = 0, reads_in = 0, sends_in = 0;          // served as responder
+  uint64_t sends = 0, writes = 0, reads = 0, recvs = 0;  // requests posted / receives completed
+  uint64_t writes_in = 0, reads_in = 0, sends_in = 0;    // served as responder
   uint64_t bytes_out = 0, bytes_in = 0;
   uint64_t bytes_staged = 0;  // of bytes_in placed from the staging buffer (copied twice), not read direct
   uint64_t completions = 0, errors = 0, flushed = 0, rnr_parks = 0;
@@ -65,7 +65,7 @@ class Stats {
   std::map<uint32_t, QpStats> qps_;
   std::map<uint32_t, CqStats> cqs_;
   std::deque<uint32_t> destroyed_qps_, destroyed_cqs_;  // oldest first
-  QpStats folded_qp_;  // counters of the records folded away
+  QpStats folded_qp_;                                   // counters of the records folded away
   CqStats folded_cq_;
   uint64_t folded_qps_ = 0, folded_cqs_ = 0;
   QpStats qp_sink_;

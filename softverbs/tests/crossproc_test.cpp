@@ -2,13 +2,13 @@
 // own softverbs instance; the fabric between them is loopback TCP.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <chrono>
 
 #include <chrono>
 #include <cstdio>
@@ -123,7 +123,8 @@ struct Client {
     EXPECT_EQ(rdma_connect(s.id, &cp), 0);
     est = expect_event(s.ch, want);
     if (est.type != want) return false;
-    if (want == RDMA_CM_EVENT_ESTABLISHED && est.pdata.size() >= sizeof peer) std::memcpy(&peer, est.pdata.data(), sizeof peer);
+    if (want == RDMA_CM_EVENT_ESTABLISHED && est.pdata.size() >= sizeof peer)
+      std::memcpy(&peer, est.pdata.data(), sizeof peer);
     return true;
   }
   // Sends a command capsule and waits for the reply capsule.

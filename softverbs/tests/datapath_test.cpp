@@ -1,7 +1,7 @@
 // Work requests of every type, checked byte for byte, plus ordering,
 // unsignaled WRs, inline data, several SGEs, CQ overflow and RNR.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>

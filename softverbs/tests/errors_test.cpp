@@ -25,9 +25,13 @@ TEST_P(RemoteAccess, FailsWithRemAccessErrThenFlushes) {
   ibv_mr* extra = nullptr;
   ibv_pd* other_pd = nullptr;
   switch (b.kind) {
-    case 0: rkey ^= 0x00ff0000u; break;
-    case 1: raddr = p.server.addr(kBufBytes - 16); break;  // 64-byte access crosses the end
-    case 2:  // registered for local access only
+    case 0:
+      rkey ^= 0x00ff0000u;
+      break;
+    case 1:
+      raddr = p.server.addr(kBufBytes - 16);
+      break;  // 64-byte access crosses the end
+    case 2:   // registered for local access only
       extra = ibv_reg_mr(p.server.pd, p.server.buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
       rkey = extra->rkey;
       break;

@@ -2,11 +2,11 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "harness.h"
 #include "softverbs/control.h"

@@ -205,8 +205,7 @@ TEST_F(GpuMemory, LocalSgesInDeviceMemorySendReceiveAndRead) {
   client_device.write(0, device_bytes, 0, kDevicePart);
 
   // RECV into device memory; SEND gathers one host and one device SGE.
-  ibv_sge recv_sge{reinterpret_cast<uintptr_t>(server_device.address(8192)), kHostPart + kDevicePart,
-                   server_mr->lkey};
+  ibv_sge recv_sge{reinterpret_cast<uintptr_t>(server_device.address(8192)), kHostPart + kDevicePart, server_mr->lkey};
   ASSERT_EQ(post_recv_sges(p.server.qp(), 11, &recv_sge, 1), 0);
   ibv_sge sg[2] = {{p.client.addr(0), kHostPart, p.client.mr->lkey},
                    {reinterpret_cast<uintptr_t>(client_device.address()), kDevicePart, client_mr->lkey}};

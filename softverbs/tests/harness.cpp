@@ -76,8 +76,10 @@ std::vector<ibv_wc> poll_for(ibv_cq* cq, int ms) {
   while (ms_left(deadline) > 0) {
     ibv_wc wc[16];
     int got = ibv_poll_cq(cq, 16, wc);
-    if (got > 0) out.insert(out.end(), wc, wc + got);
-    else std::this_thread::sleep_for(kPollPause);
+    if (got > 0)
+      out.insert(out.end(), wc, wc + got);
+    else
+      std::this_thread::sleep_for(kPollPause);
   }
   return out;
 }
@@ -170,8 +172,8 @@ int Side::post(ibv_wr_opcode op, uint64_t wr_id, std::size_t off, uint32_t len, 
   return post_sges(qp(), op, wr_id, &s, len ? 1 : 0, raddr, rkey, flags);
 }
 
-int Side::post_write_then_send(std::size_t data_off, uint32_t len, uint64_t raddr, uint32_t rkey,
-                               std::size_t resp_off, uint32_t resp_len) {
+int Side::post_write_then_send(std::size_t data_off, uint32_t len, uint64_t raddr, uint32_t rkey, std::size_t resp_off,
+                               uint32_t resp_len) {
   ibv_sge data{addr(data_off), len, mr->lkey};
   ibv_sge resp{addr(resp_off), resp_len, mr->lkey};
   ibv_send_wr w{}, s{};
@@ -212,7 +214,8 @@ bool Pair::connect(const PairOptions& o) {
   sockaddr_storage dst = inet_address(o.server_ip, port);
   sockaddr_storage src = inet_address(o.client_src ? o.client_src : "0.0.0.0", 0);
   EXPECT_EQ(rdma_resolve_addr(client.id, o.client_src ? reinterpret_cast<sockaddr*>(&src) : nullptr,
-                              reinterpret_cast<sockaddr*>(&dst), kWaitMs), 0);
+                              reinterpret_cast<sockaddr*>(&dst), kWaitMs),
+            0);
   expect_event(client.ch, RDMA_CM_EVENT_ADDR_RESOLVED);
   EXPECT_EQ(rdma_resolve_route(client.id, kWaitMs), 0);
   expect_event(client.ch, RDMA_CM_EVENT_ROUTE_RESOLVED);

@@ -44,8 +44,8 @@ sockaddr_in loopback(const char* ip, uint16_t port);
 sockaddr_storage inet_address(const char* ip, uint16_t port);
 
 // One work request over explicit SGEs (any MR, any key); returns ibv_post_*'s result.
-int post_sges(ibv_qp* qp, ibv_wr_opcode op, uint64_t wr_id, ibv_sge* sges, int n, uint64_t raddr = 0,
-              uint32_t rkey = 0, unsigned flags = IBV_SEND_SIGNALED);
+int post_sges(ibv_qp* qp, ibv_wr_opcode op, uint64_t wr_id, ibv_sge* sges, int n, uint64_t raddr = 0, uint32_t rkey = 0,
+              unsigned flags = IBV_SEND_SIGNALED);
 int post_recv_sges(ibv_qp* qp, uint64_t wr_id, ibv_sge* sges, int n);
 
 // One side of an RC connection with its own channel, PD, CQ, QP and buffer.
@@ -63,8 +63,8 @@ struct Side {
   Side& operator=(const Side&) = delete;
   ~Side();
   // PD + CQ + QP + MR on id->verbs.
-  void setup_qp(rdma_cm_id* on, unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                                      IBV_ACCESS_REMOTE_READ);
+  void setup_qp(rdma_cm_id* on,
+                unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   ibv_qp* qp() const { return id->qp; }
   uint64_t addr(std::size_t off = 0) { return reinterpret_cast<uintptr_t>(buf.data()) + off; }
   int post_recv(uint64_t wr_id, std::size_t off, uint32_t len);
@@ -72,13 +72,13 @@ struct Side {
            unsigned flags = IBV_SEND_SIGNALED);
   // What an NVMe-oF target does for a read: RDMA WRITE [data_off, +len) to
   // (raddr, rkey), then SEND [resp_off, +resp_len), chained in one post list.
-  int post_write_then_send(std::size_t data_off, uint32_t len, uint64_t raddr, uint32_t rkey,
-                           std::size_t resp_off, uint32_t resp_len);
+  int post_write_then_send(std::size_t data_off, uint32_t len, uint64_t raddr, uint32_t rkey, std::size_t resp_off,
+                           uint32_t resp_len);
 };
 
 struct PairOptions {
   const char* server_ip = "127.0.0.1";  // or "::1"
-  const char* client_src = nullptr;  // resolve_addr source address
+  const char* client_src = nullptr;     // resolve_addr source address
   uint8_t rnr_retry = 7;
   bool accept = true;
 };

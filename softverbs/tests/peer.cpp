@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> buf(kBuf);
   ibv_pd* pd = ibv_alloc_pd(id->verbs);
   ibv_cq* cq = ibv_create_cq(id->verbs, 4 * kDepth, nullptr, nullptr, 0);
-  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(),
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  ibv_mr* mr =
+      ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = cq;
   qa.qp_type = IBV_QPT_RC;

@@ -6,9 +6,9 @@
 namespace svt {
 
 enum class PeerOp : uint32_t {
-  kVerify = 1,      // check [offset, offset+len) of the peer buffer against seed
-  kWriteBack = 2,   // RDMA_WRITE pattern(seed) to raddr/rkey, then SEND the reply
-  kReadFrom = 3,    // RDMA_READ raddr/rkey into the peer buffer, verify against seed
+  kVerify = 1,     // check [offset, offset+len) of the peer buffer against seed
+  kWriteBack = 2,  // RDMA_WRITE pattern(seed) to raddr/rkey, then SEND the reply
+  kReadFrom = 3,   // RDMA_READ raddr/rkey into the peer buffer, verify against seed
   kQuit = 4,
 };
 

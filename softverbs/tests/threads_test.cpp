@@ -53,8 +53,7 @@ TEST(Threads, TargetThreadAndInitiatorThread) {
       std::memcpy(&len, p.server.buf.data() + kReqOff, sizeof len);
       if (p.server.post_recv(0, kReqOff, 64) != 0) ++target_errors;
       for (uint32_t k = 0; k < len; ++k) p.server.buf[kDataOff + k] = static_cast<uint8_t>(i + k);
-      if (p.server.post_write_then_send(kDataOff, len, p.client.addr(kDataOff), p.client.mr->rkey,
-                                        kRespOff, 64) != 0) {
+      if (p.server.post_write_then_send(kDataOff, len, p.client.addr(kDataOff), p.client.mr->rkey, kRespOff, 64) != 0) {
         ++target_errors;
       }
     }

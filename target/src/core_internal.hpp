@@ -16,8 +16,8 @@ inline constexpr std::uint8_t kReadyTimeout500ms = 15;  // CAP.TO: 7.5 s, as nvm
 inline constexpr std::uint8_t kConnectAttrDisableSqFlowControl = 1u << 2;  // CATTR DISSQFC
 // VS 1.3: Linux then asks CNS 0x03 but not CNS 0x08 (digest §10.16).
 inline constexpr wire::Version kReportedVersion = wire::Version::make(1, 3, 0);
-inline constexpr unsigned kAsyncEventLimit = 3;  // AERL, 0's based: four held at most
-inline constexpr std::uint32_t kAnaGroupId = 1;  // the one ANA group: every namespace
+inline constexpr unsigned kAsyncEventLimit = 3;          // AERL, 0's based: four held at most
+inline constexpr std::uint32_t kAnaGroupId = 1;          // the one ANA group: every namespace
 inline constexpr std::uint8_t kAnaTransitionTimeS = 10;  // ANATT, as nvmet
 
 inline DataPlan failed_plan(wire::GenericStatus status) {

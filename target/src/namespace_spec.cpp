@@ -149,8 +149,9 @@ void parse_protection_options(std::span<const std::string_view> options, const s
     const unsigned sts = static_cast<unsigned>(storage_tag_bits.value_or(
         ns.pi_guard == wire::PiGuard::crc32 ? wire::kMinStorageTag32Bits : 0));
     if (!wire::storage_tag_bits_valid(ns.pi_guard, sts)) {
-        throw UsageError(what + ": sts=" + std::to_string(sts) + " is outside what the guard allows " +
-                         "(0-32 bits with the 16-bit guard, 16-64 with guard32, 0-48 with guard64)");
+        throw UsageError(
+            what + ": sts=" + std::to_string(sts) + " is outside what the guard allows " +
+            "(0-32 bits with the 16-bit guard, 16-64 with guard32, 0-48 with guard64)");
     }
     ns.storage_tag_bits = static_cast<std::uint8_t>(sts);
     if (ns.block_format().pi_bytes() > ns.metadata_size) {

@@ -261,8 +261,8 @@ TEST_P(Protection, IdentifyReportsTheFormat) {
     EXPECT_EQ(ns.dps & wire::kDpsPiTypeMask, static_cast<std::uint8_t>(format_.pi_type));
     EXPECT_EQ((ns.dps & wire::kDpsPiFirst) != 0, format_.pi_first);
     // DPC: only the protection it has (no Format NVM could give it another).
-    const std::uint8_t type_bit = static_cast<std::uint8_t>(
-        1u << (static_cast<unsigned>(format_.pi_type) - 1));
+    const std::uint8_t type_bit =
+        static_cast<std::uint8_t>(1u << (static_cast<unsigned>(format_.pi_type) - 1));
     EXPECT_EQ(ns.dpc, type_bit | (format_.pi_first ? wire::kDpcPiFirst : wire::kDpcPiLast));
     EXPECT_EQ(ns.dlfeat, wire::kDlfeatReadsZeroes);
 
@@ -270,8 +270,9 @@ TEST_P(Protection, IdentifyReportsTheFormat) {
     ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
     wire::IdentifyNvmNamespace nvm{};
     std::memcpy(&nvm, r.data.data(), sizeof nvm);
-    EXPECT_EQ(nvm.elbaf[0], (static_cast<std::uint32_t>(format_.guard) << wire::kElbafPiFormatShift) |
-                                format_.storage_tag_bits);
+    EXPECT_EQ(nvm.elbaf[0],
+              (static_cast<std::uint32_t>(format_.guard) << wire::kElbafPiFormatShift) |
+                  format_.storage_tag_bits);
     EXPECT_EQ(nvm.lbstm, format_.storage_tag_max());
 
     // What the host makes of the two is the format served.
@@ -391,24 +392,19 @@ TEST_P(Protection, WrongTagsOnReadFailWithTheirStatus) {
     const std::uint64_t slba = 300;
     const std::uint32_t blocks = 3;
     const PiTags tags = tags_for(format_, slba);
-    ASSERT_TRUE(write(slba, blocks, all_, tags, host_blocks(format_, blocks, tags, 9))
-                    .status()
-                    .ok());
+    ASSERT_TRUE(
+        write(slba, blocks, all_, tags, host_blocks(format_, blocks, tags, 9)).status().ok());
     PiTags other_apptag = tags;
     other_apptag.apptag = static_cast<std::uint16_t>(kApptag + 1);
-    EXPECT_EQ(read(slba, blocks, all_, other_apptag).status(),
-              check_status(PiCheck::apptag));
-    EXPECT_TRUE(
-        read(slba, blocks, without(all_, PiCheck::apptag), other_apptag).status().ok());
+    EXPECT_EQ(read(slba, blocks, all_, other_apptag).status(), check_status(PiCheck::apptag));
+    EXPECT_TRUE(read(slba, blocks, without(all_, PiCheck::apptag), other_apptag).status().ok());
     // Type 1: a reftag other than the SLBA is refused (InitialReftagMustBeTheSlba);
     // type 2 compares it; type 3 does not, whatever PRCHK asks.
     PiTags other_reftag = tags;
     other_reftag.reftag += 1;
     if (format_.pi_type == PiType::type2) {
-        EXPECT_EQ(read(slba, blocks, all_, other_reftag).status(),
-                  check_status(PiCheck::reftag));
-        EXPECT_TRUE(
-            read(slba, blocks, without(all_, PiCheck::reftag), other_reftag).status().ok());
+        EXPECT_EQ(read(slba, blocks, all_, other_reftag).status(), check_status(PiCheck::reftag));
+        EXPECT_TRUE(read(slba, blocks, without(all_, PiCheck::reftag), other_reftag).status().ok());
     } else if (format_.pi_type == PiType::type3) {
         EXPECT_TRUE(read(slba, blocks, all_, other_reftag).status().ok());
     }
@@ -427,8 +423,7 @@ TEST_P(Protection, ApptagMaskAndEscape) {
     const std::uint64_t slba = 400;
     PiTags tags = tags_for(format_, slba);
     tags.apptag = 0x12FF;
-    ASSERT_TRUE(
-        write(slba, 2, all_, tags, host_blocks(format_, 2, tags, 1)).status().ok());
+    ASSERT_TRUE(write(slba, 2, all_, tags, host_blocks(format_, 2, tags, 1)).status().ok());
     PiTags masked = tags;
     masked.apptag = 0x1200;
     masked.apptag_mask = 0xFF00;  // the low byte is not compared
@@ -446,8 +441,7 @@ TEST_P(Protection, ApptagMaskAndEscape) {
     }
     Bytes escaped = host_blocks(format_, 1, escape, 2);
     flip_field(format_, escaped, 0, PiCheck::guard);
-    ASSERT_TRUE(
-        write(slba + 2, 1, all_, tags_for(format_, slba + 2), escaped).status().ok());
+    ASSERT_TRUE(write(slba + 2, 1, all_, tags_for(format_, slba + 2), escaped).status().ok());
     const Result r = read(slba + 2, 1, all_);
     ASSERT_TRUE(r.status().ok()) << wire::describe(r.status());
     EXPECT_EQ(r.data, escaped);
@@ -490,8 +484,7 @@ TEST_P(Protection, WriteZeroesStoresValidPi) {
     const std::uint64_t slba = 600;
     const std::uint32_t blocks = 300;  // more than one run of blocks built at a time
     const PiTags tags = tags_for(format_, slba);
-    ASSERT_TRUE(
-        write(slba, 8, all_, tags, host_blocks(format_, 8, tags, 5)).status().ok());
+    ASSERT_TRUE(write(slba, 8, all_, tags, host_blocks(format_, 8, tags, 5)).status().ok());
     wire::Sqe zeroes = wire::write_zeroes_command(1, slba, blocks);
     wire::set_protection(zeroes, format_, wire::kPract, tags);
     ASSERT_TRUE(h_->run(io_, zeroes).status().ok());
@@ -552,17 +545,17 @@ TEST_P(Protection, CorruptFaultsCaughtByTheirOwnCheck) {
     const std::uint32_t blocks = 8;
     const PiTags tags = tags_for(format_, slba);
     ::testing::internal::CaptureStderr();
-    ASSERT_TRUE(write(slba, blocks, all_, tags, host_blocks(format_, blocks, tags, 4))
-                    .status()
-                    .ok());
+    ASSERT_TRUE(
+        write(slba, blocks, all_, tags, host_blocks(format_, blocks, tags, 4)).status().ok());
     const std::string log = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(h_->stats().faults_injected, checks_.size());
     for (const PiCheck check : checks_) {
         const std::string name = check == PiCheck::storage_tag
                                      ? "corrupt-storage-tag: "
-                                     : "corrupt-" + std::string(check == PiCheck::guard    ? "guard"
-                                                                : check == PiCheck::apptag ? "apptag"
-                                                                                           : "reftag") +
+                                     : "corrupt-" +
+                                           std::string(check == PiCheck::guard    ? "guard"
+                                                       : check == PiCheck::apptag ? "apptag"
+                                                                                  : "reftag") +
                                            ": ";
         EXPECT_NE(log.find(name), std::string::npos) << log;
     }
@@ -680,14 +673,14 @@ TEST(ProtectionPract, SixteenBytePiWithTheDataAsSpdkSendsIt) {
     ASSERT_TRUE(h.run(io, write, sent).status().ok());
     Bytes expected = sent;
     wire::pi_generate(format, writable(expected), tags);
-    wire::Sqe read = protected_rw(format, IoOpcode::read, slba, blocks,
-                                  wire::kPract | wire::kPrchkAll, tags);
+    wire::Sqe read =
+        protected_rw(format, IoOpcode::read, slba, blocks, wire::kPract | wire::kPrchkAll, tags);
     read.dptr = CoreHarness::keyed(sent.size());
     const Result extended = h.run(io, read);
     ASSERT_TRUE(extended.status().ok()) << wire::describe(extended.status());
     EXPECT_EQ(extended.data, expected);
-    const Result data_only = h.run(
-        io, protected_rw(format, IoOpcode::read, slba, blocks, wire::kPract | wire::kPrchkAll, tags));
+    const Result data_only = h.run(io, protected_rw(format, IoOpcode::read, slba, blocks,
+                                                    wire::kPract | wire::kPrchkAll, tags));
     ASSERT_TRUE(data_only.status().ok());
     EXPECT_EQ(data_only.data, data_of(format, expected));
 }

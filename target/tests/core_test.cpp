@@ -474,9 +474,9 @@ TEST(Features, HostBehaviorSupport) {
     EXPECT_EQ(get(wire::FeatureSelect::current).data[2], 1);  // unchanged
     // The data is exactly 512 bytes.
     ::testing::internal::CaptureStderr();
-    EXPECT_EQ(h.run(q, wire::set_host_behavior_support_command(CoreHarness::keyed(511)), bytes)
-                  .status(),
-              generic(GenericStatus::data_sgl_length_invalid));
+    EXPECT_EQ(
+        h.run(q, wire::set_host_behavior_support_command(CoreHarness::keyed(511)), bytes).status(),
+        generic(GenericStatus::data_sgl_length_invalid));
     EXPECT_NE(::testing::internal::GetCapturedStderr().find(
                   "Set Features refused (Data SGL Length Invalid): SGL length 511 bytes, the "
                   "command moves 512"),
@@ -487,9 +487,8 @@ TEST(Features, HostBehaviorSupportNotOnDiscoveryControllers) {
     CoreHarness h;
     QueueState q = CoreHarness::new_queue(0);
     h.bring_up(q, wire::kDiscoveryNqn);
-    EXPECT_EQ(
-        h.run(q, wire::get_host_behavior_support_command(CoreHarness::keyed(0))).status(),
-        generic(GenericStatus::invalid_field));
+    EXPECT_EQ(h.run(q, wire::get_host_behavior_support_command(CoreHarness::keyed(0))).status(),
+              generic(GenericStatus::invalid_field));
 }
 
 TEST(KeepAlive, ExpiryAndRefresh) {

@@ -47,8 +47,9 @@ void namespace_page(const wire::IdentifyNamespace& ns, const wire::IdentifyNvmNa
         const wire::NamespaceGeometry g = wire::namespace_geometry(ns, nvm);
         const wire::BlockFormat& f = g.format;
         require(f.pi_bytes() <= f.metadata_bytes, "PI larger than the metadata");
-        require(f.pi_type == wire::PiType::none || f.pi_offset() + f.pi_bytes() <= f.extended_bytes(),
-                "PI outside its block");
+        require(
+            f.pi_type == wire::PiType::none || f.pi_offset() + f.pi_bytes() <= f.extended_bytes(),
+            "PI outside its block");
         require(f.transfer_block_bytes(true) >= f.data_bytes &&
                     f.transfer_block_bytes(false) == f.extended_bytes(),
                 "a block size in a buffer below its data or above data and metadata");

@@ -2,14 +2,14 @@
 // and every target fault giving its documented error without hanging.
 #include <gtest/gtest.h>
 
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <ctime>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "nvmeof/keep_alive_thread.hpp"
@@ -21,8 +21,9 @@ using namespace nvmeof;
 using nvmeof::test::TargetProcess;
 using namespace std::chrono_literals;
 
-#define REQUIRE_CONFIGURABLE()                                                          \
-    if (!TargetProcess::can_configure()) GTEST_SKIP() << "needs our nvmeof-target (limits/faults)"
+#define REQUIRE_CONFIGURABLE()           \
+    if (!TargetProcess::can_configure()) \
+    GTEST_SKIP() << "needs our nvmeof-target (limits/faults)"
 
 namespace {
 
@@ -81,7 +82,8 @@ TEST_P(Negotiation, QueueSizeIsTheTightestLimit) {
     EXPECT_EQ(io.submit(ns, {Op::flush, 0, 0, nullptr, 0, 99}), SubmitResult::busy);
     Completion done[64];
     std::size_t n = 0;
-    while (n + 1 < c.expected) n += io.poll(done);
+    while (n + 1 < c.expected)
+        n += io.poll(done);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -132,7 +134,8 @@ TEST(Connect, UnreachableAddress) {
     o.timeout = 3s;
     const auto start = std::chrono::steady_clock::now();
     const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
-    EXPECT_TRUE(e.cause() == ConnectFailure::address_unreachable || e.cause() == ConnectFailure::timeout)
+    EXPECT_TRUE(e.cause() == ConnectFailure::address_unreachable ||
+                e.cause() == ConnectFailure::timeout)
         << e.what();
     EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
 }
@@ -186,7 +189,8 @@ TEST(Connect, GoodSourceAddressIsReported) {
         // Loopback may have no RDMA device there (e.g. rxe on one interface): use the
         // address a first connection went out from.
         std::string first = Controller::connect(target.options()).limits().source_address;
-        if (const auto colon = first.rfind(':'); colon != std::string::npos && first.find('.') != std::string::npos) {
+        if (const auto colon = first.rfind(':');
+            colon != std::string::npos && first.find('.') != std::string::npos) {
             first.resize(colon);
         }
         o.source = first;
@@ -311,9 +315,10 @@ TEST(KeepAlive, TimeoutBelowTheControllersGranularityIsRefused) {
     o.keep_alive_ms = 1500;
     const ConnectError e = expect_connect_error([&] { Controller::connect(o); });
     EXPECT_EQ(e.cause(), ConnectFailure::invalid_options) << e.what();
-    EXPECT_NE(std::string(e.what()).find(
-                  "keep_alive_ms=1500: below the controller's keep-alive granularity (KAS) of 2000 ms"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "keep_alive_ms=1500: below the controller's keep-alive granularity (KAS) of 2000 ms"),
+        std::string::npos)
         << e.what();
     o.keep_alive_ms = 2000;
     Controller c = Controller::connect(o);
@@ -417,7 +422,8 @@ TEST(Faults, NvmeErrorStatusOfOneIo) {
         EXPECT_EQ(e.status().type(), wire::StatusCodeType::media);
         EXPECT_EQ(e.status().code(), 0x81);
         EXPECT_EQ(e.command(), "Read");
-        EXPECT_NE(std::string(e.what()).find("Unrecovered Read Error"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Unrecovered Read Error"), std::string::npos)
+            << e.what();
     }
     ns.read(buf, 0, 1);  // the queue is still fine
 }
@@ -432,7 +438,8 @@ TEST(Faults, PollCountsTheCompletionsThatFailed) {
     auto buf = ctrl.allocate(4 * ns.lba_size());
     auto io = ctrl.io();
     for (std::uint64_t i = 0; i < 3; ++i) {
-        ASSERT_EQ(io.submit(ns, {Op::read, i, 1, &buf, i * ns.lba_size(), 100 + i}), SubmitResult::queued);
+        ASSERT_EQ(io.submit(ns, {Op::read, i, 1, &buf, i * ns.lba_size(), 100 + i}),
+                  SubmitResult::queued);
     }
     std::size_t finished = 0;
     std::size_t failed_counted = 0;
@@ -461,10 +468,12 @@ TEST(Faults, DroppedConnectionMidIoFailsWithTransportError) {
     auto buf = ctrl.allocate(256 * 1024);
     const auto start = std::chrono::steady_clock::now();
     try {
-        for (int i = 0; i < 10; ++i) ns.write(buf, 0);
+        for (int i = 0; i < 10; ++i)
+            ns.write(buf, 0);
         FAIL() << "expected TransportError";
     } catch (const TransportError& e) {
-        EXPECT_TRUE(e.code() == TransportErrc::disconnected || e.code() == TransportErrc::queue_error)
+        EXPECT_TRUE(e.code() == TransportErrc::disconnected ||
+                    e.code() == TransportErrc::queue_error)
             << e.what();
     }
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);

@@ -12,8 +12,8 @@
 #include "target_process.hpp"
 
 using namespace nvmeof;
-using nvmeof::test::TargetProcess;
 using nvmeof::test::fill;
+using nvmeof::test::TargetProcess;
 using namespace std::chrono_literals;
 
 namespace {
@@ -26,7 +26,6 @@ namespace {
     } while (false)
 
 constexpr std::uint32_t kDefaultInCapsuleBytes = 4096;  // the target's default IOCCSZ 260
-
 
 // Writes `blocks` blocks at `slba` from `offset` in a fresh pattern, reads them
 // back and compares.

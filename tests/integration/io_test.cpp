@@ -12,14 +12,14 @@
 #include "target_process.hpp"
 
 using namespace nvmeof;
-using nvmeof::test::TargetProcess;
 using nvmeof::test::fill;
+using nvmeof::test::TargetProcess;
 
 namespace {
 
-
-#define REQUIRE_CONFIGURABLE()                                                          \
-    if (!TargetProcess::can_configure()) GTEST_SKIP() << "needs our nvmeof-target (limits/faults)"
+#define REQUIRE_CONFIGURABLE()           \
+    if (!TargetProcess::can_configure()) \
+    GTEST_SKIP() << "needs our nvmeof-target (limits/faults)"
 
 }  // namespace
 
@@ -40,7 +40,7 @@ TEST(Io, HappyPathReadWriteFlushWithDataChecked) {
     auto out = ctrl.allocate(8 * lba);
     auto in = ctrl.allocate(8 * lba);
     fill(out, 1);
-    ns.write(out, 16);                      // blocks from the buffer size
+    ns.write(out, 16);  // blocks from the buffer size
     ns.read(in, 16, 8);
     EXPECT_EQ(std::memcmp(in.data(), out.data(), out.size()), 0);
     ns.flush();
@@ -59,8 +59,10 @@ TEST(Io, HappyPathReadWriteFlushWithDataChecked) {
 
     // The low-level API, as in the Python package.
     auto io = ctrl.io();
-    auto request = io.submit(wire::rw_command(wire::IoOpcode::read, ns.nsid(), 20, 1, in.remote(), lba), &in);
-    while (!request.done()) io.make_progress();
+    auto request =
+        io.submit(wire::rw_command(wire::IoOpcode::read, ns.nsid(), 20, 1, in.remote(), lba), &in);
+    while (!request.done())
+        io.make_progress();
     request.response().raise_for_status();
     EXPECT_EQ(std::memcmp(in.data(), out.data() + 4 * lba, lba), 0);
     ctrl.close();
@@ -191,7 +193,8 @@ TEST(Io, BusyWhenTheQueueIsFullAndNothingIsSubmitted) {
     EXPECT_EQ(io.in_flight(), 3u);
     std::size_t finished = 0;
     Completion done[4];
-    while (finished < 3) finished += io.poll(done);
+    while (finished < 3)
+        finished += io.poll(done);
     EXPECT_EQ(io.free_slots(), 3u);
 }
 
@@ -247,8 +250,8 @@ TEST(Io, RangeAndBufferValidation) {
     auto buf = ctrl.allocate(4 * lba);
     EXPECT_THROW(ns.read(buf, ns.size_lbas() - 1, 2), InvalidArgument);  // past the end
     EXPECT_THROW(ns.read(buf, ns.size_lbas()), InvalidArgument);
-    EXPECT_THROW(ns.write(buf, 0, 5), InvalidArgument);                 // buffer too small
-    EXPECT_THROW(ns.write(buf, 0, 2, 3 * lba), InvalidArgument);        // offset + length
+    EXPECT_THROW(ns.write(buf, 0, 5), InvalidArgument);           // buffer too small
+    EXPECT_THROW(ns.write(buf, 0, 2, 3 * lba), InvalidArgument);  // offset + length
     EXPECT_THROW(ns.write_zeroes(ns.size_lbas(), 1), InvalidArgument);
     EXPECT_THROW(ns.read(buf, 0, 0), InvalidArgument);
     EXPECT_THROW(ctrl.namespace_at(0), InvalidArgument);
@@ -310,7 +313,8 @@ TEST(Io, DeferredSubmissionsGoOutOnCommit) {
     io.commit();
     EXPECT_EQ(io.deferred(), 0u);
     std::size_t n = 0;
-    while (n < 4) n += io.poll(std::span<Completion>(done + n, 4 - n));
+    while (n < 4)
+        n += io.poll(std::span<Completion>(done + n, 4 - n));
     auto back = ctrl.allocate(buf.size());
     ns.read(back, 40, 4);
     EXPECT_EQ(std::memcmp(back.data(), buf.data(), buf.size()), 0);
@@ -361,8 +365,8 @@ TEST(Io, OneUnansweredCommandAmongManyAnsweredTimesOut) {
     std::optional<CompletionStatus> failure;
     Completion done[16];
     while (!failure && std::chrono::steady_clock::now() - start < std::chrono::seconds(15)) {
-        while (io.submit(ns, {Op::read, next % kBlocks, 1, &buf, (next % kBlocks) * ns.lba_size(), next}) ==
-               SubmitResult::queued) {
+        while (io.submit(ns, {Op::read, next % kBlocks, 1, &buf, (next % kBlocks) * ns.lba_size(),
+                              next}) == SubmitResult::queued) {
             ++next;
         }
         const std::size_t n = io.poll(done);

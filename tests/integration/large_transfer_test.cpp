@@ -8,12 +8,11 @@
 #include "target_process.hpp"
 
 using namespace nvmeof;
-using nvmeof::test::TargetProcess;
 using nvmeof::test::fill;
+using nvmeof::test::TargetProcess;
 using namespace std::chrono_literals;
 
 namespace {
-
 
 // Polls until `count` transfers finished; returns them in completion order.
 std::vector<Completion> wait_for(IoQueue& io, std::size_t count) {

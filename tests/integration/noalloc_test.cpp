@@ -19,8 +19,8 @@ extern "C" void __libc_free(void* p);
 
 namespace {
 thread_local bool counting = false;
-thread_local std::size_t new_calls = 0;     // from our code
-thread_local std::size_t malloc_calls = 0;  // from our code
+thread_local std::size_t new_calls = 0;       // from our code
+thread_local std::size_t malloc_calls = 0;    // from our code
 thread_local std::size_t provider_calls = 0;  // from libibverbs/librdmacm (the device)
 
 // True when the caller is the verbs provider rather than our code.
@@ -37,20 +37,37 @@ bool from_provider(void* caller) {
 
 void* operator new(std::size_t size) {
     if (counting) {
-        if (from_provider(__builtin_return_address(0))) ++provider_calls; else ++new_calls;
+        if (from_provider(__builtin_return_address(0)))
+            ++provider_calls;
+        else
+            ++new_calls;
     }
-    if (void* p = __libc_malloc(size == 0 ? 1 : size)) return p;
+    if (void* p = __libc_malloc(size == 0 ? 1 : size))
+        return p;
     throw std::bad_alloc();
 }
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { __libc_free(p); }
-void operator delete[](void* p) noexcept { __libc_free(p); }
-void operator delete(void* p, std::size_t) noexcept { __libc_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { __libc_free(p); }
+void* operator new[](std::size_t size) {
+    return operator new(size);
+}
+void operator delete(void* p) noexcept {
+    __libc_free(p);
+}
+void operator delete[](void* p) noexcept {
+    __libc_free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    __libc_free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    __libc_free(p);
+}
 
 extern "C" void* malloc(std::size_t size) {
     if (counting) {
-        if (from_provider(__builtin_return_address(0))) ++provider_calls; else ++malloc_calls;
+        if (from_provider(__builtin_return_address(0)))
+            ++provider_calls;
+        else
+            ++malloc_calls;
     }
     return __libc_malloc(size);
 }
@@ -70,9 +87,14 @@ TEST(NoAllocation, SteadyStateSubmitAndPoll) {
         while (finished < transfers) {
             while (submitted < transfers) {
                 const auto slot = static_cast<std::uint64_t>(submitted % 64);
-                const Transfer t{submitted % 2 ? Op::read : Op::write, slot * blocks, blocks, &arena,
-                                 slot * 4096, static_cast<std::uint64_t>(submitted)};
-                if (io.submit(ns, t) != SubmitResult::queued) break;
+                const Transfer t{submitted % 2 ? Op::read : Op::write,
+                                 slot * blocks,
+                                 blocks,
+                                 &arena,
+                                 slot * 4096,
+                                 static_cast<std::uint64_t>(submitted)};
+                if (io.submit(ns, t) != SubmitResult::queued)
+                    break;
                 ++submitted;
             }
             const std::size_t n = io.poll(done);
@@ -88,8 +110,10 @@ TEST(NoAllocation, SteadyStateSubmitAndPoll) {
     counting = false;
     EXPECT_EQ(new_calls, 0u);
     EXPECT_EQ(malloc_calls, 0u);
-    std::printf("2000 transfers: %zu operator new / %zu malloc calls from libnvmeof and the test, "
-                "%zu from the verbs provider\n", new_calls, malloc_calls, provider_calls);
+    std::printf(
+        "2000 transfers: %zu operator new / %zu malloc calls from libnvmeof and the test, "
+        "%zu from the verbs provider\n",
+        new_calls, malloc_calls, provider_calls);
 }
 
 // Transfers of more pieces than the queue holds: the waiting pieces live in
@@ -107,9 +131,14 @@ TEST(NoAllocation, TransfersQueuedInParts) {
         while (finished < transfers) {
             while (submitted < transfers) {
                 const auto slot = static_cast<std::uint64_t>(submitted % 4);
-                const Transfer t{submitted % 2 ? Op::read : Op::write, slot * blocks, blocks, &arena,
-                                 slot * blocks * ns.lba_size(), static_cast<std::uint64_t>(submitted)};
-                if (io.submit(ns, t) != SubmitResult::queued) break;
+                const Transfer t{submitted % 2 ? Op::read : Op::write,
+                                 slot * blocks,
+                                 blocks,
+                                 &arena,
+                                 slot * blocks * ns.lba_size(),
+                                 static_cast<std::uint64_t>(submitted)};
+                if (io.submit(ns, t) != SubmitResult::queued)
+                    break;
                 ++submitted;
             }
             const std::size_t n = io.poll(done);
@@ -125,7 +154,8 @@ TEST(NoAllocation, TransfersQueuedInParts) {
     counting = false;
     EXPECT_EQ(new_calls, 0u);
     EXPECT_EQ(malloc_calls, 0u);
-    std::printf("64 transfers of 32 pieces on 7 slots: %zu operator new / %zu malloc calls from "
-                "libnvmeof and the test, %zu from the verbs provider\n",
-                new_calls, malloc_calls, provider_calls);
+    std::printf(
+        "64 transfers of 32 pieces on 7 slots: %zu operator new / %zu malloc calls from "
+        "libnvmeof and the test, %zu from the verbs provider\n",
+        new_calls, malloc_calls, provider_calls);
 }

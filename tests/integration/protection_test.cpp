@@ -13,11 +13,10 @@
 #include "target_process.hpp"
 
 using namespace nvmeof;
-using nvmeof::test::TargetProcess;
 using nvmeof::test::fill;
+using nvmeof::test::TargetProcess;
 
 namespace {
-
 
 // The errno and message of a blocking call's failure.
 template <typename F>
@@ -85,10 +84,12 @@ TEST(Protection, Type1With16BitGuardAcrossPieces) {
     EXPECT_EQ(guard_errno, EILSEQ) << guard_text;
     EXPECT_NE(guard_text.find("Guard Check Error"), std::string::npos) << guard_text;
     // Not checked: stored as sent.
-    EXPECT_EQ(failure_of([&] { ns.write(bad, 2000, 4, 0, {.prinfo = kPrchkReftag, .apptag = 7}); }).first, 0);
+    EXPECT_EQ(
+        failure_of([&] { ns.write(bad, 2000, 4, 0, {.prinfo = kPrchkReftag, .apptag = 7}); }).first,
+        0);
 
-    auto [app_errno, app_text] =
-        failure_of([&] { ns.read(again, 1000, kBlocks, 0, {.prinfo = kPrchkApptag, .apptag = 0x00AC}); });
+    auto [app_errno, app_text] = failure_of(
+        [&] { ns.read(again, 1000, kBlocks, 0, {.prinfo = kPrchkApptag, .apptag = 0x00AC}); });
     EXPECT_EQ(app_errno, EILSEQ) << app_text;
     EXPECT_NE(app_text.find("Application Tag Check Error"), std::string::npos) << app_text;
     // The mask leaves out the bit that differs.
@@ -186,8 +187,8 @@ TEST(Protection, StorageTagsWithThe32BitGuardAcrossPieces) {
     auto buf = ctrl.allocate(kCount * f.extended_bytes());
     fill(buf, 6);
     pi_generate(f, buf.bytes(), {40, 0x77, 0xFFFF, kStorageTag});
-    const Protection checked{.prinfo = kPrchkAll | kCheckStorageTag, .apptag = 0x77,
-                             .storage_tag = kStorageTag};
+    const Protection checked{
+        .prinfo = kPrchkAll | kCheckStorageTag, .apptag = 0x77, .storage_tag = kStorageTag};
     ASSERT_GT(ctrl.io().pieces(ns, {Op::write, 40, kCount, &buf, 0, 0, checked}), 1u);
     ns.write(buf, 40, kCount, 0, checked);
     auto back = ctrl.allocate(buf.size());
@@ -208,8 +209,9 @@ TEST(Protection, StorageTagsWithThe32BitGuardAcrossPieces) {
     ns.read(back, 100, kCount, 0, {.prinfo = kPrchkAll, .apptag = 1});
     EXPECT_FALSE(pi_verify(f, back.bytes(), kPrchkAll | kCheckStorageTag,
                            pi_tags(f, {.apptag = 1, .storage_tag = 0xABCDEF}, 100)));
-    EXPECT_EQ(pi_verify(f, back.bytes(), kCheckStorageTag, pi_tags(f, {.storage_tag = 1}, 100)).check,
-              PiCheck::storage_tag);
+    EXPECT_EQ(
+        pi_verify(f, back.bytes(), kCheckStorageTag, pi_tags(f, {.storage_tag = 1}, 100)).check,
+        PiCheck::storage_tag);
 }
 
 TEST(Protection, StorageTagIn16BitGuardNarrowsTheReferenceTag) {
@@ -224,7 +226,8 @@ TEST(Protection, StorageTagIn16BitGuardNarrowsTheReferenceTag) {
     // Type 2 tags count up and wrap at 12 bits: 0xFFE, 0xFFF, 0, 1.
     auto buf = ctrl.allocate(4 * 520);
     fill(buf, 8);
-    const Protection p{.prinfo = kPrchkAll | kCheckStorageTag, .reftag = 0xFFE, .storage_tag = 0x12345};
+    const Protection p{
+        .prinfo = kPrchkAll | kCheckStorageTag, .reftag = 0xFFE, .storage_tag = 0x12345};
     pi_generate(f, buf.bytes(), pi_tags(f, p, 7));
     ns.write(buf, 7, 4, 0, p);
     auto back = ctrl.allocate(4 * 520);
@@ -233,7 +236,8 @@ TEST(Protection, StorageTagIn16BitGuardNarrowsTheReferenceTag) {
     EXPECT_EQ(wire::pi_read(f, back.bytes().data() + 2 * 520).reftag, 0u);
     EXPECT_EQ(wire::pi_read(f, back.bytes().data() + 2 * 520).storage_tag, 0x12345u);
     auto [code, text] = failure_of([&] {
-        ns.read(back, 7, 4, 0, {.prinfo = kCheckStorageTag, .reftag = 0xFFE, .storage_tag = 0x12344});
+        ns.read(back, 7, 4, 0,
+                {.prinfo = kCheckStorageTag, .reftag = 0xFFE, .storage_tag = 0x12344});
     });
     EXPECT_EQ(code, EILSEQ) << text;
 }
@@ -269,12 +273,16 @@ TEST(Protection, FaultsAreCaughtByTheirOwnCheckOnly) {
     };
     for (const Case c : {Case{5, kPrchkGuard, "Guard"}, Case{6, kPrchkApptag, "Application Tag"},
                          Case{7, kPrchkReftag, "Reference Tag"}}) {
-        auto [code, text] = failure_of(
-            [&] { ns.read(one, c.lba, 1, 0, {.prinfo = static_cast<std::uint8_t>(kPract | c.check), .apptag = 3}); });
+        auto [code, text] = failure_of([&] {
+            ns.read(one, c.lba, 1, 0,
+                    {.prinfo = static_cast<std::uint8_t>(kPract | c.check), .apptag = 3});
+        });
         EXPECT_EQ(code, EILSEQ) << c.name << ": " << text;
         EXPECT_NE(text.find(c.name), std::string::npos) << text;
         const auto others = static_cast<std::uint8_t>(kPract | (kPrchkAll & ~c.check));
-        EXPECT_EQ(failure_of([&] { ns.read(one, c.lba, 1, 0, {.prinfo = others, .apptag = 3}); }).first, 0)
+        EXPECT_EQ(
+            failure_of([&] { ns.read(one, c.lba, 1, 0, {.prinfo = others, .apptag = 3}); }).first,
+            0)
             << c.name << " caught with its check off";
     }
 }

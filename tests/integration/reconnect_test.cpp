@@ -344,7 +344,8 @@ TEST(Reconnect, HeldInCapsuleWritesGoKeyedWhenTheCapsuleShrinks) {
     constexpr std::size_t kWrites = 4;
     constexpr std::uint32_t kBytes = 4096;
     // Every answer held 300 ms: the writes are surely in flight when the target goes.
-    auto first = std::make_unique<TargetProcess>(std::vector<std::string>{"--fault", "delay-ms=300"});
+    auto first =
+        std::make_unique<TargetProcess>(std::vector<std::string>{"--fault", "delay-ms=300"});
     const std::uint16_t port = first->port();
     Options options = reconnecting(*first, 20s);
     options.timeout = 30s;  // the connect's commands are held too

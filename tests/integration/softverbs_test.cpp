@@ -45,7 +45,8 @@ std::vector<std::uint64_t> numbers(const std::string& json, const std::string& k
 }  // namespace
 
 TEST(Softverbs, DeviceLimitsBoundTheQueueSize) {
-    if (softverbs_active() == 0) GTEST_SKIP() << "not running on softverbs";
+    if (softverbs_active() == 0)
+        GTEST_SKIP() << "not running on softverbs";
     TargetProcess target;
     {
         CapGuard cap("cap,max_qp_wr=56");
@@ -76,7 +77,8 @@ TEST(Softverbs, DeviceLimitsBoundTheQueueSize) {
 
 std::string dump_stats() {
     const std::string path = "/tmp/nvmeof-sv-stats-" + std::to_string(getpid()) + ".json";
-    if (softverbs_stats_dump(path.c_str()) != 0) return {};
+    if (softverbs_stats_dump(path.c_str()) != 0)
+        return {};
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();
@@ -112,7 +114,8 @@ std::uint64_t newest(const std::string& list, const std::string& key) {
 }
 
 TEST(Softverbs, EveryRemoteAccessFellInsideRegisteredMemory) {
-    if (softverbs_active() == 0) GTEST_SKIP() << "not running on softverbs";
+    if (softverbs_active() == 0)
+        GTEST_SKIP() << "not running on softverbs";
     // Counters of QPs from earlier tests (fault tests have errors) are skipped.
     const std::uint64_t earlier = newest("qps", "qp_num");
     TargetProcess target({"--mdts", "2"});
@@ -283,7 +286,8 @@ TEST(Softverbs, TimeoutWithUnsignalledSendsOutstandingFailsEveryTransfer) {
 // (zero-length RDMA WRITEs filling the signalling interval, the last one
 // signalled) — and the queue's send accounting stays right for the I/O after.
 TEST(Softverbs, DeregisteringRetiresTheSendsThatGatheredInCapsuleData) {
-    if (softverbs_active() == 0) GTEST_SKIP() << "not running on softverbs";
+    if (softverbs_active() == 0)
+        GTEST_SKIP() << "not running on softverbs";
     const std::uint64_t earlier = newest("qps", "qp_num");
     // Sum of `key` over this test's QPs (created after `earlier`).
     const auto ours = [earlier](const std::string& json, const std::string& key) {
@@ -307,8 +311,8 @@ TEST(Softverbs, DeregisteringRetiresTheSendsThatGatheredInCapsuleData) {
     EXPECT_EQ(ours(before, "writes"), 0u) << before;
     source.reset();
     const std::string after = dump_stats();
-    EXPECT_GT(ours(after, "writes"), 0u)
-        << "nothing retired the SENDs before the deregistration:\n" << after;
+    EXPECT_GT(ours(after, "writes"), 0u) << "nothing retired the SENDs before the deregistration:\n"
+                                         << after;
     EXPECT_EQ(ours(after, "errors"), 0u) << after;
     // The queue goes on: more in-capsule writes than an interval, read back.
     auto out = ctrl.allocate(4096);

@@ -23,7 +23,9 @@ std::string env(const char* name) {
 
 }  // namespace
 
-bool TargetProcess::external() { return !env("NVMEOF_TEST_TARGET").empty(); }
+bool TargetProcess::external() {
+    return !env("NVMEOF_TEST_TARGET").empty();
+}
 
 TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std::uint16_t port) {
     if (external()) {
@@ -51,8 +53,10 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std
         ::close(fd);
     }
     stats_path_ = tmpl;
-    std::vector<std::string> args = {bin, "--listen", "127.0.0.1", "--port", std::to_string(port), "--stats", stats_path_,
-                                     "--subsystem", nqn_, "--namespace", ns};
+    std::vector<std::string> args = {
+        bin,       "--listen",  "127.0.0.1",   "--port", std::to_string(port),
+        "--stats", stats_path_, "--subsystem", nqn_,     "--namespace",
+        ns};
     args.insert(args.end(), extra.begin(), extra.end());
 
     int out[2];
@@ -63,7 +67,8 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std
     if (pid_ == 0) {
         dup2(out[1], STDOUT_FILENO);
         std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
+        for (auto& a : args)
+            argv.push_back(a.data());
         argv.push_back(nullptr);
         execv(argv[0], argv.data());
         _exit(127);
@@ -83,7 +88,8 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std
         }
         char buf[256];
         const ssize_t n = read(out[0], buf, sizeof buf);
-        if (n <= 0) break;
+        if (n <= 0)
+            break;
         text.append(buf, static_cast<std::size_t>(n));
     }
     ::close(out[0]);
@@ -113,7 +119,9 @@ TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std
     port_ = ports_.front();
 }
 
-TargetProcess::~TargetProcess() { stop(); }
+TargetProcess::~TargetProcess() {
+    stop();
+}
 
 Options TargetProcess::options(std::chrono::milliseconds timeout) const {
     Options o;

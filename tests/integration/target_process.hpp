@@ -28,7 +28,7 @@ inline void fill(const MemoryRegion& m, std::uint32_t seed) {
 }
 
 class TargetProcess {
-public:
+  public:
     // Starts a target (or picks up the external one). `extra` are more
     // command-line arguments (e.g. {"--mdts", "1"}). `port` 0: any free one;
     // another: that one (a target restarted where the host reconnects).
@@ -56,7 +56,7 @@ public:
     // A number from the stats JSON: key path like "max_inflight.io".
     static std::optional<std::uint64_t> stat(const std::string& json, const std::string& path);
 
-private:
+  private:
     pid_t pid_ = -1;
     std::string address_;
     std::uint16_t port_ = 0;

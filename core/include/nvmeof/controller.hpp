@@ -27,30 +27,30 @@ namespace nvmeof {
 
 // What was negotiated, for sizing and for a start-up line.
 struct Limits {
-    std::uint16_t queue_size = 0;        // I/O queue entries (SQSIZE + 1)
-    std::uint16_t usable_slots = 0;      // queue_size − 1: commands in flight per queue
+    std::uint16_t queue_size = 0;    // I/O queue entries (SQSIZE + 1)
+    std::uint16_t usable_slots = 0;  // queue_size − 1: commands in flight per queue
     std::uint16_t admin_queue_size = 0;
     std::uint32_t io_queues = 0;
-    std::uint64_t mdts_bytes = 0;        // 0 = the controller sets no limit
+    std::uint64_t mdts_bytes = 0;          // 0 = the controller sets no limit
     std::uint64_t max_transfer_bytes = 0;  // per command: MDTS, capped by the 24-bit keyed SGL
-    std::uint32_t ioccsz = 0;            // I/O capsule size, 16-byte units
+    std::uint32_t ioccsz = 0;              // I/O capsule size, 16-byte units
     // Writes (and compares) of at most this many bytes per command carry their
     // data in the command capsule (no RDMA READ by the target); 0: all keyed.
     std::uint32_t in_capsule_bytes = 0;
     std::uint16_t cntlid = 0;
     std::uint16_t maxcmd = 0;
-    std::uint32_t mqes_entries = 0;      // CAP.MQES + 1
-    std::uint32_t namespaces = 0;        // Identify NN
+    std::uint32_t mqes_entries = 0;  // CAP.MQES + 1
+    std::uint32_t namespaces = 0;    // Identify NN
     // Identify ONCS: the optional NVM commands the controller serves
     // (wire::kOncsCompare, kOncsDatasetManagement, kOncsWriteZeroes, ...).
     std::uint16_t oncs = 0;
-    std::uint16_t kas = 0;               // Identify KAS: keep-alive granularity, 100 ms units
-    std::uint32_t kas_ms = 0;            // the same in milliseconds; 0: no keep-alive
-    std::uint32_t keep_alive_ms = 0;     // the keep-alive timeout (KATO) sent; 0: off
-    std::string queue_size_limit;        // what bound queue_size ("requested", "CAP.MQES", ...)
-    std::string source_address;          // local address the connection used
-    std::string device_name;             // RDMA device
-    std::string target_address;          // "addr:port"
+    std::uint16_t kas = 0;            // Identify KAS: keep-alive granularity, 100 ms units
+    std::uint32_t kas_ms = 0;         // the same in milliseconds; 0: no keep-alive
+    std::uint32_t keep_alive_ms = 0;  // the keep-alive timeout (KATO) sent; 0: off
+    std::string queue_size_limit;     // what bound queue_size ("requested", "CAP.MQES", ...)
+    std::string source_address;       // local address the connection used
+    std::string device_name;          // RDMA device
+    std::string target_address;       // "addr:port"
     std::string subsystem_nqn;
     std::string host_nqn;
     std::string host_id;
@@ -81,7 +81,7 @@ struct ReconnectStats {
 };
 
 class Controller {
-public:
+  public:
     // Throws ConnectError (cause() and step() say what failed) or InvalidArgument.
     // `cancelled`, when given, is asked on this thread about every 50 ms while
     // the connect waits for the target; once it returns true the connect stops
@@ -157,7 +157,7 @@ public:
     std::size_t io_queue_count() const noexcept;
     IoQueue admin();
 
-private:
+  private:
     friend bool wait_for_completions(std::span<Controller* const> controllers,
                                      std::chrono::steady_clock::time_point until) noexcept;
     explicit Controller(std::unique_ptr<ControllerImpl> impl);

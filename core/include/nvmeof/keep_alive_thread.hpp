@@ -21,7 +21,7 @@ namespace nvmeof {
 class Controller;
 
 class KeepAliveThread {
-public:
+  public:
     // Starts calling controller.keep_connected() (which sends a Keep Alive every half
     // timeout and, with ctrl_loss_tmo, runs reconnect attempts) every `tick`, or
     // as often as the controller's keep-alive timeout needs if that is shorter.
@@ -36,7 +36,7 @@ public:
     // keep_connected() calls made so far (for tests and diagnostics).
     unsigned long long services() const;
 
-private:
+  private:
     void run();
 
     Controller& controller_;

@@ -51,7 +51,7 @@ using BetweenPolls = std::function<void()>;
 // and throw the first error of any command (wire::NvmeError or TransportError).
 // `blocks` defaults to what fits in the buffer from buffer_offset.
 class Namespace {
-public:
+  public:
     Namespace(ControllerImpl* controller, NamespaceInfo info);
 
     std::uint32_t nsid() const { return info_.nsid; }
@@ -90,7 +90,7 @@ public:
     // false for a Compare whose blocks differ (as compare()).
     bool run(const Transfer& transfer, const BetweenPolls& between_polls = {});
 
-private:
+  private:
     // First: the data path's submit finds it at the Namespace's own address.
     NamespaceRef ref_;
     ControllerImpl* controller_;

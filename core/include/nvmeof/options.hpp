@@ -25,9 +25,9 @@ struct Options {
     std::string target{};
     std::string subsystem_nqn{};
     std::uint16_t port = kDefaultPort;
-    std::string source{};                // optional local address: binds RDMA-CM, picks the HCA
-    std::string host_nqn{};              // default: /etc/nvme/hostnqn, else derived from host_id
-    std::string host_id{};               // UUID text; default: /etc/nvme/hostid, else /etc/machine-id
+    std::string source{};    // optional local address: binds RDMA-CM, picks the HCA
+    std::string host_nqn{};  // default: /etc/nvme/hostnqn, else derived from host_id
+    std::string host_id{};   // UUID text; default: /etc/nvme/hostid, else /etc/machine-id
     std::uint16_t queue_depth = kDefaultQueueDepth;  // I/O queue size asked for; negotiated down
     std::uint32_t io_queues = 1;
     // Deadline of the whole connect(), every step together (address and route
@@ -39,7 +39,7 @@ struct Options {
     // Keep-alive timeout (KATO) asked for in the admin Connect; 0 disables it.
     // With a timeout, call Controller::keep_connected() regularly (see there).
     std::uint32_t keep_alive_ms = 0;
-    bool random_host_id = false;       // a fresh random host ID instead of the stable default
+    bool random_host_id = false;  // a fresh random host ID instead of the stable default
     // Deadline of each I/O-queue request; 0 means the same as `timeout`.
     std::chrono::milliseconds io_timeout{0};
     // Reconnect (the kernel's nvme-fabrics timers; see docs/reconnect.md).
@@ -81,7 +81,7 @@ struct HostIdentity {
     wire::HostId id{};
     std::string id_text;  // 8-4-4-4-12 lower-case UUID
     std::string nqn;
-    std::string origin;   // "options", "/etc/nvme/hostid", "machine-id", "random", ...
+    std::string origin;  // "options", "/etc/nvme/hostid", "machine-id", "random", ...
 };
 
 // Resolves host ID and NQN: explicit options win; then /etc/nvme/hostid and

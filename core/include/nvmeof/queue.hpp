@@ -40,7 +40,7 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& transfer);
 // A low-level command in flight. Move-only; its command ID is freed when the
 // request is done and the handle is gone.
 class Request {
-public:
+  public:
     Request() = default;
     Request(QueueImpl* queue, std::uint16_t cid) : queue_(queue), cid_(cid) {}
     Request(Request&& other) noexcept;
@@ -53,7 +53,7 @@ public:
     const Response& response() const;  // throws Error unless done()
     std::uint16_t command_id() const noexcept { return cid_; }
 
-private:
+  private:
     void release() noexcept;
     QueueImpl* queue_ = nullptr;
     std::uint16_t cid_ = 0;
@@ -61,10 +61,11 @@ private:
 
 // A thin handle to a queue owned by its Controller (valid while it is open).
 class IoQueue {
-public:
+  public:
     explicit IoQueue(QueueImpl* queue) : queue_(queue) {}
 
-    SubmitResult submit(const Namespace& ns, const Transfer& transfer, Post post = Post::now) noexcept;
+    SubmitResult submit(const Namespace& ns, const Transfer& transfer,
+                        Post post = Post::now) noexcept;
     // Posts every deferred transfer in one chain (no-op when none).
     void commit() noexcept;
     std::size_t deferred() const noexcept;  // commands waiting for commit()
@@ -89,7 +90,7 @@ public:
     void make_progress() noexcept;
 
     std::uint16_t qid() const noexcept;
-    std::size_t capacity() const noexcept;    // usable slots (queue size − 1)
+    std::size_t capacity() const noexcept;  // usable slots (queue size − 1)
     std::size_t free_slots() const noexcept;
     std::size_t in_flight() const noexcept;
     // Transfers that the next answer can finish (their last command is out), or
@@ -105,7 +106,7 @@ public:
     // free_slots() go out at once, the rest as slots free up.
     std::size_t pieces(const Namespace& ns, const Transfer& transfer) const noexcept;
 
-private:
+  private:
     QueueImpl* queue_;
 };
 

@@ -54,7 +54,8 @@ TEST(ConnectError, NamesCauseAndStep) {
     const ConnectError e(ConnectFailure::timeout, "waiting for CSTS.RDY", "CSTS.RDY stayed 0");
     EXPECT_EQ(e.cause(), ConnectFailure::timeout);
     EXPECT_EQ(e.step(), "waiting for CSTS.RDY");
-    EXPECT_NE(std::string(e.what()).find("timeout at waiting for CSTS.RDY"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("timeout at waiting for CSTS.RDY"), std::string::npos)
+        << e.what();
     // One hierarchy: everything this library throws itself is an nvmeof::Error.
     EXPECT_TRUE((std::is_base_of_v<Error, ConnectError>));
     EXPECT_TRUE((std::is_base_of_v<Error, TransportError>));

@@ -14,11 +14,12 @@ using nvmeof::resolve_host_identity;
 namespace {
 
 class HostIdentityTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("nvmeof-hostid-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ =
+            fs::temp_directory_path() /
+            ("nvmeof-hostid-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::create_directories(dir_);
         paths_.hostnqn_file = (dir_ / "hostnqn").string();
         paths_.hostid_file = (dir_ / "hostid").string();
@@ -97,7 +98,8 @@ TEST_F(HostIdentityTest, MalformedValuesAreRefused) {
 TEST_F(HostIdentityTest, MalformedHostIdFileFallsBackToMachineId) {
     write(paths_.hostid_file, "garbage");
     write(paths_.machine_id_file, "0123456789abcdef0123456789abcdef");
-    EXPECT_NE(resolve_host_identity(Options{}, paths_).origin.find("machine-id"), std::string::npos);
+    EXPECT_NE(resolve_host_identity(Options{}, paths_).origin.find("machine-id"),
+              std::string::npos);
 }
 
 TEST(Uuid, RoundTrips) {

@@ -76,7 +76,7 @@ TEST(Mdts, BytesAndTransferLimits) {
     EXPECT_EQ(mdts_bytes(0, 4096), 0u);
     EXPECT_EQ(mdts_bytes(5, 4096), 128u * 1024);
     EXPECT_EQ(mdts_bytes(8, 4096), 1024u * 1024);
-    EXPECT_EQ(max_transfer_bytes(0), (1u << 24) - 1);          // no MDTS: the keyed SGL limit
+    EXPECT_EQ(max_transfer_bytes(0), (1u << 24) - 1);  // no MDTS: the keyed SGL limit
     EXPECT_EQ(max_transfer_bytes(mdts_bytes(13, 4096)), (1u << 24) - 1);
     EXPECT_EQ(max_transfer_bytes(131072), 131072u);
     EXPECT_EQ(max_blocks_per_command(131072, 512), 256u);

@@ -99,9 +99,11 @@ TEST(ProtectionOptions, DefaultsAreSpdks) {
 }
 
 TEST(ProtectionOptions, ValuesAsSpdkWritesThem) {
-    const e::ProtectionOptions o = e::parse_protection_options(
-        {.pi_act = "0", .pi_chk = "GUARD|REFTAG", .apptag = "0x8888", .apptag_mask = "255",
-         .md_per_io_size = "8k"});
+    const e::ProtectionOptions o = e::parse_protection_options({.pi_act = "0",
+                                                                .pi_chk = "GUARD|REFTAG",
+                                                                .apptag = "0x8888",
+                                                                .apptag_mask = "255",
+                                                                .md_per_io_size = "8k"});
     EXPECT_FALSE(o.pi_act);
     EXPECT_EQ(o.pi_chk, nvmeof::kPrchkGuard | nvmeof::kPrchkReftag);
     EXPECT_EQ(o.apptag, 0x8888);

@@ -6,7 +6,8 @@ namespace e = nvmeof::engine;
 
 TEST(FilenameSpec, SpdkStyleFilename) {
     const auto spec = e::parse_filename_spec(
-        "trtype=RDMA adrfam=IPv4 traddr=192.168.1.10 trsvcid=4421 subnqn=nqn.2016-06.io.spdk:cnode1 ns=2");
+        "trtype=RDMA adrfam=IPv4 traddr=192.168.1.10 trsvcid=4421 "
+        "subnqn=nqn.2016-06.io.spdk:cnode1 ns=2");
     ASSERT_TRUE(spec.has_value());
     EXPECT_EQ(spec->address, "192.168.1.10");
     EXPECT_EQ(spec->port, 4421);
@@ -15,7 +16,8 @@ TEST(FilenameSpec, SpdkStyleFilename) {
 }
 
 TEST(FilenameSpec, EscapedColonsAndCaseInsensitiveKeys) {
-    const auto spec = e::parse_filename_spec(R"(TRTYPE=rdma traddr=127.0.0.1 subnqn=nqn.2014-08.org.x\:y)");
+    const auto spec =
+        e::parse_filename_spec(R"(TRTYPE=rdma traddr=127.0.0.1 subnqn=nqn.2014-08.org.x\:y)");
     ASSERT_TRUE(spec.has_value());
     EXPECT_EQ(spec->subsystem_nqn, "nqn.2014-08.org.x:y");
     EXPECT_EQ(spec->port, e::kDefaultPort);
@@ -127,8 +129,8 @@ TEST(Paths, TraddrListsSeveralPathsEachWithAnOptionalPort) {
     EXPECT_EQ(e::resolve_target(options, "").address, "10.0.0.2,10.0.0.3:4421,[fd00::2]:4422,::1");
     options.traddr = "127.0.0.1:4425";  // one IPv4 path with its port: passed on as a path
     EXPECT_EQ(e::resolve_target(options, "").address, "127.0.0.1:4425");
-    for (const char* bad : {"10.0.0.2,", ",10.0.0.2", "10.0.0.2,,10.0.0.3", "10.0.0.2:0,10.0.0.3",
-                            "10.0.0.2,[::1"}) {
+    for (const char* bad :
+         {"10.0.0.2,", ",10.0.0.2", "10.0.0.2,,10.0.0.3", "10.0.0.2:0,10.0.0.3", "10.0.0.2,[::1"}) {
         options.traddr = bad;
         try {
             e::resolve_target(options, "");

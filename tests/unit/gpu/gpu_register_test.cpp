@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "nvmeof/nvmeof.hpp"
 #include "nvmeof/gpu.hpp"
+#include "nvmeof/nvmeof.hpp"
 #include "target_process.hpp"
 
 using namespace nvmeof;
@@ -29,8 +29,9 @@ bool fake_driver() {
     return lib != nullptr && std::strstr(lib, "fake_cuda") != nullptr;
 }
 
-#define REQUIRE_FAKE() \
-    if (!fake_driver()) GTEST_SKIP() << "needs the fake CUDA driver (NVMEOF_CUDA_LIBRARY)"
+#define REQUIRE_FAKE()  \
+    if (!fake_driver()) \
+    GTEST_SKIP() << "needs the fake CUDA driver (NVMEOF_CUDA_LIBRARY)"
 
 // The fake driver's own entry points, from the very library libnvmeof loaded.
 struct Fake {
@@ -50,15 +51,17 @@ struct Fake {
         unsigned int type = 0;
         return get<int (*)(void*, int, unsigned long long)>("cuPointerGetAttribute")(
                    &type, kPointerAttributeMemoryType,
-                   static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(device_ptr))) == 0;
+                   static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(device_ptr))) ==
+               0;
     }
-    static constexpr int kPointerAttributeMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (no cuda.h here)
+    static constexpr int kPointerAttributeMemoryType =
+        2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (no cuda.h here)
 };
 
 // Sets an environment variable (nullptr: unsets it) for one scope; the fake
 // driver and libnvmeof read theirs at call time.
 class ScopedEnv {
-public:
+  public:
     ScopedEnv(const char* name, const char* value) : name_(name) {
         if (const char* old = std::getenv(name); old != nullptr) {
             old_ = old;
@@ -79,7 +82,7 @@ public:
     ScopedEnv(const ScopedEnv&) = delete;
     ScopedEnv& operator=(const ScopedEnv&) = delete;
 
-private:
+  private:
     const char* name_;
     std::optional<std::string> old_;
 };
@@ -102,7 +105,7 @@ struct Recorder : GpuOrdering {
     std::vector<std::string> calls;
     std::byte* buffer = nullptr;
     std::size_t bytes = 0;
-    std::byte fill_on_write{0};      // "the kernel finishing": written during before_write
+    std::byte fill_on_write{0};               // "the kernel finishing": written during before_write
     std::vector<std::byte> expected_on_read;  // the target's data must be there at after_read
     int read_data_ok = -1;
     int fail_after_read = 0;
@@ -116,14 +119,16 @@ struct Recorder : GpuOrdering {
     int after_read() noexcept override {
         calls.push_back("after_read");
         if (!expected_on_read.empty()) {
-            read_data_ok = std::memcmp(buffer, expected_on_read.data(), expected_on_read.size()) == 0;
+            read_data_ok =
+                std::memcmp(buffer, expected_on_read.data(), expected_on_read.size()) == 0;
         }
         return fail_after_read;
     }
 };
 
 TEST(GpuRegister, WithoutADriverSaysSo) {
-    if (fake_driver()) GTEST_SKIP() << "runs without the fake driver";
+    if (fake_driver())
+        GTEST_SKIP() << "runs without the fake driver";
     TargetProcess target;
     auto ctrl = Controller::connect(target.options());
     std::vector<std::byte> host(4096);
@@ -172,7 +177,8 @@ TEST(GpuRegister, RefusesHostMemoryRangesPastTheAllocationAndAForeignContext) {
         ctrl.register_gpu(host.data(), host.size());
         FAIL();
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("not CUDA device memory"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not CUDA device memory"), std::string::npos)
+            << e.what();
     }
     GpuBuffer gpu = GpuBuffer::allocate(0, 65536);
     EXPECT_THROW(ctrl.register_gpu(gpu.data(), 65536 * 2), InvalidArgument);
@@ -182,7 +188,8 @@ TEST(GpuRegister, RefusesHostMemoryRangesPastTheAllocationAndAForeignContext) {
         ctrl.register_gpu(gpu.data(), 4096);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("is not current on this thread"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("is not current on this thread"), std::string::npos)
+            << e.what();
     }
     gpu.make_current();
     EXPECT_NO_THROW(ctrl.register_gpu(gpu.data(), 4096));
@@ -238,8 +245,13 @@ TEST(GpuOrdering, PollFlushesOncePerBatchBeforeHandingReadsBack) {
     auto recorder = std::make_shared<Recorder>();
     MemoryRegion mr = ctrl.register_gpu(gpu.data(), 8 * block, recorder);
     for (std::uint64_t i = 0; i < 4; ++i) {
-        ASSERT_EQ(q.submit(ns, Transfer{.op = Op::read, .slba = i, .blocks = 1, .memory = &mr,
-                                        .offset = i * block, .user_data = i},
+        ASSERT_EQ(q.submit(ns,
+                           Transfer{.op = Op::read,
+                                    .slba = i,
+                                    .blocks = 1,
+                                    .memory = &mr,
+                                    .offset = i * block,
+                                    .user_data = i},
                            Post::deferred),
                   SubmitResult::queued);
     }
@@ -262,7 +274,8 @@ TEST(GpuOrdering, PollFlushesOncePerBatchBeforeHandingReadsBack) {
     }
     // Writes: before_write at submit, before the (deferred) post.
     recorder->calls.clear();
-    ASSERT_EQ(q.submit(ns, Transfer{.op = Op::write, .slba = 0, .blocks = 2, .memory = &mr}, Post::deferred),
+    ASSERT_EQ(q.submit(ns, Transfer{.op = Op::write, .slba = 0, .blocks = 2, .memory = &mr},
+                       Post::deferred),
               SubmitResult::queued);
     EXPECT_EQ(recorder->calls, std::vector<std::string>{"before_write"});
     EXPECT_EQ(q.deferred(), 1u);
@@ -306,7 +319,8 @@ TEST(GpuOrdering, DefaultCudaOrderingCallsTheDriver) {
 
 // --- GpuBuffer's VMM allocator (FAKE_CUDA_VMM=1: the device supports it) ---
 
-constexpr std::size_t kGranularity = std::size_t{2} << 20;  // the fake's cuMemGetAllocationGranularity
+constexpr std::size_t kGranularity = std::size_t{2}
+                                     << 20;  // the fake's cuMemGetAllocationGranularity
 
 TEST(GpuBufferVmm, ChosenWhereTheDeviceSupportsGpuDirectRdmaOnVmm) {
     REQUIRE_FAKE();
@@ -326,8 +340,9 @@ TEST(GpuBufferVmm, ChosenWhereTheDeviceSupportsGpuDirectRdmaOnVmm) {
     EXPECT_EQ(gpu.size(), bytes);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(gpu.data()) % kGranularity, 0u);
     const std::string log = fake.log();
-    EXPECT_TRUE(logged_in_order(log, {"cuMemGetAllocationGranularity", "cuMemCreate(gpuDirectRDMACapable=1)",
-                                      "cuMemAddressReserve", "cuMemMap", "cuMemSetAccess(3)", "cuMemRelease"}))
+    EXPECT_TRUE(logged_in_order(
+        log, {"cuMemGetAllocationGranularity", "cuMemCreate(gpuDirectRDMACapable=1)",
+              "cuMemAddressReserve", "cuMemMap", "cuMemSetAccess(3)", "cuMemRelease"}))
         << log;
     EXPECT_EQ(log.find("cuMemUnmap"), std::string::npos) << log;
     // The whole size() is mapped: the last byte round-trips through the driver.
@@ -357,7 +372,9 @@ TEST(GpuBufferVmm, ForcedOnADeviceWithoutSupportSaysWhichAttributeIsMissing) {
         } catch (const Error& e) {
             const std::string m = e.what();
             EXPECT_NE(m.find("NVMEOF_GPU_ALLOCATOR=vmm"), std::string::npos) << m;
-            EXPECT_NE(m.find("CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED"), std::string::npos) << m;
+            EXPECT_NE(m.find("CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED"),
+                      std::string::npos)
+                << m;
         }
         EXPECT_EQ(fake.log().find("cuMemCreate"), std::string::npos) << fake.log();
     }
@@ -394,7 +411,8 @@ TEST(GpuBufferVmm, ResetUnmapsAndFreesTheRangeOnceWhateverWasMoved) {
     GpuBuffer first = GpuBuffer::allocate(0, 1 << 20);
     fake.clear();
     first = GpuBuffer::allocate(0, 1 << 20);
-    EXPECT_TRUE(logged_in_order(fake.log(), {"cuMemCreate", "cuMemUnmap", "cuMemAddressFree"})) << fake.log();
+    EXPECT_TRUE(logged_in_order(fake.log(), {"cuMemCreate", "cuMemUnmap", "cuMemAddressFree"}))
+        << fake.log();
 }
 
 TEST(GpuBufferVmm, AFailedStepUndoesTheStepsBeforeIt) {
@@ -420,7 +438,8 @@ TEST(GpuBufferVmm, AFailedStepUndoesTheStepsBeforeIt) {
             GpuBuffer::allocate(0, 1 << 20);
             ADD_FAILURE() << "allocated although " << c.failing << " failed";
         } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find(std::string(c.failing) + " of"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(std::string(c.failing) + " of"), std::string::npos)
+                << e.what();
         }
         const std::string log = fake.log();
         std::vector<std::string> undone;

@@ -17,7 +17,7 @@ using namespace nvmeof;
 namespace {
 
 class FakeSysfs : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         root_ = fs::temp_directory_path() /
                 ("nvmeof-sysfs-" + std::to_string(::getpid()) + "-" +
@@ -43,7 +43,9 @@ protected:
             fs::create_directories(device / "net" / netdev);
         }
     }
-    std::vector<RdmaDeviceRank> rank(const std::string& gpu) { return rank_rdma_devices(gpu, root_.string()); }
+    std::vector<RdmaDeviceRank> rank(const std::string& gpu) {
+        return rank_rdma_devices(gpu, root_.string());
+    }
 
     fs::path root_;
 };
@@ -55,7 +57,8 @@ TEST_F(FakeSysfs, RanksSwitchThenRootComplexThenNodeThenOtherNode) {
     rdma("mlx5_sys", pci("pci0000:80/0000:80:01.0/0000:81:00.0", 1), "ib3");
     rdma("mlx5_node", pci("pci0000:40/0000:40:01.0/0000:41:00.0", 0), "ib2");
     rdma("mlx5_phb", pci("pci0000:00/0000:00:03.0/0000:05:00.0", 0), "ib1");
-    rdma("mlx5_pix", pci("pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:04:00.0", 0), "ib0");
+    rdma("mlx5_pix", pci("pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:04:00.0", 0),
+         "ib0");
     const auto r = rank("0000:03:00.0");
     ASSERT_EQ(r.size(), 4u);
     EXPECT_EQ(r[0].device, "mlx5_pix");
@@ -68,9 +71,11 @@ TEST_F(FakeSysfs, RanksSwitchThenRootComplexThenNodeThenOtherNode) {
     EXPECT_EQ(r[3].device, "mlx5_sys");
     EXPECT_EQ(r[3].distance, PcieDistance::other_node);
     EXPECT_EQ(r[3].numa_node, 1);
-    std::map<std::string, std::string> ips{{"ib0", "10.0.0.1"}, {"ib1", "10.0.1.1"}, {"ib3", "10.0.3.1"}};
+    std::map<std::string, std::string> ips{
+        {"ib0", "10.0.0.1"}, {"ib1", "10.0.1.1"}, {"ib3", "10.0.3.1"}};
     std::string chosen;
-    EXPECT_EQ(pick_source_address(r, [&](const std::string& n) { return ips.count(n) ? ips[n] : ""; }, &chosen),
+    EXPECT_EQ(pick_source_address(
+                  r, [&](const std::string& n) { return ips.count(n) ? ips[n] : ""; }, &chosen),
               "10.0.0.1");
     EXPECT_EQ(chosen, "mlx5_pix");
 }
@@ -87,7 +92,7 @@ TEST_F(FakeSysfs, TiesAreBrokenByDeviceName) {
 }
 
 TEST_F(FakeSysfs, DeviceWithoutNetdevIsSkippedForTheSourceAddress) {
-    pci("pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0", 0);  // GPU
+    pci("pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0", 0);                     // GPU
     rdma("mlx5_near", pci("pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0", 0));  // no netdev
     rdma("mlx5_far", pci("pci0000:80/0000:80:01.0/0000:81:00.0", 1), "ens1");
     const auto r = rank("0000:02:00.0");
@@ -95,7 +100,8 @@ TEST_F(FakeSysfs, DeviceWithoutNetdevIsSkippedForTheSourceAddress) {
     EXPECT_EQ(r[0].device, "mlx5_near");
     EXPECT_TRUE(r[0].netdevs.empty());
     std::string chosen;
-    EXPECT_EQ(pick_source_address(r, [](const std::string& n) { return n == "ens1" ? "192.0.2.7" : ""; }, &chosen),
+    EXPECT_EQ(pick_source_address(
+                  r, [](const std::string& n) { return n == "ens1" ? "192.0.2.7" : ""; }, &chosen),
               "192.0.2.7");
     EXPECT_EQ(chosen, "mlx5_far");
     // No device has an address at all: nothing is chosen.
@@ -113,7 +119,8 @@ TEST_F(FakeSysfs, MalformedTreeRanksBrokenDevicesLastWithANote) {
     rdma("mlx5_ok", pci("pci0000:40/0000:40:01.0/0000:41:00.0", 0), "ib0");
     // Dangling device link, a non-PCI device (like rxe/softverbs), no link at all.
     fs::create_directories(root_ / "class/infiniband/dangling");
-    fs::create_directory_symlink(root_ / "devices/nowhere", root_ / "class/infiniband/dangling/device");
+    fs::create_directory_symlink(root_ / "devices/nowhere",
+                                 root_ / "class/infiniband/dangling/device");
     fs::create_directories(root_ / "devices/virtual/net/eth0");
     rdma("rxe0", root_ / "devices/virtual/net/eth0");
     fs::create_directories(root_ / "class/infiniband/nolink");

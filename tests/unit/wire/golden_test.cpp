@@ -23,14 +23,14 @@ std::array<std::uint8_t, sizeof(T)> bytes_of(const T& value) {
 TEST(Golden, ControllerConfigForIosqes6Iocqes4) {
     EXPECT_EQ(w::ControllerConfig::make({}).raw, 0x00460000u);
     EXPECT_EQ(w::ControllerConfig::make({.enable = true}).raw, 0x00460001u);
-    EXPECT_EQ(w::ControllerConfig::make({.enable = true,
-                                         .command_set = w::CommandSetSelected::io_command_sets})
+    EXPECT_EQ(w::ControllerConfig::make(
+                  {.enable = true, .command_set = w::CommandSetSelected::io_command_sets})
                   .raw,
               0x00460061u);
-    EXPECT_EQ(w::ControllerConfig::make({.enable = true,
-                                         .shutdown = w::ShutdownNotification::normal})
-                  .raw,
-              0x00464001u);
+    EXPECT_EQ(
+        w::ControllerConfig::make({.enable = true, .shutdown = w::ShutdownNotification::normal})
+            .raw,
+        0x00464001u);
 }
 
 TEST(Golden, EveryCapsuleHasPsdtSglInByteOne) {
@@ -42,7 +42,8 @@ TEST(Golden, EveryCapsuleHasPsdtSglInByteOne) {
         w::identify_command(w::IdentifyCns::controller, 0, w::keyed_data_block(buffer)),
         w::set_number_of_queues_command({1, 1}),
         w::keep_alive_command(),
-        w::get_log_page_command(w::LogPageId::discovery, 0, w::keyed_data_block(buffer.slice(0, 1024))),
+        w::get_log_page_command(w::LogPageId::discovery, 0,
+                                w::keyed_data_block(buffer.slice(0, 1024))),
         w::rw_command(w::IoOpcode::read, 1, 0, 8, buffer, 512),
         w::flush_command(1),
         w::write_zeroes_command(1, 0, 8),
@@ -75,7 +76,7 @@ TEST(Golden, KeyedSglHas24BitLengthBeforeTheKey) {
 
 TEST(Golden, InCapsuleDescriptorIsDataBlockOffset) {
     const auto d = bytes_of(w::in_capsule_data(0, 1024));
-    const std::array<std::uint8_t, 16> expected = {0, 0, 0, 0, 0, 0, 0, 0,
+    const std::array<std::uint8_t, 16> expected = {0,    0,    0, 0, 0, 0, 0, 0,
                                                    0x00, 0x04, 0, 0, 0, 0, 0, 0x01};
     EXPECT_EQ(d, expected);
 }
@@ -110,7 +111,8 @@ TEST(Golden, CmReplyAndRejectLayout) {
 
 TEST(Golden, ConnectDataOffsets) {
     const w::HostId id{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-    const w::ConnectData data = w::connect_data(id, "nqn.2024-01.io.example:sub", "nqn.host", 0xFFFF);
+    const w::ConnectData data =
+        w::connect_data(id, "nqn.2024-01.io.example:sub", "nqn.host", 0xFFFF);
     const auto b = bytes_of(data);
     EXPECT_EQ(b[0], 1);
     EXPECT_EQ(b[15], 16);
@@ -157,7 +159,8 @@ TEST(Golden, StatusWords) {
 }
 
 TEST(Golden, ReadCommandNlbIsZeroBased) {
-    const w::Sqe sqe = w::rw_command(w::IoOpcode::read, 1, 0x100000002ull, 8, {0x2000, 4096, 9}, 512);
+    const w::Sqe sqe =
+        w::rw_command(w::IoOpcode::read, 1, 0x100000002ull, 8, {0x2000, 4096, 9}, 512);
     const auto b = bytes_of(sqe);
     EXPECT_EQ(b[0], 0x02);
     EXPECT_EQ(b[40], 0x02);
@@ -165,7 +168,7 @@ TEST(Golden, ReadCommandNlbIsZeroBased) {
     EXPECT_EQ(b[48], 7);
     EXPECT_EQ(b[32], 0x00);  // 4096 = 0x001000 little-endian in bytes 32..34
     EXPECT_EQ(b[33], 0x10);
-    EXPECT_EQ(b[35], 9);     // rkey at byte 35 (= 24 + 11)
+    EXPECT_EQ(b[35], 9);  // rkey at byte 35 (= 24 + 11)
 }
 
 TEST(Golden, NumberOfQueuesIsZeroBasedBothHalves) {

@@ -13,12 +13,12 @@ extern "C" {
 
 namespace w = nvmeof::wire;
 
-#define EXPECT_SAME_FIELD(ours, theirs, ours_field, theirs_field)                   \
-    do {                                                                             \
-        EXPECT_EQ(offsetof(ours, ours_field), offsetof(theirs, theirs_field))        \
-            << #ours "::" #ours_field " vs " #theirs "::" #theirs_field;             \
-        EXPECT_EQ(sizeof(ours::ours_field), sizeof(theirs::theirs_field))            \
-            << "size of " #ours "::" #ours_field;                                    \
+#define EXPECT_SAME_FIELD(ours, theirs, ours_field, theirs_field)             \
+    do {                                                                      \
+        EXPECT_EQ(offsetof(ours, ours_field), offsetof(theirs, theirs_field)) \
+            << #ours "::" #ours_field " vs " #theirs "::" #theirs_field;      \
+        EXPECT_EQ(sizeof(ours::ours_field), sizeof(theirs::theirs_field))     \
+            << "size of " #ours "::" #ours_field;                             \
     } while (0)
 
 TEST(LibnvmeCrossCheck, IdentifyController) {
@@ -170,8 +170,10 @@ TEST(LibnvmeCrossCheck, Opcodes) {
     EXPECT_EQ(static_cast<int>(w::FabricsType::disconnect), nvme_fabrics_type_disconnect);
     EXPECT_EQ(static_cast<int>(w::IdentifyCns::namespace_data), NVME_IDENTIFY_CNS_NS);
     EXPECT_EQ(static_cast<int>(w::IdentifyCns::controller), NVME_IDENTIFY_CNS_CTRL);
-    EXPECT_EQ(static_cast<int>(w::IdentifyCns::active_namespace_list), NVME_IDENTIFY_CNS_NS_ACTIVE_LIST);
-    EXPECT_EQ(static_cast<int>(w::IdentifyCns::namespace_descriptors), NVME_IDENTIFY_CNS_NS_DESC_LIST);
+    EXPECT_EQ(static_cast<int>(w::IdentifyCns::active_namespace_list),
+              NVME_IDENTIFY_CNS_NS_ACTIVE_LIST);
+    EXPECT_EQ(static_cast<int>(w::IdentifyCns::namespace_descriptors),
+              NVME_IDENTIFY_CNS_NS_DESC_LIST);
     EXPECT_EQ(static_cast<int>(w::FeatureId::number_of_queues), NVME_FEAT_FID_NUM_QUEUES);
     EXPECT_EQ(static_cast<int>(w::FeatureId::keep_alive_timer), NVME_FEAT_FID_KATO);
     EXPECT_EQ(static_cast<int>(w::LogPageId::discovery), NVME_LOG_LID_DISCOVER);
@@ -210,22 +212,32 @@ TEST(LibnvmeCrossCheck, StatusCodes) {
     EXPECT_EQ(static_cast<int>(w::GenericStatus::internal_error), NVME_SC_INTERNAL);
     EXPECT_EQ(static_cast<int>(w::GenericStatus::invalid_namespace_or_format), NVME_SC_INVALID_NS);
     EXPECT_EQ(static_cast<int>(w::GenericStatus::command_sequence_error), NVME_SC_CMD_SEQ_ERROR);
-    EXPECT_EQ(static_cast<int>(w::GenericStatus::invalid_number_of_sgl_descriptors), NVME_SC_SGL_INVALID_COUNT);
-    EXPECT_EQ(static_cast<int>(w::GenericStatus::data_sgl_length_invalid), NVME_SC_SGL_INVALID_DATA);
-    EXPECT_EQ(static_cast<int>(w::GenericStatus::sgl_descriptor_type_invalid), NVME_SC_SGL_INVALID_TYPE);
+    EXPECT_EQ(static_cast<int>(w::GenericStatus::invalid_number_of_sgl_descriptors),
+              NVME_SC_SGL_INVALID_COUNT);
+    EXPECT_EQ(static_cast<int>(w::GenericStatus::data_sgl_length_invalid),
+              NVME_SC_SGL_INVALID_DATA);
+    EXPECT_EQ(static_cast<int>(w::GenericStatus::sgl_descriptor_type_invalid),
+              NVME_SC_SGL_INVALID_TYPE);
     EXPECT_EQ(static_cast<int>(w::GenericStatus::sgl_offset_invalid), NVME_SC_SGL_INVALID_OFFSET);
     EXPECT_EQ(static_cast<int>(w::GenericStatus::keep_alive_timer_expired), NVME_SC_KAT_EXPIRED);
     EXPECT_EQ(static_cast<int>(w::GenericStatus::keep_alive_timeout_invalid), NVME_SC_KAT_INVALID);
-    EXPECT_EQ(static_cast<int>(w::GenericStatus::transient_transport_error), NVME_SC_TRAN_TPORT_ERROR);
+    EXPECT_EQ(static_cast<int>(w::GenericStatus::transient_transport_error),
+              NVME_SC_TRAN_TPORT_ERROR);
     EXPECT_EQ(static_cast<int>(w::GenericStatus::lba_out_of_range), NVME_SC_LBA_RANGE);
     EXPECT_EQ(static_cast<int>(w::GenericStatus::capacity_exceeded), NVME_SC_CAP_EXCEEDED);
-    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_incompatible_format), NVME_SC_CONNECT_FORMAT);
-    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_controller_busy), NVME_SC_CONNECT_CTRL_BUSY);
-    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_invalid_parameters), NVME_SC_CONNECT_INVALID_PARAM);
-    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_invalid_host), NVME_SC_CONNECT_INVALID_HOST);
+    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_incompatible_format),
+              NVME_SC_CONNECT_FORMAT);
+    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_controller_busy),
+              NVME_SC_CONNECT_CTRL_BUSY);
+    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_invalid_parameters),
+              NVME_SC_CONNECT_INVALID_PARAM);
+    EXPECT_EQ(static_cast<int>(w::FabricsStatus::connect_invalid_host),
+              NVME_SC_CONNECT_INVALID_HOST);
     EXPECT_EQ(static_cast<int>(w::FabricsStatus::authentication_required), NVME_SC_AUTH_REQUIRED);
-    EXPECT_EQ(static_cast<int>(w::AdminCommandStatus::invalid_queue_identifier), NVME_SC_QID_INVALID);
-    EXPECT_EQ(static_cast<int>(w::NvmCommandStatus::attempted_write_to_read_only_range), NVME_SC_READ_ONLY);
+    EXPECT_EQ(static_cast<int>(w::AdminCommandStatus::invalid_queue_identifier),
+              NVME_SC_QID_INVALID);
+    EXPECT_EQ(static_cast<int>(w::NvmCommandStatus::attempted_write_to_read_only_range),
+              NVME_SC_READ_ONLY);
     EXPECT_EQ(static_cast<int>(w::MediaStatus::unrecovered_read_error), NVME_SC_READ_ERROR);
 }
 

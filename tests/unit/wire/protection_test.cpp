@@ -88,7 +88,8 @@ TEST(Crc, Crc32cEveryVersionMatchesBitwiseAtEveryLengthAlignmentAndSplit) {
             const std::uint8_t* p = data.data() + offset;
             const std::uint32_t want = crc32c_bitwise(p, n);
             ASSERT_EQ(crc::crc32c_table(0, p, n), want) << n << "+" << offset;
-            ASSERT_EQ(crc::crc32c_sse42(0, p, n), want) << n << "+" << offset;  // tables without SSE4.2
+            ASSERT_EQ(crc::crc32c_sse42(0, p, n), want)
+                << n << "+" << offset;  // tables without SSE4.2
             ASSERT_EQ(w::crc32c(0, p, n), want) << n << "+" << offset;
             const std::size_t third = n / 3;
             ASSERT_EQ(w::crc32c(w::crc32c(0, p, third), p + third, n - third), want) << n;
@@ -111,8 +112,9 @@ TEST(Crc, SlicedTablesMatchBitwiseAtEveryLengthAndContinue) {
         EXPECT_EQ(w::crc64_nvme(0, data.data(), n), crc64_bitwise(data.data(), n)) << n;
         // Continued over two pieces equals one pass.
         const std::size_t half = n / 3;
-        EXPECT_EQ(w::crc16_t10dif(w::crc16_t10dif(0, data.data(), half), data.data() + half, n - half),
-                  crc16_bitwise(data.data(), n));
+        EXPECT_EQ(
+            w::crc16_t10dif(w::crc16_t10dif(0, data.data(), half), data.data() + half, n - half),
+            crc16_bitwise(data.data(), n));
         EXPECT_EQ(w::crc64_nvme(w::crc64_nvme(0, data.data(), half), data.data() + half, n - half),
                   crc64_bitwise(data.data(), n));
     }
@@ -127,7 +129,7 @@ TEST(Crc, TablesMatchBitwiseCalledDirectly) {
 }
 
 class CrcClmul : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (!crc::clmul_supported()) {
             GTEST_SKIP() << "no PCLMULQDQ and SSE4.1 here: the public functions run the tables";
@@ -152,8 +154,10 @@ TEST_F(CrcClmul, CatalogueCheckValues) {
 
 TEST_F(CrcClmul, PublicFunctionsRunIt) {
     const auto data = random_bytes(4096, 17);
-    EXPECT_EQ(w::crc16_t10dif(0, data.data(), data.size()), crc::crc16_t10dif_clmul(0, data.data(), data.size()));
-    EXPECT_EQ(w::crc64_nvme(0, data.data(), data.size()), crc::crc64_nvme_clmul(0, data.data(), data.size()));
+    EXPECT_EQ(w::crc16_t10dif(0, data.data(), data.size()),
+              crc::crc16_t10dif_clmul(0, data.data(), data.size()));
+    EXPECT_EQ(w::crc64_nvme(0, data.data(), data.size()),
+              crc::crc64_nvme_clmul(0, data.data(), data.size()));
 }
 
 // Every length up to 1,100 bytes: under one chunk (tables only), one to seven
@@ -165,18 +169,25 @@ TEST_F(CrcClmul, MatchesTablesAtEveryLengthFromAnyStart) {
     for (std::size_t n = 0; n <= data.size(); ++n) {
         const auto c16 = static_cast<std::uint16_t>(rng());
         const std::uint64_t c64 = rng();
-        ASSERT_EQ(crc::crc16_t10dif_clmul(0, data.data(), n), crc::crc16_t10dif_table(0, data.data(), n)) << n;
-        ASSERT_EQ(crc::crc64_nvme_clmul(0, data.data(), n), crc::crc64_nvme_table(0, data.data(), n)) << n;
-        ASSERT_EQ(crc::crc16_t10dif_clmul(c16, data.data(), n), crc::crc16_t10dif_table(c16, data.data(), n))
+        ASSERT_EQ(crc::crc16_t10dif_clmul(0, data.data(), n),
+                  crc::crc16_t10dif_table(0, data.data(), n))
+            << n;
+        ASSERT_EQ(crc::crc64_nvme_clmul(0, data.data(), n),
+                  crc::crc64_nvme_table(0, data.data(), n))
+            << n;
+        ASSERT_EQ(crc::crc16_t10dif_clmul(c16, data.data(), n),
+                  crc::crc16_t10dif_table(c16, data.data(), n))
             << n << " from " << c16;
-        ASSERT_EQ(crc::crc64_nvme_clmul(c64, data.data(), n), crc::crc64_nvme_table(c64, data.data(), n))
+        ASSERT_EQ(crc::crc64_nvme_clmul(c64, data.data(), n),
+                  crc::crc64_nvme_table(c64, data.data(), n))
             << n << " from " << c64;
     }
     // All-ones and all-zero data, where a dropped carry or constant would show.
     for (const std::uint8_t fill : {std::uint8_t{0}, std::uint8_t{0xFF}}) {
         const std::vector<std::uint8_t> flat(1100, fill);
         for (std::size_t n : {16u, 127u, 128u, 129u, 512u, 1100u}) {
-            EXPECT_EQ(crc::crc16_t10dif_clmul(0, flat.data(), n), crc16_bitwise(flat.data(), n)) << n;
+            EXPECT_EQ(crc::crc16_t10dif_clmul(0, flat.data(), n), crc16_bitwise(flat.data(), n))
+                << n;
             EXPECT_EQ(crc::crc64_nvme_clmul(0, flat.data(), n), crc64_bitwise(flat.data(), n)) << n;
         }
     }
@@ -189,12 +200,16 @@ TEST_F(CrcClmul, MatchesTablesUnaligned) {
     for (std::size_t n : {4096u, 4104u, 4160u, 65536u}) {
         for (std::size_t offset = 0; offset < 16; ++offset) {
             const std::uint8_t* p = data.data() + offset;
-            EXPECT_EQ(crc::crc16_t10dif_clmul(0, p, n), crc::crc16_t10dif_table(0, p, n)) << n << "+" << offset;
-            EXPECT_EQ(crc::crc64_nvme_clmul(0, p, n), crc::crc64_nvme_table(0, p, n)) << n << "+" << offset;
+            EXPECT_EQ(crc::crc16_t10dif_clmul(0, p, n), crc::crc16_t10dif_table(0, p, n))
+                << n << "+" << offset;
+            EXPECT_EQ(crc::crc64_nvme_clmul(0, p, n), crc::crc64_nvme_table(0, p, n))
+                << n << "+" << offset;
         }
     }
-    EXPECT_EQ(crc::crc16_t10dif_clmul(0, data.data() + 3, 4104), crc16_bitwise(data.data() + 3, 4104));
-    EXPECT_EQ(crc::crc64_nvme_clmul(0, data.data() + 3, 4104), crc64_bitwise(data.data() + 3, 4104));
+    EXPECT_EQ(crc::crc16_t10dif_clmul(0, data.data() + 3, 4104),
+              crc16_bitwise(data.data() + 3, 4104));
+    EXPECT_EQ(crc::crc64_nvme_clmul(0, data.data() + 3, 4104),
+              crc64_bitwise(data.data() + 3, 4104));
 }
 
 // Continued over pieces cut at random points (any lengths, any alignments)
@@ -210,7 +225,8 @@ TEST_F(CrcClmul, ContinuesAcrossRandomSplits) {
         std::uint64_t c64 = 0;
         std::size_t at = 0;
         while (at < n) {
-            const std::size_t piece = std::min<std::size_t>(n - at, rng() % (round % 2 ? 300 : 3000) + 1);
+            const std::size_t piece =
+                std::min<std::size_t>(n - at, rng() % (round % 2 ? 300 : 3000) + 1);
             c16 = crc::crc16_t10dif_clmul(c16, data.data() + at, piece);
             c64 = crc::crc64_nvme_clmul(c64, data.data() + at, piece);
             at += piece;
@@ -267,10 +283,24 @@ TEST(Pi, KnownTupleOfThe32BitGuard) {
     w::PiTags tags{0x0102030405060708ull, 0xABCD, 0xFFFF, 0xBEEF};
     w::pi_generate(f, block, tags);
     const auto* pi = reinterpret_cast<const std::uint8_t*>(block.data() + 4096);
-    const std::uint32_t guard = crc32c_bitwise(reinterpret_cast<const std::uint8_t*>(block.data()), 4096);
-    const std::uint8_t want[16] = {static_cast<std::uint8_t>(guard >> 24), static_cast<std::uint8_t>(guard >> 16),
-                                   static_cast<std::uint8_t>(guard >> 8), static_cast<std::uint8_t>(guard),
-                                   0xAB, 0xCD, 0xBE, 0xEF, 1, 2, 3, 4, 5, 6, 7, 8};
+    const std::uint32_t guard =
+        crc32c_bitwise(reinterpret_cast<const std::uint8_t*>(block.data()), 4096);
+    const std::uint8_t want[16] = {static_cast<std::uint8_t>(guard >> 24),
+                                   static_cast<std::uint8_t>(guard >> 16),
+                                   static_cast<std::uint8_t>(guard >> 8),
+                                   static_cast<std::uint8_t>(guard),
+                                   0xAB,
+                                   0xCD,
+                                   0xBE,
+                                   0xEF,
+                                   1,
+                                   2,
+                                   3,
+                                   4,
+                                   5,
+                                   6,
+                                   7,
+                                   8};
     EXPECT_EQ(std::memcmp(pi, want, sizeof want), 0);
     const w::PiFields read = w::pi_read(f, block.data());
     EXPECT_EQ(read.guard, guard);
@@ -305,12 +335,30 @@ TEST(Pi, CommandCarriesStorageAndReferenceTagsAcrossCdw2Cdw3Cdw14) {
     const Case cases[] = {
         {{512, 8, w::PiType::type1, w::PiGuard::crc16, false}, 0, 0x89ABCDEF, 0, 0, 0x89ABCDEF},
         {{512, 8, w::PiType::type1, w::PiGuard::crc16, false, 8}, 0xAB, 0x123456, 0, 0, 0xAB123456},
-        {{4096, 16, w::PiType::type1, w::PiGuard::crc64, false}, 0, 0xABCD01234567, 0, 0xABCD, 0x01234567},
-        {{4096, 16, w::PiType::type1, w::PiGuard::crc64, false, 20}, 0xABCDE, 0x1234567, 0, 0xABCD, 0xE1234567},
+        {{4096, 16, w::PiType::type1, w::PiGuard::crc64, false},
+         0,
+         0xABCD01234567,
+         0,
+         0xABCD,
+         0x01234567},
+        {{4096, 16, w::PiType::type1, w::PiGuard::crc64, false, 20},
+         0xABCDE,
+         0x1234567,
+         0,
+         0xABCD,
+         0xE1234567},
         {{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 16},
-         0xBEEF, 0x0102030405060708, 0xBEEF, 0x01020304, 0x05060708},
+         0xBEEF,
+         0x0102030405060708,
+         0xBEEF,
+         0x01020304,
+         0x05060708},
         {{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 64},
-         0x1122334455667788, 0xABCD, 0x1122, 0x33445566, 0x7788ABCD},
+         0x1122334455667788,
+         0xABCD,
+         0x1122,
+         0x33445566,
+         0x7788ABCD},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.cdw14);
@@ -341,7 +389,8 @@ TEST(Pi, KnownTupleForA512ByteBlockOfZeroes) {
     std::vector<std::byte> block(520);
     w::pi_generate(f, block, {0x12345678, 0xABCD, 0xFFFF});
     const auto* pi = reinterpret_cast<const std::uint8_t*>(block.data() + 512);
-    const std::uint16_t guard = crc16_bitwise(reinterpret_cast<const std::uint8_t*>(block.data()), 512);
+    const std::uint16_t guard =
+        crc16_bitwise(reinterpret_cast<const std::uint8_t*>(block.data()), 512);
     EXPECT_EQ(pi[0], guard >> 8);
     EXPECT_EQ(pi[1], guard & 0xFF);
     EXPECT_EQ(pi[2], 0xAB);
@@ -372,10 +421,12 @@ TEST_P(PiLayouts, EachCheckCatchesItsCorruptionAndOnlyWhenOn) {
     };
     const auto all = static_cast<std::uint8_t>(w::kPrchkAll | w::kCheckStorageTag);
     EXPECT_FALSE(w::pi_verify(f, buf, all, tags));
-    for (const Case c : {Case{w::PiCheck::guard, w::kPrchkGuard}, Case{w::PiCheck::apptag, w::kPrchkApptag},
-                         Case{w::PiCheck::reftag, w::kPrchkReftag},
-                         Case{w::PiCheck::storage_tag, w::kCheckStorageTag}}) {
-        if (c.check == w::PiCheck::reftag && (f.pi_type == w::PiType::type3 || f.reftag_bits() == 0)) {
+    for (const Case c :
+         {Case{w::PiCheck::guard, w::kPrchkGuard}, Case{w::PiCheck::apptag, w::kPrchkApptag},
+          Case{w::PiCheck::reftag, w::kPrchkReftag},
+          Case{w::PiCheck::storage_tag, w::kCheckStorageTag}}) {
+        if (c.check == w::PiCheck::reftag &&
+            (f.pi_type == w::PiType::type3 || f.reftag_bits() == 0)) {
             continue;  // covered below: type 3 keeps one opaque tag
         }
         if (c.check == w::PiCheck::storage_tag && f.storage_tag_bits == 0) {
@@ -421,7 +472,8 @@ TEST_P(PiLayouts, EscapeApptagTurnsChecksOff) {
     const w::BlockFormat& f = GetParam().format;
     auto buf = random_blocks(f, 2, 5);
     const bool type3 = f.pi_type == w::PiType::type3;
-    w::PiFields pi{0, w::kApptagEscape, type3 ? f.reftag_mask() : 0, type3 ? f.storage_tag_max() : 0};
+    w::PiFields pi{0, w::kApptagEscape, type3 ? f.reftag_mask() : 0,
+                   type3 ? f.storage_tag_max() : 0};
     w::pi_write(f, buf.data(), pi);
     w::pi_write(f, buf.data() + f.extended_bytes(), pi);
     const auto all = static_cast<std::uint8_t>(w::kPrchkAll | w::kCheckStorageTag);
@@ -436,18 +488,23 @@ TEST_P(PiLayouts, EscapeApptagTurnsChecksOff) {
 
 INSTANTIATE_TEST_SUITE_P(
     Formats, PiLayouts,
-    ::testing::Values(Layout{{512, 8, w::PiType::type1, w::PiGuard::crc16, false}, "512+8 type1"},
-                      Layout{{4096, 8, w::PiType::type1, w::PiGuard::crc16, false}, "4096+8 type1"},
-                      Layout{{512, 16, w::PiType::type2, w::PiGuard::crc16, true}, "512+16 type2 first"},
-                      Layout{{512, 16, w::PiType::type2, w::PiGuard::crc16, false}, "512+16 type2 last"},
-                      Layout{{4096, 8, w::PiType::type3, w::PiGuard::crc16, false}, "4096+8 type3"},
-                      Layout{{4096, 64, w::PiType::type1, w::PiGuard::crc64, false}, "4096+64 type1 g64"},
-                      Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc64, true}, "4096+16 type3 g64"},
-                      Layout{{512, 8, w::PiType::type1, w::PiGuard::crc16, false, 8}, "512+8 type1 sts8"},
-                      Layout{{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 16}, "4096+16 type1 g32 sts16"},
-                      Layout{{512, 32, w::PiType::type2, w::PiGuard::crc32, true, 40}, "512+32 type2 g32 sts40 first"},
-                      Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc32, false, 64}, "4096+16 type3 g32 sts64"},
-                      Layout{{4096, 16, w::PiType::type2, w::PiGuard::crc64, false, 20}, "4096+16 type2 g64 sts20"}));
+    ::testing::Values(
+        Layout{{512, 8, w::PiType::type1, w::PiGuard::crc16, false}, "512+8 type1"},
+        Layout{{4096, 8, w::PiType::type1, w::PiGuard::crc16, false}, "4096+8 type1"},
+        Layout{{512, 16, w::PiType::type2, w::PiGuard::crc16, true}, "512+16 type2 first"},
+        Layout{{512, 16, w::PiType::type2, w::PiGuard::crc16, false}, "512+16 type2 last"},
+        Layout{{4096, 8, w::PiType::type3, w::PiGuard::crc16, false}, "4096+8 type3"},
+        Layout{{4096, 64, w::PiType::type1, w::PiGuard::crc64, false}, "4096+64 type1 g64"},
+        Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc64, true}, "4096+16 type3 g64"},
+        Layout{{512, 8, w::PiType::type1, w::PiGuard::crc16, false, 8}, "512+8 type1 sts8"},
+        Layout{{4096, 16, w::PiType::type1, w::PiGuard::crc32, false, 16},
+               "4096+16 type1 g32 sts16"},
+        Layout{{512, 32, w::PiType::type2, w::PiGuard::crc32, true, 40},
+               "512+32 type2 g32 sts40 first"},
+        Layout{{4096, 16, w::PiType::type3, w::PiGuard::crc32, false, 64},
+               "4096+16 type3 g32 sts64"},
+        Layout{{4096, 16, w::PiType::type2, w::PiGuard::crc64, false, 20},
+               "4096+16 type2 g64 sts20"}));
 
 TEST(Pi, GuardOfAPiLastBlockCoversTheMetadataBeforeIt) {
     const w::BlockFormat f{512, 16, w::PiType::type1, w::PiGuard::crc16, false};
@@ -474,7 +531,8 @@ TEST(Pi, Type3KeepsOneReferenceTagForEveryBlockAndNeverComparesIt) {
     const w::BlockFormat type1{512, 8, w::PiType::type1, w::PiGuard::crc16, false};
     auto buf1 = random_blocks(type1, 3, 9);
     w::pi_generate(type1, buf1, {42, 1, 0xFFFF});
-    EXPECT_EQ(w::pi_verify(type1, buf1, w::kPrchkReftag, {43, 1, 0xFFFF}).check, w::PiCheck::reftag);
+    EXPECT_EQ(w::pi_verify(type1, buf1, w::kPrchkReftag, {43, 1, 0xFFFF}).check,
+              w::PiCheck::reftag);
 }
 
 TEST(Pi, SixtyFourBitGuardWrapsTheReferenceTagAt48Bits) {

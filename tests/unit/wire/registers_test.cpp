@@ -34,8 +34,8 @@ TEST(Registers, ControllerConfigFields) {
 }
 
 TEST(Registers, ControllerStatusRoundTrip) {
-    const auto csts = w::ControllerStatus::make(
-        {.ready = true, .shutdown_status = w::ShutdownStatus::complete});
+    const auto csts =
+        w::ControllerStatus::make({.ready = true, .shutdown_status = w::ShutdownStatus::complete});
     EXPECT_EQ(csts.raw, 0x9u);
     EXPECT_TRUE(csts.ready());
     EXPECT_FALSE(csts.fatal());

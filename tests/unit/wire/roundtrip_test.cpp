@@ -11,7 +11,8 @@
 namespace w = nvmeof::wire;
 
 TEST(RoundTrip, KeyedDescriptor) {
-    const w::SglDescriptor d = w::keyed_data_block(0xDEADBEEF000ull, w::kMaxKeyedSglLength, 0xFFFFFFFF);
+    const w::SglDescriptor d =
+        w::keyed_data_block(0xDEADBEEF000ull, w::kMaxKeyedSglLength, 0xFFFFFFFF);
     EXPECT_TRUE(d.is_keyed());
     EXPECT_EQ(d.type(), w::SglType::keyed_data_block);
     EXPECT_EQ(d.subtype(), w::SglSubtype::address);
@@ -197,7 +198,8 @@ TEST(RoundTrip, DiscoveryLog) {
     EXPECT_EQ(parsed[1].service_id, "4421");
     EXPECT_EQ(parsed[1].address, "127.0.0.2");
     EXPECT_EQ(parsed[1].transport, w::TransportType::rdma);
-    EXPECT_THROW(w::parse_discovery_log(log.data(), 2 * w::kDiscoveryRecordSize), std::runtime_error);
+    EXPECT_THROW(w::parse_discovery_log(log.data(), 2 * w::kDiscoveryRecordSize),
+                 std::runtime_error);
 }
 
 TEST(RoundTrip, DiscoveryEntryTrimsSpacePadding) {
@@ -215,8 +217,9 @@ TEST(RoundTrip, ReadWrite) {
     EXPECT_EQ(w::command_block_count(sqe), 256u);
     EXPECT_EQ(sqe.dptr.keyed_length(), 1u << 20);
     EXPECT_EQ(sqe.dptr.keyed_key(), 42u);
-    EXPECT_EQ(w::command_block_count(w::rw_command(w::IoOpcode::read, 1, 0, 65536, {0, 1 << 24, 1}, 1)),
-              65536u);
+    EXPECT_EQ(
+        w::command_block_count(w::rw_command(w::IoOpcode::read, 1, 0, 65536, {0, 1 << 24, 1}, 1)),
+        65536u);
 }
 
 TEST(RoundTrip, ReadWriteValidation) {
@@ -238,7 +241,8 @@ TEST(RoundTrip, FlushWriteZeroesDatasetManagement) {
     EXPECT_EQ(w::command_slba(wz), 77u);
     EXPECT_EQ(w::command_block_count(wz), 16u);
     EXPECT_TRUE((wz.cdw12 >> w::kWriteZeroesDeallocateBit) & 1);
-    const w::Sqe dsm = w::dataset_management_command(1, 4, w::kDsmAttributeDeallocate, {0x100, 64, 5});
+    const w::Sqe dsm =
+        w::dataset_management_command(1, 4, w::kDsmAttributeDeallocate, {0x100, 64, 5});
     EXPECT_EQ(w::dsm_range_count(dsm), 4u);
     EXPECT_EQ(dsm.cdw11, w::kDsmAttributeDeallocate);
     EXPECT_EQ(dsm.dptr.keyed_length(), 64u);

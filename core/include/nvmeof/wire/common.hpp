@@ -21,22 +21,22 @@ namespace nvmeof::wire {
 static_assert(std::endian::native == std::endian::little,
               "the NVMe wire layer assumes a little-endian host");
 
-inline constexpr std::uint16_t kDefaultPort = 4420;          // TRSVCID for RDMA, I/O and discovery
-inline constexpr std::size_t kSqeSize = 64;                   // submission queue entry
-inline constexpr std::size_t kCqeSize = 16;                   // completion queue entry
+inline constexpr std::uint16_t kDefaultPort = 4420;  // TRSVCID for RDMA, I/O and discovery
+inline constexpr std::size_t kSqeSize = 64;          // submission queue entry
+inline constexpr std::size_t kCqeSize = 16;          // completion queue entry
 inline constexpr std::size_t kSglDescriptorSize = 16;
-inline constexpr std::size_t kIdentifyDataSize = 4096;        // every Identify CNS returns 4 KiB
+inline constexpr std::size_t kIdentifyDataSize = 4096;  // every Identify CNS returns 4 KiB
 inline constexpr std::size_t kConnectDataSize = 1024;
-inline constexpr std::uint16_t kAdminQueueSize = 32;          // NVME_AQ_DEPTH; nvmet rejects more
+inline constexpr std::uint16_t kAdminQueueSize = 32;  // NVME_AQ_DEPTH; nvmet rejects more
 inline constexpr std::uint32_t kMaxKeyedSglLength = (1u << 24) - 1;  // 24-bit length field
 inline constexpr std::uint32_t kMaxBlocksPerCommand = 1u << 16;      // NLB is 16 bits, 0's based
-inline constexpr std::size_t kMaxNqnLength = 223;             // text bytes, excluding the NUL
+inline constexpr std::size_t kMaxNqnLength = 223;  // text bytes, excluding the NUL
 inline constexpr std::size_t kNqnFieldSize = 256;
 inline constexpr std::uint16_t kDynamicControllerId = 0xFFFF;  // "give me any" on admin Connect
 inline constexpr std::uint32_t kBroadcastNsid = 0xFFFFFFFF;
 inline constexpr char kDiscoveryNqn[] = "nqn.2014-08.org.nvmexpress.discovery";
 inline constexpr char kUuidNqnPrefix[] = "nqn.2014-08.org.nvmexpress:uuid:";  // + a UUID
-inline constexpr std::uint32_t kMinLbaDataShift = 9;          // 512-byte blocks at the least
+inline constexpr std::uint32_t kMinLbaDataShift = 9;  // 512-byte blocks at the least
 
 // The host identifier of Connect data (a UUID); here rather than with Connect
 // because the public options carry it too.

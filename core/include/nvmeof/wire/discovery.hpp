@@ -17,7 +17,12 @@ enum class AddressFamily : std::uint8_t { ipv4 = 1, ipv6 = 2, infiniband = 3, fi
 enum class SubsystemType : std::uint8_t { referral = 1, nvm = 2, current_discovery = 3 };
 enum class RdmaQpType : std::uint8_t { reliable_connected = 1, reliable_datagram = 2 };
 enum class RdmaProviderType : std::uint8_t {
-    none = 1, infiniband = 2, roce = 3, roce_v2 = 4, iwarp = 5 };
+    none = 1,
+    infiniband = 2,
+    roce = 3,
+    roce_v2 = 4,
+    iwarp = 5
+};
 enum class RdmaCms : std::uint8_t { rdma_cm = 1 };
 // TREQ bits 1:0: secure channel requirement; bit 2: SQ flow control disable supported.
 inline constexpr std::uint8_t kTreqSecureChannelNotSpecified = 0x0;

@@ -31,13 +31,13 @@ struct ConnectCommand {
     std::uint16_t command_id;
     std::uint8_t fctype;  // 0x01
     std::uint8_t reserved5[19];
-    SglDescriptor sgl1;     // the 1024-byte Connect data
-    std::uint16_t recfmt;   // 0
-    std::uint16_t qid;      // 0 = admin
-    std::uint16_t sqsize;   // 0's based; 0 is invalid
-    std::uint8_t cattr;     // priority class, DISSQFC, ...: this host sends 0
+    SglDescriptor sgl1;    // the 1024-byte Connect data
+    std::uint16_t recfmt;  // 0
+    std::uint16_t qid;     // 0 = admin
+    std::uint16_t sqsize;  // 0's based; 0 is invalid
+    std::uint8_t cattr;    // priority class, DISSQFC, ...: this host sends 0
     std::uint8_t reserved47;
-    std::uint32_t kato;     // keep-alive timeout in ms, admin queue only
+    std::uint32_t kato;  // keep-alive timeout in ms, admin queue only
     std::uint8_t reserved52[12];
 };
 static_assert(sizeof(ConnectCommand) == kSqeSize);
@@ -138,14 +138,14 @@ inline constexpr std::uint32_t kConnectIattrDataBit = 0x1;  // IPO is into the 1
 
 struct ConnectResult {
     std::uint16_t cntlid;
-    bool authentication_required;   // ATR or ASCR
-    bool secure_channel_required;   // ASCR: TLS as well, which this project lacks
+    bool authentication_required;  // ATR or ASCR
+    bool secure_channel_required;  // ASCR: TLS as well, which this project lacks
 };
 ConnectResult parse_connect_result(std::uint32_t dw0);
 
 // For SCT 1 / SC 0x82 "Connect Invalid Parameters": which field was refused.
 struct ConnectInvalidParameter {
-    bool in_data;         // IATTR bit 0: offset into the Connect data, else the SQE
+    bool in_data;          // IATTR bit 0: offset into the Connect data, else the SQE
     std::uint16_t offset;  // IPO
 };
 ConnectInvalidParameter parse_connect_invalid_parameter(std::uint32_t dw0);

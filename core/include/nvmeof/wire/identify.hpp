@@ -31,9 +31,9 @@ inline IdentifyCns identify_cns(const Sqe& sqe) {
 }
 
 // Identify Controller SGLS bits the initiator relies on.
-inline constexpr std::uint32_t kSglsSupportedMask = 0x3;          // 01b: SGLs, byte aligned
-inline constexpr std::uint32_t kSglsKeyedDataBlock = 1u << 2;     // required on RDMA
-inline constexpr std::uint32_t kSglsOffsetAddress = 1u << 20;     // in-capsule data allowed
+inline constexpr std::uint32_t kSglsSupportedMask = 0x3;       // 01b: SGLs, byte aligned
+inline constexpr std::uint32_t kSglsKeyedDataBlock = 1u << 2;  // required on RDMA
+inline constexpr std::uint32_t kSglsOffsetAddress = 1u << 20;  // in-capsule data allowed
 inline constexpr std::uint8_t kControllerTypeIo = 1;
 inline constexpr std::uint8_t kControllerTypeDiscovery = 2;
 inline constexpr std::uint16_t kOncsCompare = 1u << 0;
@@ -197,9 +197,9 @@ struct IdentifyNamespace {
 
     // Index of the LBA format in use (FLBAS bits 3:0, plus 6:5 above 16 formats).
     std::uint8_t format_index() const {
-        return static_cast<std::uint8_t>((flbas & kFlbasIndexLowMask) |
-                                         (((flbas >> kFlbasIndexHighShift) & kFlbasIndexHighMask)
-                                          << 4));
+        return static_cast<std::uint8_t>(
+            (flbas & kFlbasIndexLowMask) |
+            (((flbas >> kFlbasIndexHighShift) & kFlbasIndexHighMask) << 4));
     }
 };
 static_assert(sizeof(IdentifyNamespace) == kIdentifyDataSize);
@@ -263,8 +263,8 @@ struct NamespaceGeometry {
 // outside 2^9..2^31, or a layout a fabrics host cannot use: metadata in a
 // separate buffer (FLBAS bit 4 clear; NVMe-oF carries metadata only interleaved
 // as an extended LBA), a reserved PI type or PI format, PI larger than the
-// metadata, or a storage tag size its PI format does not allow. `nvm` is the NVM command set's namespace data
-// when the controller reports extended LBA formats (else 16-bit guards).
+// metadata, or a storage tag size its PI format does not allow. `nvm` is the NVM command set's
+// namespace data when the controller reports extended LBA formats (else 16-bit guards).
 NamespaceGeometry namespace_geometry(const IdentifyNamespace& ns,
                                      const IdentifyNvmNamespace* nvm = nullptr);
 

@@ -46,15 +46,17 @@ Sqe write_zeroes_command(std::uint32_t nsid, std::uint64_t slba, std::uint32_t b
                          bool deallocate = false);
 
 // Dataset Management with `ranges` DsmRange entries (1..256) in `buffer`.
-Sqe dataset_management_command(std::uint32_t nsid, std::uint32_t ranges,
-                               std::uint32_t attributes, const RemoteBuffer& buffer);
+Sqe dataset_management_command(std::uint32_t nsid, std::uint32_t ranges, std::uint32_t attributes,
+                               const RemoteBuffer& buffer);
 
 // Fields of a received Read/Write/Write Zeroes command.
 inline std::uint64_t command_slba(const Sqe& sqe) {
     return static_cast<std::uint64_t>(sqe.cdw10) |
            (static_cast<std::uint64_t>(sqe.cdw11) << kSlbaHighShift);
 }
-inline std::uint32_t command_block_count(const Sqe& sqe) { return (sqe.cdw12 & kNlbMask) + 1; }
+inline std::uint32_t command_block_count(const Sqe& sqe) {
+    return (sqe.cdw12 & kNlbMask) + 1;
+}
 // End-to-end protection fields of a Read/Write/Compare/Write Zeroes: PRINFO
 // (kPract | kPrchk* bits) in CDW12 and, for kCheckStorageTag, its STC bit; the
 // storage tag and initial reference tag in the storage and reference space
@@ -103,6 +105,8 @@ inline PiTags command_tags(const Sqe& sqe, const BlockFormat& format) {
     tags.apptag_mask = static_cast<std::uint16_t>(sqe.cdw15 >> kApptagMaskShift);
     return tags;
 }
-inline std::uint32_t dsm_range_count(const Sqe& sqe) { return (sqe.cdw10 & kDsmRangeCountMask) + 1; }
+inline std::uint32_t dsm_range_count(const Sqe& sqe) {
+    return (sqe.cdw10 & kDsmRangeCountMask) + 1;
+}
 
 }  // namespace nvmeof::wire

@@ -101,11 +101,11 @@ constexpr std::uint64_t low_bits(unsigned bits) {
 
 // A namespace's block layout.
 struct BlockFormat {
-    std::uint32_t data_bytes = 512;   // logical block data
-    std::uint32_t metadata_bytes = 0; // interleaved after each block's data
+    std::uint32_t data_bytes = 512;    // logical block data
+    std::uint32_t metadata_bytes = 0;  // interleaved after each block's data
     PiType pi_type = PiType::none;
     PiGuard guard = PiGuard::crc16;
-    bool pi_first = false;  // PI at the start of the metadata, else at its end
+    bool pi_first = false;              // PI at the start of the metadata, else at its end
     std::uint8_t storage_tag_bits = 0;  // STS: the top bits of the storage and reference space
 
     constexpr std::uint32_t pi_bytes() const {
@@ -115,7 +115,9 @@ struct BlockFormat {
         static_assert(kPi32Bytes == kPi64Bytes);
         return guard == PiGuard::crc16 ? kPi16Bytes : kPi64Bytes;
     }
-    constexpr unsigned space_bits() const { return kSpaceBitsByPif[static_cast<unsigned>(guard) & 3]; }
+    constexpr unsigned space_bits() const {
+        return kSpaceBitsByPif[static_cast<unsigned>(guard) & 3];
+    }
     constexpr unsigned reftag_bits() const { return space_bits() - storage_tag_bits; }
     constexpr unsigned guard_bits() const {
         return guard == PiGuard::crc16 ? 16 : guard == PiGuard::crc32 ? 32 : 64;
@@ -143,12 +145,12 @@ struct BlockFormat {
 // guard, 16-64 with the 32-bit one, 0-48 with the 64-bit one.
 constexpr bool storage_tag_bits_valid(PiGuard guard, unsigned bits) {
     switch (guard) {
-    case PiGuard::crc16:
-        return bits <= kSpace16Bits;
-    case PiGuard::crc32:
-        return bits >= kMinStorageTag32Bits && bits <= kMaxStorageTag32Bits;
-    case PiGuard::crc64:
-        return bits <= kSpace64Bits;
+        case PiGuard::crc16:
+            return bits <= kSpace16Bits;
+        case PiGuard::crc32:
+            return bits >= kMinStorageTag32Bits && bits <= kMaxStorageTag32Bits;
+        case PiGuard::crc64:
+            return bits <= kSpace64Bits;
     }
     return false;
 }
@@ -193,7 +195,8 @@ std::uint64_t pi_guard(const BlockFormat& format, const std::byte* block) noexce
 // guard, `tags.apptag`, `tags.storage_tag` and the reference tag (tags.reftag
 // + i for type 1 and 2, tags.reftag for type 3). `blocks` must hold whole
 // extended blocks.
-void pi_generate(const BlockFormat& format, std::span<std::byte> blocks, const PiTags& tags) noexcept;
+void pi_generate(const BlockFormat& format, std::span<std::byte> blocks,
+                 const PiTags& tags) noexcept;
 
 // Checks the PI of every block as a controller does for PRCHK `checks`
 // (kPrchk* bits, and kCheckStorageTag: the storage tag's masked bits); blocks

@@ -41,14 +41,14 @@ struct Capabilities {
     static constexpr unsigned kDstrdShift = 32, kDstrdWidth = 4;
     static constexpr unsigned kNssrsShift = 36;
     static constexpr unsigned kCssShift = 37, kCssWidth = 8;
-    static constexpr unsigned kCssNvmBit = 0;               // CAP bit 37
-    static constexpr unsigned kCssIoCommandSetsBit = 6;     // CAP bit 43
-    static constexpr unsigned kCssAdminOnlyBit = 7;         // CAP bit 44
+    static constexpr unsigned kCssNvmBit = 0;            // CAP bit 37
+    static constexpr unsigned kCssIoCommandSetsBit = 6;  // CAP bit 43
+    static constexpr unsigned kCssAdminOnlyBit = 7;      // CAP bit 44
     static constexpr unsigned kMpsminShift = 48, kMpsWidth = 4;
     static constexpr unsigned kMpsmaxShift = 52;
     static constexpr unsigned kCrwmsShift = 59;
     static constexpr unsigned kTimeoutUnitMs = 500;
-    static constexpr unsigned kPageShiftBase = 12;          // page size = 2^(12 + MPS)
+    static constexpr unsigned kPageShiftBase = 12;  // page size = 2^(12 + MPS)
 
     std::uint64_t raw = 0;
 
@@ -106,13 +106,18 @@ struct Version {
     constexpr std::uint16_t major() const { return static_cast<std::uint16_t>(raw >> kMajorShift); }
     constexpr std::uint8_t minor() const { return static_cast<std::uint8_t>(raw >> kMinorShift); }
     constexpr std::uint8_t tertiary() const { return static_cast<std::uint8_t>(raw); }
-    static constexpr Version make(std::uint16_t major, std::uint8_t minor, std::uint8_t tertiary = 0) {
+    static constexpr Version make(std::uint16_t major, std::uint8_t minor,
+                                  std::uint8_t tertiary = 0) {
         return Version{(static_cast<std::uint32_t>(major) << kMajorShift) |
                        (static_cast<std::uint32_t>(minor) << kMinorShift) | tertiary};
     }
 };
 
-enum class CommandSetSelected : std::uint8_t { nvm = 0b000, io_command_sets = 0b110, admin_only = 0b111 };
+enum class CommandSetSelected : std::uint8_t {
+    nvm = 0b000,
+    io_command_sets = 0b110,
+    admin_only = 0b111
+};
 enum class ShutdownNotification : std::uint8_t { none = 0b00, normal = 0b01, abrupt = 0b10 };
 inline constexpr std::uint8_t kSqEntrySizeShift = 6;  // log2(64): IOSQES
 inline constexpr std::uint8_t kCqEntrySizeShift = 4;  // log2(16): IOCQES

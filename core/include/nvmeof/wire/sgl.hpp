@@ -91,13 +91,14 @@ inline SglDescriptor keyed_data_block(std::uint64_t address, std::uint32_t lengt
 
 // A keyed descriptor for a RemoteBuffer (whole buffer).
 inline SglDescriptor keyed_data_block(const RemoteBuffer& buffer) {
-    return keyed_data_block(buffer.address, static_cast<std::uint32_t>(buffer.length),
-                            buffer.rkey);
+    return keyed_data_block(buffer.address, static_cast<std::uint32_t>(buffer.length), buffer.rkey);
 }
 
 // "No data": a zero-length keyed descriptor. nvmet parses the SGL of every command
 // and refuses an all-zero one, so no-data commands must carry this.
-inline SglDescriptor zero_length_keyed() { return keyed_data_block(0, 0, 0); }
+inline SglDescriptor zero_length_keyed() {
+    return keyed_data_block(0, 0, 0);
+}
 
 // In-capsule data: the data follows the SQE inside the same SEND, at `offset` bytes
 // from the start of the in-capsule area (hosts send 0).

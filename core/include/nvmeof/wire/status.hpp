@@ -137,7 +137,7 @@ inline constexpr unsigned kStatusDoNotRetryBit = 15;
 // A decoded completion status. Holds the CQE status word with the phase bit
 // cleared; equality compares everything but the phase.
 class Status {
-public:
+  public:
     constexpr Status() = default;
 
     static constexpr Status from_cqe_field(std::uint16_t field) {
@@ -170,7 +170,8 @@ public:
         return static_cast<StatusCodeType>((field_ >> kStatusCodeTypeShift) & kStatusCodeTypeMask);
     }
     constexpr std::uint8_t retry_delay_index() const {
-        return static_cast<std::uint8_t>((field_ >> kStatusRetryDelayShift) & kStatusRetryDelayMask);
+        return static_cast<std::uint8_t>((field_ >> kStatusRetryDelayShift) &
+                                         kStatusRetryDelayMask);
     }
     constexpr bool more() const { return (field_ >> kStatusMoreBit) & 1u; }
     constexpr bool do_not_retry() const { return (field_ >> kStatusDoNotRetryBit) & 1u; }
@@ -181,8 +182,7 @@ public:
         return type() == StatusCodeType::generic && code() == static_cast<std::uint8_t>(s);
     }
     constexpr bool is(FabricsStatus s) const {
-        return type() == StatusCodeType::command_specific &&
-               code() == static_cast<std::uint8_t>(s);
+        return type() == StatusCodeType::command_specific && code() == static_cast<std::uint8_t>(s);
     }
     constexpr bool is(MediaStatus s) const {
         return type() == StatusCodeType::media && code() == static_cast<std::uint8_t>(s);
@@ -198,7 +198,7 @@ public:
 
     friend constexpr bool operator==(Status a, Status b) { return a.field_ == b.field_; }
 
-private:
+  private:
     constexpr explicit Status(std::uint16_t field) : field_(field) {}
     std::uint16_t field_ = 0;
 };
@@ -210,7 +210,9 @@ struct StatusContext {
     QueueKind queue = QueueKind::admin;
 };
 
-inline StatusContext context_of(const Sqe& sqe, QueueKind queue) { return {sqe.opcode, queue}; }
+inline StatusContext context_of(const Sqe& sqe, QueueKind queue) {
+    return {sqe.opcode, queue};
+}
 
 // The specification's name for the status, e.g. "Invalid Field in Command";
 // "Unknown Status" for codes the tables do not cover.
@@ -224,7 +226,7 @@ std::string describe(Status status, StatusContext context = {});
 // name of the command, like raise_for_status in the Python package this API
 // follows.
 class NvmeError : public std::runtime_error {
-public:
+  public:
     NvmeError(Status status, std::string_view command, StatusContext context,
               std::uint32_t result = 0);
 
@@ -232,7 +234,7 @@ public:
     const std::string& command() const { return command_; }
     std::uint32_t result() const { return result_; }  // CQE DW0 (e.g. Connect IPO/IATTR)
 
-private:
+  private:
     Status status_;
     std::string command_;
     std::uint32_t result_;
