@@ -382,6 +382,18 @@ class QueueCore : public QueueImpl {
     [[gnu::always_inline]] inline int check_transfer(const NamespaceRef& ns, const Transfer& t,
                                                      const MemoryRecord* memory,
                                                      std::uint32_t block_bytes) const noexcept;
+    // The common path's test, both submits': one command of `bytes` (the
+    // blocks as they travel) of host memory this queue's controller
+    // registered, inside the namespace and the region, with a cid and room in
+    // the transport free and nothing waiting before it. check_transfer()'s
+    // rules, cheaper for one command: at most kMaxBlocksPerCommand blocks, so
+    // no shift overflows; host_owner is set only while host memory is
+    // registered, and owner_ is never null.
+    template <QueueBackend B>
+    [[gnu::always_inline]] inline bool fits_one_command(B& backend, const NamespaceRef& ns,
+                                                        const Transfer& t,
+                                                        const MemoryRecord* memory,
+                                                        std::uint64_t bytes) const noexcept;
     // PRINFO and the first piece's tags of a transfer on a namespace with PI.
     static void set_protection_fields(PieceCursor& cursor, const NamespaceRef& ns,
                                       const Transfer& t) noexcept;

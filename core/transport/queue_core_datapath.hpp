@@ -199,6 +199,16 @@ inline void QueueCore::complete_command(std::uint16_t cid,
 }
 
 template <QueueBackend B>
+bool QueueCore::fits_one_command(B& backend, const NamespaceRef& ns, const Transfer& t,
+                                 const MemoryRecord* memory, std::uint64_t bytes) const noexcept {
+    return carries_data(t.op) && t.blocks - 1 < wire::kMaxBlocksPerCommand &&
+           bytes <= max_transfer_bytes_ && t.slba < ns.size_lbas &&
+           t.blocks <= ns.size_lbas - t.slba && memory != nullptr && memory->host_owner == owner_ &&
+           t.offset <= memory->length && bytes <= memory->length - t.offset &&
+           waiting_count_ == 0 && cids_.available() != 0 && backend.send_room() != 0;
+}
+
+template <QueueBackend B>
 SubmitResult QueueCore::submit_one(B& backend, const NamespaceRef& ns, const Transfer& t,
                                    std::uint32_t* tid, Post post) noexcept {
     if (state_ != QueueState::live) [[unlikely]] {
@@ -206,18 +216,10 @@ SubmitResult QueueCore::submit_one(B& backend, const NamespaceRef& ns, const Tra
     }
     const std::uint32_t lba_shift = ns.lba_shift;
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
-    // The common case: a read, write or compare of host memory in one command,
-    // with an ID and room in the transport free and nothing waiting before it.
-    // Its checks are check_transfer()'s, cheaper for one command (at most
-    // kMaxBlocksPerCommand blocks: no shift overflows; host_owner is set only
-    // while host memory is registered, and owner_ is never null); anything
-    // else, a refusal included, takes the general path, which checks in full.
+    // The common case (fits_one_command); anything else, a refusal included,
+    // takes the general path, which checks in full.
     const std::uint64_t bytes = t.blocks << lba_shift;
-    if (!carries_data(t.op) || t.blocks - 1 >= wire::kMaxBlocksPerCommand ||
-        bytes > max_transfer_bytes_ || t.slba >= ns.size_lbas || t.blocks > ns.size_lbas - t.slba ||
-        memory == nullptr || memory->host_owner != owner_ || t.offset > memory->length ||
-        bytes > memory->length - t.offset || waiting_count_ != 0 || cids_.available() == 0 ||
-        backend.send_room() == 0) [[unlikely]] {
+    if (!fits_one_command(backend, ns, t, memory, bytes)) [[unlikely]] {
         return submit_general(backend, ns, t, tid, post);
     }
     return submit_one_command<false>(backend, ns, t, memory, bytes, tid, post);
@@ -234,11 +236,7 @@ SubmitResult QueueCore::submit_with_metadata(B& backend, const NamespaceRef& ns,
     }
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
     const std::uint64_t bytes = t.blocks * ns.buffer_block_bytes(t.protection);
-    if (carries_data(t.op) && t.blocks - 1 < wire::kMaxBlocksPerCommand &&
-        bytes <= max_transfer_bytes_ && t.slba < ns.size_lbas &&
-        t.blocks <= ns.size_lbas - t.slba && memory != nullptr && memory->host_owner == owner_ &&
-        t.offset <= memory->length && bytes <= memory->length - t.offset && waiting_count_ == 0 &&
-        cids_.available() != 0 && backend.send_room() != 0) [[likely]] {
+    if (fits_one_command(backend, ns, t, memory, bytes)) [[likely]] {
         return submit_one_command<true>(backend, ns, t, memory, bytes, tid, post);
     }
     return submit_general(backend, ns, t, tid, post);
