@@ -214,7 +214,9 @@ TEST(TargetRules, EachRefusalNamesTheJobsOption) {
     }
     e::OptionValues options;
     options.traddr = "127.0.0.1";
-    options.subnqn = "nqn.2026-12.io.nvmeof:" + std::string(202, 'a');  // 224 bytes
+    // OptionValues holds views, as fio's option strings: the text must outlive them.
+    const std::string long_nqn = "nqn.2026-12.io.nvmeof:" + std::string(202, 'a');  // 224 bytes
+    options.subnqn = long_nqn;
     try {
         e::resolve_target(options, "");
         FAIL() << "a 224-byte subnqn was accepted";
