@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "core.hpp"
+#include "listener_faults.hpp"
 #include "rdma_queue.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::target {
 
-class RdmaServer {
+class RdmaServer final : private ListenerControl {
   public:
     RdmaServer(CommandCore& core, const TargetConfig& config, Stats& stats);
     ~RdmaServer();
@@ -51,14 +52,18 @@ class RdmaServer {
     void drain_completion_channels();
     // One listener on `port` (0: any); returns the real port.
     verbs::CmId bind_listener(std::uint16_t port, std::uint16_t& real_port);
-    // The outage-after and port-down-after faults (docs/target-cli.md).
-    void run_listener_faults(Clock::time_point now);
-    void drop_connections(std::uint16_t only_port, const char* why);
+    // ListenerControl, for the outage-after, port-down-after and ana-change-after faults.
+    void stop_listening(std::size_t port_index) override;
+    void listen_again(std::size_t port_index) override;
+    void drop_connections(std::uint16_t only_port, const char* why) override;
+    std::uint16_t listener_port(std::size_t port_index) const override {
+        return listeners_[port_index].port;
+    }
+    std::size_t listener_count() const override { return listeners_.size(); }
 
     struct Listener {
         verbs::CmId id;          // empty while down
         std::uint16_t port = 0;  // the real port, kept across an outage
-        bool down_for_good = false;
     };
 
     CommandCore& core_;
@@ -67,10 +72,7 @@ class RdmaServer {
     TransportFaults faults_;
     verbs::EventChannel channel_;
     std::vector<Listener> listeners_;
-    std::size_t next_outage_ = 0;
-    std::vector<bool> port_down_done_;
-    std::size_t next_ana_change_ = 0;
-    std::optional<Clock::time_point> relisten_at_;  // during an outage-after fault
+    ListenerFaults listener_faults_{config_.faults};
     std::map<ibv_context*, std::unique_ptr<Device>> devices_;
     std::vector<std::unique_ptr<RdmaQueue>> queues_;  // destroyed before devices and channel
     std::map<RdmaQueue*, Clock::time_point> disconnecting_since_;

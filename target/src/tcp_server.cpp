@@ -74,7 +74,6 @@ std::vector<std::uint16_t> TcpServer::listen() {
         ports.push_back(listener.port);
         listeners_.push_back(listener);
     }
-    port_down_done_.assign(config_.faults.ports_down.size(), false);
     // The discovery log names the first port.
     core_.set_listen_address(config_.listen_address, ports.front());
     return ports;
@@ -173,58 +172,13 @@ void TcpServer::drop_connections(std::uint16_t only_port, const char* why) {
     }
 }
 
-void TcpServer::run_listener_faults(Clock::time_point now) {
-    const FaultConfig& faults = config_.faults;
-    if (next_outage_ < faults.outages.size() && !relisten_at_ &&
-        faults_.commands >= faults.outages[next_outage_].after) {
-        const auto& outage = faults.outages[next_outage_++];
-        ++stats_.faults_injected;
-        std::fprintf(stderr,
-                     "nvmeof-target: fault: outage-after=%llu:%u: dropping every connection, not "
-                     "listening for %u ms\n",
-                     static_cast<unsigned long long>(outage.after), outage.ms, outage.ms);
-        drop_connections(0, "outage-after fault");
-        for (auto& listener : listeners_) {
-            close_listener(listener);
-        }
-        relisten_at_ = now + std::chrono::milliseconds(outage.ms);
-    }
-    if (relisten_at_ && now >= *relisten_at_) {
-        relisten_at_.reset();
-        for (auto& listener : listeners_) {
-            if (!listener.down_for_good) {
-                std::uint16_t port = 0;
-                listener.fd = bind_listener(listener.port, port);
-            }
-        }
-        std::fprintf(stderr, "nvmeof-target: fault: outage over, listening again\n");
-    }
-    while (next_ana_change_ < faults.ana_changes.size() &&
-           faults_.commands >= faults.ana_changes[next_ana_change_].after) {
-        const auto& change = faults.ana_changes[next_ana_change_++];
-        ++stats_.faults_injected;
-        std::fprintf(stderr, "nvmeof-target: fault: ana-change-after=%llu:%zu:%s\n",
-                     static_cast<unsigned long long>(change.after), change.port_index,
-                     std::string(wire::ana_state_name(change.state)).c_str());
-        core_.set_ana_state(change.port_index, change.state);
-    }
-    for (std::size_t i = 0; i < faults.ports_down.size(); ++i) {
-        const auto& down = faults.ports_down[i];
-        if (port_down_done_[i] || faults_.commands < down.after) {
-            continue;
-        }
-        port_down_done_[i] = true;
-        ++stats_.faults_injected;
-        Listener& listener = listeners_[down.port_index];
-        std::fprintf(stderr,
-                     "nvmeof-target: fault: port-down-after=%llu:%zu: port %u stops listening for "
-                     "good, its connections dropped\n",
-                     static_cast<unsigned long long>(down.after), down.port_index,
-                     static_cast<unsigned>(listener.port));
-        listener.down_for_good = true;
-        close_listener(listener);
-        drop_connections(listener.port, "port-down-after fault");
-    }
+void TcpServer::stop_listening(std::size_t port_index) {
+    close_listener(listeners_[port_index]);
+}
+
+void TcpServer::listen_again(std::size_t port_index) {
+    std::uint16_t port = 0;
+    listeners_[port_index].fd = bind_listener(listeners_[port_index].port, port);
 }
 
 void TcpServer::wait_for_work(Clock::time_point deadline) {
@@ -294,7 +248,7 @@ void TcpServer::run(const volatile std::sig_atomic_t& stop) {
                          static_cast<unsigned long long>(*config_.faults.drop_after));
             drop_connections(0, "drop-after fault");
         }
-        run_listener_faults(now);
+        listener_faults_.run(faults_, stats_, core_, *this, now);
         if (now >= next_timers) {
             next_timers = now + kTimerPeriod;
             for (const std::uint16_t cntlid : core_.expired_controllers(now)) {

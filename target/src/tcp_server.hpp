@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "core.hpp"
+#include "listener_faults.hpp"
 #include "queue_context.hpp"
 #include "tcp_queue.hpp"
 
 namespace nvmeof::target {
 
-class TcpServer {
+class TcpServer final : private ListenerControl {
   public:
     TcpServer(CommandCore& core, const TargetConfig& config, Stats& stats);
     ~TcpServer();
@@ -35,7 +36,6 @@ class TcpServer {
     struct Listener {
         int fd = -1;  // -1 while down
         std::uint16_t port = 0;
-        bool down_for_good = false;
     };
 
     // One listening socket on `port` (0: any); returns it and the real port.
@@ -44,9 +44,14 @@ class TcpServer {
     void accept_all(std::size_t index);
     void remove_closed();
     void disconnect_controller(std::uint16_t cntlid, const char* why);
-    void drop_connections(std::uint16_t only_port, const char* why);
-    // The outage-after, port-down-after and ana-change-after faults.
-    void run_listener_faults(Clock::time_point now);
+    // ListenerControl, for the outage-after, port-down-after and ana-change-after faults.
+    void stop_listening(std::size_t port_index) override;
+    void listen_again(std::size_t port_index) override;
+    void drop_connections(std::uint16_t only_port, const char* why) override;
+    std::uint16_t listener_port(std::size_t port_index) const override {
+        return listeners_[port_index].port;
+    }
+    std::size_t listener_count() const override { return listeners_.size(); }
     void wait_for_work(Clock::time_point deadline);
 
     CommandCore& core_;
@@ -55,10 +60,7 @@ class TcpServer {
     TransportFaults faults_;
     std::vector<Listener> listeners_;
     std::vector<std::unique_ptr<TcpQueue>> queues_;
-    std::size_t next_outage_ = 0;
-    std::vector<bool> port_down_done_;
-    std::size_t next_ana_change_ = 0;
-    std::optional<Clock::time_point> relisten_at_;
+    ListenerFaults listener_faults_{config_.faults};
 };
 
 }  // namespace nvmeof::target
