@@ -65,43 +65,20 @@
 #include "transport/command_fields.hpp"
 #include "transport/connect_deadline.hpp"
 #include "transport/invariant.hpp"
+#include "transport/host_queue.hpp"
+#include "transport/peer_address.hpp"
 #include "transport/queue_core.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::detail {
 
-struct PeerAddress {
-    sockaddr_storage target{};
-    sockaddr_storage source{};
-    bool has_source = false;
-    std::string target_text;  // "addr:port"
-};
-// Resolves numeric or named addresses; throws ConnectError.
-PeerAddress resolve_peer(const std::string& target, std::uint16_t port, const std::string& source);
-std::string address_text(const sockaddr* address);
 
-class RdmaQueue;
-
-// Told when a queue fails (a timeout, a WC error, a lost connection; not an
-// orderly close), wherever the failure is seen: a poll, a post, a deadline
-// check. The owner's state machine must not depend on someone calling it
-// later to notice (an engine with nothing in flight never polls again).
-// Called from inside the queue: the listener may record the failure but must
-// not tear the queue down there.
-class QueueFailureListener {
-  public:
-    virtual void queue_failed(RdmaQueue& queue) noexcept = 0;
-
-  protected:
-    ~QueueFailureListener() = default;
-};
-
-class RdmaQueue final : public QueueCore {
+class RdmaQueue final : public HostQueue {
   public:
     // --- setup (rdma_queue_setup.cpp) ---
     // Creates the CM id and resolves the address, so device() is known.
     RdmaQueue(const QueueConfig& config, const PeerAddress& peer);
-    ~RdmaQueue();
+    ~RdmaQueue() override;
     RdmaQueue(const RdmaQueue&) = delete;
     RdmaQueue& operator=(const RdmaQueue&) = delete;
 
@@ -112,17 +89,16 @@ class RdmaQueue final : public QueueCore {
                  ibv_comp_channel* completion_channel = nullptr);
     // Orderly close: rdma_disconnect, QP to error, drain, fail what is left.
     // `wait_for_peer` false skips the wait for DISCONNECTED (a peer known dead).
-    void disconnect(bool wait_for_peer = true) noexcept;
+    void disconnect(bool wait_for_peer = true) noexcept override;
     // Destroys QP, CQ and ring MRs (before the PD goes), keeps the CM id.
     void release_verbs() noexcept;
+    void release() noexcept override { release_verbs(); }
     // Reconnect: a disconnected queue whose verbs are released gets a new CM id
     // resolved to `peer` (then connect() as new). Held transfers, command IDs
     // still owned by Request handles and the transfer records stay.
-    void reopen(const PeerAddress& peer, const ConnectDeadline& deadline, std::uint16_t cntlid);
-    void set_failure_listener(QueueFailureListener* listener) noexcept {
-        failure_listener_ = listener;
-    }
-    std::string local_address() const;
+    void reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
+                std::uint16_t cntlid) override;
+    std::string local_address() const override;
     std::uint16_t crqsize() const { return crqsize_; }
     // Before connect(): writes of at most `bytes` per command carry their data
     // in the capsule (a second SGE on the caller's buffer); 0: all keyed.
@@ -132,28 +108,30 @@ class RdmaQueue final : public QueueCore {
     // A caller's transfer (IoQueue::submit): handed back by take_completions().
     // In line: one test sends a namespace with metadata to its own path, so
     // that neither path asks the other's questions.
-    SubmitResult submit(const NamespaceRef& ns, const Transfer& transfer, Post post) noexcept {
+    SubmitResult submit(const NamespaceRef& ns, const Transfer& transfer,
+                        Post post) noexcept override {
         return ns.format.metadata_bytes != 0 ? submit_with_metadata(ns, transfer, post, nullptr)
                                              : submit_plain(ns, transfer, post);
     }
     // `internal`: a blocking caller's, its transfer ID written to *tid, taken
     // by take_transfer(*tid) instead.
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
-                                 std::uint32_t* tid, Post post = Post::now) noexcept;
+                                 std::uint32_t* tid, Post post = Post::now) noexcept override;
     // Finished transfers into `out`: those finished earlier, then what one
     // poll_cq() finishes. `failed`: how many of those did not succeed.
-    std::size_t take_completions(std::span<Completion> out, std::size_t& failed) noexcept;
+    std::size_t take_completions(std::span<Completion> out,
+                                 std::size_t& failed) noexcept override;
     // Low level; throws TransportError. Returns the command's cid.
     std::uint16_t submit_command(const wire::Sqe& command,
-                                 Deadline deadline = Deadline::request_timeout);
+                                 Deadline deadline = Deadline::request_timeout) override;
     // After a reconnect (rdma_queue_recovery.cpp): QueueCore::replay_held.
-    std::size_t replay_held() noexcept;
+    std::size_t replay_held() noexcept override;
 
     // Idle waiting (off the busy path): arms the CQ's completion event, then
     // polls once more so nothing that arrived before arming is slept through.
     // True when there is nothing to hand back, so the caller may block on the
     // completion channel; false when completions are ready or the queue failed.
-    bool arm_if_quiet() noexcept;
+    bool arm_if_quiet() noexcept override;
 
     // Before memory is deregistered: every SEND built so far leaves the send
     // queue (its completion, or a signalled one after it, polled). An
@@ -161,10 +139,10 @@ class RdmaQueue final : public QueueCore {
     // queue after its response came, and a retransmission of it would read the
     // memory. Off the data path; bounded by the queue's timeout, past which the
     // queue fails (QP to error and drain also retire everything).
-    void retire_sends() noexcept;
+    void retire_sends() noexcept override;
 
     // The core's counters and this transport's (builds with invariants only).
-    void check_counters() const noexcept {
+    void check_counters() const noexcept override {
         QueueCore::check_counters();
         if constexpr (NVMEOF_INVARIANTS) {
             check_send_counters();
@@ -174,7 +152,7 @@ class RdmaQueue final : public QueueCore {
     // --- the transport operations (QueueBackend, queue_core.hpp) ---
     // Inline ones in rdma_queue_command.hpp.
     std::uint32_t send_room() const noexcept { return send_queue_capacity_ - sends_in_queue(); }
-    std::size_t deferred() const noexcept { return deferred_count_; }
+    std::size_t deferred() const noexcept override { return deferred_count_; }
     // SENDs built since connect (0 again after a reconnect: reset_for_reopen).
     std::uint32_t commands_built() const noexcept { return send_position_; }
     wire::Sqe& sqe(std::uint16_t cid) noexcept { return sqes_[cid]; }
@@ -193,11 +171,11 @@ class RdmaQueue final : public QueueCore {
     [[gnu::always_inline]] inline SubmitResult send(std::uint16_t cid, Post post) noexcept;
     // Chains cid's SEND behind those deferred.
     [[gnu::always_inline]] inline void defer(std::uint16_t cid) noexcept;
-    void commit() noexcept;
+    void commit() noexcept override;
     // Takes up to kPollBatch completions off the CQ and handles them; returns how many.
-    int poll_cq() noexcept;
+    int poll_cq() noexcept override;
     // Fails every outstanding request with `code` after QP → error and drain.
-    void fail(TransportErrc code, int sys_errno, const char* why) noexcept;
+    void fail(TransportErrc code, int sys_errno, const char* why) noexcept override;
 
     static constexpr int kRecvTagShift = 63;
     static constexpr std::uint64_t kRecvTag = std::uint64_t{1} << kRecvTagShift;  // wr_id of RECVs
@@ -290,7 +268,6 @@ class RdmaQueue final : public QueueCore {
     int batch_size_ = 0;
     std::uint32_t in_capsule_limit_ = 0;
     std::uint16_t crqsize_ = 0;
-    QueueFailureListener* failure_listener_ = nullptr;
 };
 
 }  // namespace nvmeof::detail

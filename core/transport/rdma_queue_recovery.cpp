@@ -83,8 +83,8 @@ void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcep
     }
     const bool report = fail_outstanding(*this, code, sys_errno, why);
     check_counters();
-    if (report && failure_listener_ != nullptr) {
-        failure_listener_->queue_failed(*this);
+    if (report) {
+        report_failure();
     }
 }
 

@@ -1,0 +1,23 @@
+#include "nvmeof/base/transport.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace nvmeof {
+
+std::optional<Transport> parse_transport(std::string_view text) noexcept {
+    const auto is = [&](std::string_view name) {
+        return std::equal(text.begin(), text.end(), name.begin(), name.end(), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) == b;
+        });
+    };
+    if (is("rdma")) {
+        return Transport::rdma;
+    }
+    if (is("tcp")) {
+        return Transport::tcp;
+    }
+    return std::nullopt;
+}
+
+}  // namespace nvmeof
