@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every #include follows the layers (docs/architecture.md, "The layers").
 
-    wire layout <- base <- verbs, socket <- memory <- transport, gpu <- host
+    wire layout <- base <- verbs, socket <- memory <- gpu <- transport <- host
     <- public API <- engine, cli, python, examples
 
 The base layer (core/include/nvmeof/base, core/base) holds what the layers of
@@ -70,7 +70,8 @@ RULES = {
     "core/auth": {"auth", WIRE},
     # Below the public API: what they share with it is the base layer's.
     "core/memory": {"memory", "verbs", BASE, WIRE},
-    "core/transport": {"transport", "memory", "verbs", "socket", BASE, WIRE},
+    # A transport registers GPU memory for its controller (RDMA: in its PD).
+    "core/transport": {"transport", "gpu", "memory", "verbs", "socket", BASE, WIRE},
     "core/gpu": {"gpu", "memory", "verbs", BASE, WIRE},
     "core/host": {"host", "transport", "gpu", "memory", "verbs", "auth", API, BASE, WIRE},
     # The engine uses the public API only: it knows nothing of capsules.

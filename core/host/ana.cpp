@@ -169,7 +169,7 @@ void ControllerImpl::arm_async_event() noexcept {
     try {
         async_event_.emplace(
             admin_.get(),
-            admin_->submit_command(wire::async_event_request_command(), RdmaQueue::Deadline::none));
+            admin_->submit_command(wire::async_event_request_command(), HostQueue::Deadline::none));
     } catch (const std::exception& e) {
         log_error("controller %s: cannot send an Asynchronous Event Request: %s", name().c_str(),
                   e.what());

@@ -43,7 +43,7 @@ void ControllerImpl::load_dhchap_secrets() {
     dhchap_ctrl_secret_ = load_secret(options_.dhchap_ctrl_secret, "dhchap_ctrl_secret");
 }
 
-void ControllerImpl::auth_send(RdmaQueue& queue, const wire::Bytes& message,
+void ControllerImpl::auth_send(HostQueue& queue, const wire::Bytes& message,
                                const std::string& step) {
     if (message.size() > kScratchAuthSize) {
         throw ConnectError(ConnectFailure::authentication, step,
@@ -58,7 +58,7 @@ void ControllerImpl::auth_send(RdmaQueue& queue, const wire::Bytes& message,
                step + ": Authentication Send");
 }
 
-wire::Bytes ControllerImpl::auth_receive(RdmaQueue& queue, const std::string& step) {
+wire::Bytes ControllerImpl::auth_receive(HostQueue& queue, const std::string& step) {
     // Zeroed first: the CQE does not say how much arrived, and stale bytes
     // from the last message must not parse as part of this one.
     std::memset(scratch_.get() + kScratchAuthOffset, 0, kScratchAuthSize);
@@ -71,7 +71,7 @@ wire::Bytes ControllerImpl::auth_receive(RdmaQueue& queue, const std::string& st
     return wire::Bytes(begin, begin + kScratchAuthSize);
 }
 
-void ControllerImpl::authenticate(RdmaQueue& queue, std::uint16_t qid) {
+void ControllerImpl::authenticate(HostQueue& queue, std::uint16_t qid) {
     const std::string step = "DH-HMAC-CHAP (qid " + std::to_string(qid) + ")";
     if (!dhchap_secret_) {
         throw ConnectError(ConnectFailure::authentication, step,

@@ -20,7 +20,7 @@ namespace {
 
 // A piece of the transfer in flight: its queue and its transfer ID there.
 struct PieceInFlight {
-    RdmaQueue* queue;
+    HostQueue* queue;
     std::uint32_t tid;
 };
 
@@ -72,7 +72,7 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
             piece.protection = protection_after(ns.format, t.protection, submitted);
             bool placed = false;
             for (std::size_t tried = 0; tried < io_.size() && !placed; ++tried) {
-                RdmaQueue& queue = *io_[next_queue++ % io_.size()];
+                HostQueue& queue = *io_[next_queue++ % io_.size()];
                 std::uint32_t tid = 0;
                 const SubmitResult result = queue.submit_transfer(ref, piece, true, &tid);
                 if (result == SubmitResult::busy) {

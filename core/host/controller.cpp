@@ -92,7 +92,7 @@ void ControllerImpl::require_open(const char* what) const {
     }
 }
 
-RdmaQueue& ControllerImpl::io(std::size_t index) {
+HostQueue& ControllerImpl::io(std::size_t index) {
     if (!reconnecting()) {  // in an outage the queue answers for itself (busy, ENOLINK)
         require_open("io()");
     }
@@ -174,23 +174,14 @@ MemoryRegion ControllerImpl::register_region(void* address, std::size_t length, 
     if (address == nullptr || length == 0) {
         throw InvalidArgument("cannot register an empty memory range");
     }
-    try {
-        record->mr = verbs::register_memory(
-            pd_.get(), address, length,
-            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-    } catch (const std::system_error& e) {
-        throw Error(std::string("memory registration failed: ") + e.what());
-    }
-    record->lkey = record->mr->lkey;
-    record->rkey = record->mr->rkey;
+    transport_->register_memory(*record);
     return track(std::move(record));
 }
 
 MemoryRegion ControllerImpl::register_gpu(void* device_ptr, std::size_t bytes,
                                           std::shared_ptr<GpuOrdering> ordering) {
     require_open("register_gpu");
-    return track(gpu::register_gpu_memory({pd_.get(), limits_.device_name}, device_ptr, bytes,
-                                          std::move(ordering)));
+    return track(transport_->register_gpu(device_ptr, bytes, std::move(ordering)));
 }
 
 void ControllerImpl::retire_sends(void* controller) noexcept {
@@ -260,7 +251,7 @@ IdlePreparation ControllerImpl::prepare_idle_wait(std::chrono::steady_clock::tim
         wake = std::min({wake, next_attempt_, lost_at_, fast_failed_ ? wake : fast_fail_at_});
         return IdlePreparation::sleep_only;
     }
-    if (!open() || !completion_channel_) {
+    if (!open() || transport_->wakeup_fd() < 0) {
         return IdlePreparation::cannot_wait;
     }
     for (auto& queue : io_) {
@@ -272,24 +263,12 @@ IdlePreparation ControllerImpl::prepare_idle_wait(std::chrono::steady_clock::tim
     if (keep_alive_) {
         wake = std::min(wake, keep_alive_->next_due());
     }
-    fd = completion_channel_->fd;
+    fd = transport_->wakeup_fd();
     return IdlePreparation::armed;
 }
 
 bool ControllerImpl::take_wakeups() noexcept {
-    // Every event is taken and acknowledged now (a CQ cannot be destroyed
-    // with events unacknowledged); the CQs are re-armed on the next wait.
-    bool woke = false;
-    if (!completion_channel_) {
-        return woke;  // a first connect that failed before its I/O queues
-    }
-    ibv_cq* cq = nullptr;
-    void* context = nullptr;
-    while (ibv_get_cq_event(completion_channel_.get(), &cq, &context) == 0) {
-        ibv_ack_cq_events(cq, 1);
-        woke = true;
-    }
-    return woke;
+    return transport_ && transport_->take_wakeups();
 }
 
 // --- Controller -----------------------------------------------------------

@@ -15,8 +15,8 @@
 #include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/registers.hpp"
 #include "transport/connect_deadline.hpp"
-#include "transport/rdma_queue.hpp"
-#include "verbs/resources.hpp"
+#include "transport/host_queue.hpp"
+#include "transport/host_transport.hpp"
 
 namespace nvmeof::detail {
 
@@ -95,9 +95,9 @@ class ControllerImpl final : public detail::QueueFailureListener {
                       const BetweenPolls& between_polls = {});
 
     const Limits& limits() const { return limits_; }
-    detail::RdmaQueue& io(std::size_t index);
+    detail::HostQueue& io(std::size_t index);
     std::size_t io_count() const { return io_.size(); }
-    detail::RdmaQueue& admin() { return *admin_; }
+    detail::HostQueue& admin() { return *admin_; }
     // See Controller::keep_alive.
     bool keep_connected(std::string* why) noexcept;
     // Idle waiting (nvmeof::wait_for_completions): arms every I/O queue's CQ
@@ -115,7 +115,7 @@ class ControllerImpl final : public detail::QueueFailureListener {
     // A queue failed, seen wherever (a poll, a post, a deadline): a live
     // controller that reconnects starts its outage now (reconnect.cpp), so a
     // caller refused busy drives the reconnect instead of retrying forever.
-    void queue_failed(detail::RdmaQueue& queue) noexcept override;
+    void queue_failed(detail::HostQueue& queue) noexcept override;
 
   private:
     using Clock = std::chrono::steady_clock;
@@ -141,7 +141,8 @@ class ControllerImpl final : public detail::QueueFailureListener {
     void attempt_reconnect(Clock::time_point now) noexcept;
     void reassociate(Clock::time_point now);
     // The admin queue reopened to peer_ within `deadline` (a reconnect, a path
-    // move); throws ConnectError, also when the path is on another RDMA device.
+    // move); throws ConnectError, also when the path is on another RDMA device
+    // than the controller's memory.
     void reopen_admin_queue(const detail::ConnectDeadline& deadline);
     void check_still_fits(const Limits& before, const std::vector<NamespaceInfo>& namespaces);
     void give_up(const std::string& why) noexcept;
@@ -167,18 +168,18 @@ class ControllerImpl final : public detail::QueueFailureListener {
     static void retire_sends(void* controller) noexcept;
     // Remembers a registered record (closed with the controller) and hands it out.
     MemoryRegion track(std::shared_ptr<MemoryRecord> record);
-    Response execute(detail::RdmaQueue& queue, const wire::Sqe& command, const std::string& step);
-    Response execute_ok(detail::RdmaQueue& queue, const wire::Sqe& command,
+    Response execute(detail::HostQueue& queue, const wire::Sqe& command, const std::string& step);
+    Response execute_ok(detail::HostQueue& queue, const wire::Sqe& command,
                         const std::string& step);
     std::uint64_t property_get(wire::Property property, const std::string& step);
     void property_set(wire::Property property, std::uint64_t value, const std::string& step);
-    std::uint16_t fabrics_connect(detail::RdmaQueue& queue, std::uint16_t qid, std::uint16_t size,
+    std::uint16_t fabrics_connect(detail::HostQueue& queue, std::uint16_t qid, std::uint16_t size,
                                   std::uint16_t cntlid);
     // DH-HMAC-CHAP on a queue whose Connect asked for it (host/authentication.cpp).
     void load_dhchap_secrets();
-    void authenticate(detail::RdmaQueue& queue, std::uint16_t qid);
-    void auth_send(detail::RdmaQueue& queue, const wire::Bytes& message, const std::string& step);
-    wire::Bytes auth_receive(detail::RdmaQueue& queue, const std::string& step);
+    void authenticate(detail::HostQueue& queue, std::uint16_t qid);
+    void auth_send(detail::HostQueue& queue, const wire::Bytes& message, const std::string& step);
+    wire::Bytes auth_receive(detail::HostQueue& queue, const std::string& step);
     void enable();
     void identify_controller();
     void enable_extended_lba_formats();
@@ -202,18 +203,16 @@ class ControllerImpl final : public detail::QueueFailureListener {
     detail::ConnectDeadline deadline_;  // the whole connect (Options::timeout)
     bool enabled_ = false;
     wire::Capabilities cap_;
-    ibv_device_attr device_{};
 
     // Declaration order = creation order; close() tears down explicitly.
-    verbs::ProtectionDomain pd_;
+    std::unique_ptr<detail::HostTransport> transport_;  // its resources outlive the queues'
     std::optional<auth::Secret> dhchap_secret_;
     std::optional<auth::Secret> dhchap_ctrl_secret_;
     std::uint16_t auth_transaction_id_ = 0;
     std::unique_ptr<std::byte[]> scratch_;
-    verbs::MemoryRegion scratch_mr_;
-    verbs::CompletionChannel completion_channel_;  // the I/O queues' CQs report here once armed
-    std::unique_ptr<detail::RdmaQueue> admin_;
-    std::vector<std::unique_ptr<detail::RdmaQueue>> io_;
+    MemoryRecord scratch_memory_;  // scratch_, registered (not a caller's: never tracked)
+    std::unique_ptr<detail::HostQueue> admin_;
+    std::vector<std::unique_ptr<detail::HostQueue>> io_;
     std::vector<std::weak_ptr<MemoryRecord>> memory_;
     // With Options::keep_alive_ms; before the admin queue goes.
     std::optional<detail::KeepAlive> keep_alive_;

@@ -51,7 +51,7 @@ void ControllerImpl::validate_options() const {
 }
 
 wire::RemoteBuffer ControllerImpl::scratch(std::size_t offset, std::size_t length) const {
-    return {reinterpret_cast<std::uint64_t>(scratch_.get() + offset), length, scratch_mr_->rkey};
+    return {reinterpret_cast<std::uint64_t>(scratch_.get() + offset), length, scratch_memory_.rkey};
 }
 
 void ControllerImpl::connect(std::function<bool()> cancelled) {
@@ -91,10 +91,12 @@ void ControllerImpl::connect(std::function<bool()> cancelled) {
     log_debug("connecting to %s as %s (host ID %s, %s)", peer_.target_text.c_str(),
               identity_.nqn.c_str(), identity_.id_text.c_str(), identity_.origin.c_str());
 
+    transport_ =
+        HostTransport::create({options_.transport, options_.header_digest, options_.data_digest});
     // The first path that resolves; connect_preferred_path() goes on from it.
     for (;;) {
         try {
-            admin_ = std::make_unique<RdmaQueue>(
+            admin_ = transport_->create_queue(
                 QueueConfig{0, wire::kAdminQueueSize, 0, wire::QueueKind::admin, options_.timeout,
                             options_.timeout, deadline_},
                 peer_);
@@ -110,26 +112,20 @@ void ControllerImpl::connect(std::function<bool()> cancelled) {
             deadline_ = deadline_.renewed(options_.timeout);
         }
     }
-    if (ibv_query_device(admin_->device(), &device_) != 0) {
-        throw ConnectError(ConnectFailure::device_error, "ibv_query_device", std::strerror(errno));
-    }
+    transport_->open(*admin_);
+    scratch_ = std::make_unique<std::byte[]>(kScratchSize);
+    scratch_memory_.address = scratch_.get();
+    scratch_memory_.length = kScratchSize;
     try {
-        pd_ = verbs::alloc_pd(admin_->device());
-        scratch_ = std::make_unique<std::byte[]>(kScratchSize);
-        scratch_mr_ = verbs::register_memory(
-            pd_.get(), scratch_.get(), kScratchSize,
-            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-    } catch (const std::system_error& e) {
-        ConnectError::Details d;
-        d.sys_errno = e.code().value();
-        throw ConnectError(ConnectFailure::device_error, "allocating connect resources", e.what(),
-                           d);
+        transport_->register_memory(scratch_memory_);
+    } catch (const Error& e) {
+        throw ConnectError(ConnectFailure::device_error, "allocating connect resources", e.what());
     }
     // The admin queue is 32 entries (nvmet refuses more); the device must hold it.
+    const LocalQueueLimits local = transport_->limits();
     const QueueSizeDecision admin_size =
         negotiate_queue_size({wire::kAdminQueueSize, wire::kAdminQueueSize, 0,
-                              static_cast<std::uint32_t>(device_.max_qp_wr),
-                              static_cast<std::uint32_t>(device_.max_cqe)});
+                              local.max_queue_entries, local.max_completion_entries});
     if (admin_size.size != wire::kAdminQueueSize) {
         throw ConnectError(ConnectFailure::negotiation, "admin queue",
                            "the RDMA device cannot hold a 32-entry admin queue (" +
@@ -141,7 +137,7 @@ void ControllerImpl::connect(std::function<bool()> cancelled) {
 
     limits_.admin_queue_size = wire::kAdminQueueSize;
     limits_.source_address = admin_->local_address();
-    limits_.device_name = ibv_get_device_name(admin_->device()->device);
+    limits_.device_name = transport_->device_name();
     limits_.target_address = peer_.target_text;
     limits_.subsystem_nqn = options_.subsystem_nqn;
     limits_.host_nqn = identity_.nqn;
@@ -167,7 +163,7 @@ void ControllerImpl::connect(std::function<bool()> cancelled) {
 }
 
 void ControllerImpl::associate() {
-    admin_->connect(pd_.get(), device_, 0);
+    transport_->connect_queue(*admin_, 0, 0);
     limits_.cntlid = fabrics_connect(*admin_, 0, wire::kAdminQueueSize, wire::kDynamicControllerId);
     admin_->mark_live();
     enable();
@@ -178,7 +174,7 @@ void ControllerImpl::associate() {
     }
 }
 
-Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command,
+Response ControllerImpl::execute(HostQueue& queue, const wire::Sqe& command,
                                  const std::string& step) {
     if (associating()) {
         deadline_.check(step);
@@ -213,7 +209,7 @@ Response ControllerImpl::execute(RdmaQueue& queue, const wire::Sqe& command,
     }
 }
 
-Response ControllerImpl::execute_ok(RdmaQueue& queue, const wire::Sqe& command,
+Response ControllerImpl::execute_ok(HostQueue& queue, const wire::Sqe& command,
                                     const std::string& step) {
     Response response = execute(queue, command, step);
     if (!response.status.ok() && associating()) {
@@ -235,7 +231,7 @@ void ControllerImpl::property_set(wire::Property property, std::uint64_t value,
     execute_ok(*admin_, wire::property_set_command(property, value), step);
 }
 
-std::uint16_t ControllerImpl::fabrics_connect(RdmaQueue& queue, std::uint16_t qid,
+std::uint16_t ControllerImpl::fabrics_connect(HostQueue& queue, std::uint16_t qid,
                                               std::uint16_t size, std::uint16_t cntlid) {
     const std::string step = "Fabrics Connect (" + qid_text(qid) + ")";
     const wire::ConnectData data =
@@ -332,7 +328,7 @@ void ControllerImpl::identify_controller() {
     auto unsupported = [&](const std::string& why) {
         throw ConnectError(ConnectFailure::unsupported_controller, step, why);
     };
-    if ((id.sgls & wire::kSglsKeyedDataBlock) == 0) {
+    if (transport_->needs_keyed_sgls() && (id.sgls & wire::kSglsKeyedDataBlock) == 0) {
         unsupported("the controller does not support keyed SGL data blocks (SGLS bit 2)");
     }
     if (id.icdoff != 0) {
@@ -345,8 +341,9 @@ void ControllerImpl::identify_controller() {
     limits_.mdts_bytes = mdts_bytes(id.mdts, cap_.min_page_size());
     limits_.max_transfer_bytes = max_transfer_bytes(limits_.mdts_bytes);
     limits_.ioccsz = id.ioccsz;
-    limits_.in_capsule_bytes = in_capsule_write_limit(
-        {options_.in_capsule_writes, id.ioccsz, id.sgls, id.icdoff, device_.max_sge});
+    limits_.in_capsule_bytes =
+        in_capsule_write_limit({options_.in_capsule_writes, id.ioccsz, id.sgls, id.icdoff,
+                                transport_->limits().max_send_gather});
     limits_.maxcmd = id.maxcmd;
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
@@ -418,10 +415,10 @@ void ControllerImpl::create_io_queues() {
         "Set Features Number of Queues");
     std::uint32_t count = negotiate_io_queue_count(options_.io_queues,
                                                    wire::parse_number_of_queues(response.cqe.dw0));
+    const LocalQueueLimits local = transport_->limits();
     QueueSizeDecision size =
         negotiate_queue_size({options_.queue_depth, limits_.mqes_entries, limits_.maxcmd,
-                              static_cast<std::uint32_t>(device_.max_qp_wr),
-                              static_cast<std::uint32_t>(device_.max_cqe)});
+                              local.max_queue_entries, local.max_completion_entries});
     // A reconnect: the queues exist (transfers held in them), so the controller
     // must grant at least as many, as large, as before.
     const bool again = !io_.empty();
@@ -440,42 +437,22 @@ void ControllerImpl::create_io_queues() {
     limits_.usable_slots = static_cast<std::uint16_t>(size.size - 1);
     limits_.queue_size_limit = std::string(size.limit);
     limits_.io_queues = count;
-    if (!completion_channel_) {  // a reconnect keeps it: the CQs are new, the device is not
-        try {
-            completion_channel_ = verbs::create_comp_channel(admin_->device());
-        } catch (const std::system_error& e) {
-            ConnectError::Details d;
-            d.sys_errno = e.code().value();
-            throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
-                               e.what(), d);
-        }
-    }
-    // Non-blocking, so draining its events after poll() never blocks.
-    const int flags = fcntl(completion_channel_->fd, F_GETFL);
-    if (flags < 0 || fcntl(completion_channel_->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-        throw ConnectError(ConnectFailure::device_error, "creating the completion channel",
-                           std::string("fcntl O_NONBLOCK: ") + std::strerror(errno));
-    }
     for (std::uint32_t i = 1; i <= count; ++i) {
         const auto qid = static_cast<std::uint16_t>(i);
         if (again) {
             io_[i - 1]->reopen(peer_, deadline_, limits_.cntlid);
         } else {
-            io_.push_back(std::make_unique<RdmaQueue>(
+            io_.push_back(transport_->create_queue(
                 QueueConfig{qid, size.size, limits_.cntlid, wire::QueueKind::io, options_.timeout,
                             io_request_timeout(), deadline_},
                 peer_));
         }
-        RdmaQueue& queue = *io_[i - 1];
-        if (queue.device() != admin_->device()) {
-            throw ConnectError(
-                ConnectFailure::device_error, "I/O queue address resolution",
-                qid_text(qid) + " resolved to another RDMA device than the admin queue");
-        }
+        HostQueue& queue = *io_[i - 1];
+        transport_->check_same_device(queue, "I/O queue address resolution");
         queue.set_owner(this);
         queue.set_failure_listener(this);
-        queue.set_in_capsule_limit(limits_.in_capsule_bytes);  // a reconnect: as Identify says now
-        queue.connect(pd_.get(), device_, limits_.max_transfer_bytes, completion_channel_.get());
+        // A reconnect: in-capsule writes as Identify says now.
+        transport_->connect_queue(queue, limits_.max_transfer_bytes, limits_.in_capsule_bytes);
         fabrics_connect(queue, qid, size.size, limits_.cntlid);
         queue.mark_live();
     }
@@ -521,7 +498,7 @@ void ControllerImpl::shutdown() noexcept {
 }
 
 bool ControllerImpl::target_lost() const noexcept {
-    const auto lost = [](const std::unique_ptr<RdmaQueue>& queue) {
+    const auto lost = [](const std::unique_ptr<HostQueue>& queue) {
         return queue && queue->state() == QueueState::failed;
     };
     return lost(admin_) || std::any_of(io_.begin(), io_.end(), lost) ||
@@ -553,10 +530,10 @@ void ControllerImpl::close() noexcept {
         admin_->disconnect(healthy);
     }
     for (auto& queue : io_) {
-        queue->release_verbs();
+        queue->release();
     }
     if (admin_) {
-        admin_->release_verbs();
+        admin_->release();
     }
     for (auto& weak : memory_) {
         if (auto record = weak.lock()) {
@@ -564,9 +541,10 @@ void ControllerImpl::close() noexcept {
         }
     }
     memory_.clear();
-    scratch_mr_.reset();
-    completion_channel_.reset();  // after every CQ that reports to it
-    pd_.reset();
+    scratch_memory_.close();
+    if (transport_) {
+        transport_->close();
+    }
     // The queue objects (now closed: their CM ids only) stay until the controller
     // is destroyed, so Request and IoQueue handles held past close() see a closed
     // queue instead of freed memory.

@@ -22,7 +22,7 @@ struct InCapsuleInputs {
     std::uint32_t ioccsz = 0;  // Identify IOCCSZ: I/O command capsule size, 16-byte units
     std::uint32_t sgls = 0;    // Identify SGLS: bit 20 allows the offset (in-capsule) descriptor
     std::uint16_t icdoff = 0;  // Identify ICDOFF: where the data starts after the SQE
-    int device_max_sge = 0;    // ibv_device_attr::max_sge
+    int device_max_sge = 0;    // the transport's gather limit (RDMA: ibv_device_attr::max_sge)
 };
 
 // Bytes of write data one I/O command may carry in its capsule; 0: none (every

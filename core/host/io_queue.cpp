@@ -1,18 +1,20 @@
-// The public IoQueue / Request facade over RdmaQueue, the one transport's
-// queue (transport/queue_impl.hpp).
+// The public IoQueue / Request facade over a controller's queues, whatever
+// their transport (transport/queue_dispatch.hpp).
 #include <charconv>
 #include <string>
 
 #include "nvmeof/namespace.hpp"
 #include "nvmeof/queue.hpp"
-#include "transport/rdma_queue.hpp"
+#include "transport/queue_dispatch.hpp"
 
 namespace nvmeof {
 namespace {
 
-// The queue a handle points to: every QueueImpl is an RdmaQueue.
-detail::RdmaQueue* rdma(QueueImpl* queue) noexcept {
-    return static_cast<detail::RdmaQueue*>(queue);
+// Off the data path: through HostQueue (its virtual functions, or the core's).
+// (A reference cast: the HostQueue's address is not the QueueImpl's, and a
+// pointer cast would test for null on every call.)
+detail::HostQueue& host(QueueImpl* queue) noexcept {
+    return static_cast<detail::HostQueue&>(*queue);
 }
 
 std::string hex(std::uint64_t value) {
@@ -70,43 +72,45 @@ Request::~Request() {
 
 void Request::release() noexcept {
     if (queue_ != nullptr) {
-        rdma(queue_)->release_request(cid_);
+        host(queue_).release_request(cid_);
         queue_ = nullptr;
     }
 }
 
 bool Request::done() const noexcept {
-    return queue_ != nullptr && rdma(queue_)->request_done(cid_);
+    return queue_ != nullptr && host(queue_).request_done(cid_);
 }
 
 const Response& Request::response() const {
     if (!done()) {
         throw Error("request " + std::to_string(cid_) + " is not done yet");
     }
-    return rdma(queue_)->request_response(cid_);
+    return host(queue_).request_response(cid_);
 }
 
 SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
-    return rdma(queue_)->submit(ns.ref(), transfer, post);
+    return detail::on_queue(queue_,
+                            [&](auto& queue) { return queue.submit(ns.ref(), transfer, post); });
 }
 
 void IoQueue::commit() noexcept {
-    rdma(queue_)->commit();
+    detail::on_queue(queue_, [](auto& queue) { queue.commit(); });
 }
 std::size_t IoQueue::deferred() const noexcept {
-    return rdma(queue_)->deferred();
+    return detail::on_queue(queue_, [](auto& queue) { return queue.deferred(); });
 }
 
 std::size_t IoQueue::poll(std::span<Completion> out) noexcept {
     std::size_t failed = 0;
-    return rdma(queue_)->take_completions(out, failed);
+    return poll(out, failed);
 }
 std::size_t IoQueue::poll(std::span<Completion> out, std::size_t& failed) noexcept {
-    return rdma(queue_)->take_completions(out, failed);
+    return detail::on_queue(queue_,
+                            [&](auto& queue) { return queue.take_completions(out, failed); });
 }
 
 const CompletionStatus& IoQueue::last_error() const noexcept {
-    return rdma(queue_)->last_error();
+    return host(queue_).last_error();
 }
 
 Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner) {
@@ -114,37 +118,37 @@ Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner
         throw InvalidArgument("the data owner memory region is not registered");
     }
     check_data_owner(command.dptr, data_owner);
-    return Request(queue_, rdma(queue_)->submit_command(command));
+    return Request(queue_, host(queue_).submit_command(command));
 }
 
 void IoQueue::make_progress() noexcept {
-    rdma(queue_)->poll_cq();
+    detail::on_queue(queue_, [](auto& queue) { queue.poll_cq(); });
 }
 
 std::uint16_t IoQueue::qid() const noexcept {
-    return rdma(queue_)->qid();
+    return host(queue_).qid();
 }
 std::size_t IoQueue::capacity() const noexcept {
-    return rdma(queue_)->capacity();
+    return host(queue_).capacity();
 }
 std::size_t IoQueue::free_slots() const noexcept {
-    return rdma(queue_)->free_cids();
+    return host(queue_).free_cids();
 }
 std::size_t IoQueue::in_flight() const noexcept {
-    return rdma(queue_)->in_flight();
+    return host(queue_).in_flight();
 }
 std::size_t IoQueue::near_completion() const noexcept {
-    return rdma(queue_)->transfers_near_completion();
+    return host(queue_).transfers_near_completion();
 }
 std::size_t IoQueue::held() const noexcept {
-    return rdma(queue_)->held();
+    return host(queue_).held();
 }
 bool IoQueue::failed() const noexcept {
-    return rdma(queue_)->failed();
+    return host(queue_).failed();
 }
 
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {
-    return rdma(queue_)->pieces(ns.ref(), transfer);
+    return host(queue_).pieces(ns.ref(), transfer);
 }
 
 }  // namespace nvmeof

@@ -16,7 +16,7 @@ constexpr std::chrono::milliseconds kShortestPeriod{1};
 
 }  // namespace
 
-KeepAlive::KeepAlive(RdmaQueue& admin, std::chrono::milliseconds timeout, Clock::time_point now)
+KeepAlive::KeepAlive(HostQueue& admin, std::chrono::milliseconds timeout, Clock::time_point now)
     : admin_(admin),
       timeout_(timeout),
       period_(std::max(timeout / kSendsPerTimeout, kShortestPeriod)),

@@ -17,7 +17,7 @@ class KeepAlive {
   public:
     using Clock = std::chrono::steady_clock;
 
-    KeepAlive(RdmaQueue& admin, std::chrono::milliseconds timeout, Clock::time_point now);
+    KeepAlive(HostQueue& admin, std::chrono::milliseconds timeout, Clock::time_point now);
 
     // False once a Keep Alive failed or stayed unanswered for a whole timeout,
     // or the admin queue failed; failure() then says why. Allocates only then.
@@ -29,7 +29,7 @@ class KeepAlive {
   private:
     bool fail(std::string why) noexcept;
 
-    RdmaQueue& admin_;
+    HostQueue& admin_;
     std::chrono::milliseconds timeout_;
     std::chrono::milliseconds period_;
     Clock::time_point next_send_;

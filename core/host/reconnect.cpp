@@ -80,7 +80,7 @@ void ControllerImpl::transition(ControllerState to, const std::string& why) noex
 }
 
 std::string ControllerImpl::failure_text() const {
-    const auto text = [](const RdmaQueue& queue) {
+    const auto text = [](const HostQueue& queue) {
         return "qid " + std::to_string(queue.qid()) + " failed (" +
                std::string(transport_errc_name(queue.failure())) + ")";
     };
@@ -98,7 +98,7 @@ std::string ControllerImpl::failure_text() const {
     return "a queue failed";
 }
 
-void ControllerImpl::queue_failed(RdmaQueue& queue) noexcept {
+void ControllerImpl::queue_failed(HostQueue& queue) noexcept {
     if (state_ != ControllerState::live || !reconnect_enabled()) {
         return;  // a reconnect attempt, a close or an outage under way sees it itself
     }
@@ -195,10 +195,10 @@ void ControllerImpl::tear_down_queues() noexcept {
         admin_->disconnect(false);
     }
     for (auto& queue : io_) {
-        queue->release_verbs();
+        queue->release();
     }
     if (admin_) {
-        admin_->release_verbs();
+        admin_->release();
     }
     take_wakeups();  // events of CQs now gone
 }
@@ -234,12 +234,7 @@ void ControllerImpl::attempt_reconnect(Clock::time_point now) noexcept {
 void ControllerImpl::reopen_admin_queue(const ConnectDeadline& deadline) {
     deadline_ = deadline;
     admin_->reopen(peer_, deadline_, 0);
-    if (admin_->device() != pd_->context) {
-        throw ConnectError(ConnectFailure::device_error, "address resolution",
-                           peer_.target_text +
-                               " is served by another RDMA device than the one the controller's "
-                               "memory is registered with");
-    }
+    transport_->check_same_device(*admin_, "address resolution");
 }
 
 void ControllerImpl::reassociate(Clock::time_point now) {

@@ -23,6 +23,9 @@ struct MemoryRecord {
     // path's common case checks this one field.
     const void* host_owner = nullptr;
     verbs::MemoryRegion mr;
+    // Registered with a controller whose transport needs no keys (NVMe/TCP
+    // moves the bytes itself): alive without an MR, lkey and rkey 0.
+    bool unkeyed = false;
     void* owned = nullptr;  // memory from Controller::allocate, freed with the record
     // GPU memory: the datapath calls `ordering` (one predictable branch on `kind`
     // for host memory, nothing else).
@@ -40,12 +43,13 @@ struct MemoryRecord {
     MemoryRecord& operator=(const MemoryRecord&) = delete;
     ~MemoryRecord() { close(); }
 
-    bool alive() const noexcept { return static_cast<bool>(mr); }
+    bool alive() const noexcept { return unkeyed || static_cast<bool>(mr); }
     // Deregisters (the PD must still exist) and frees owned memory. Idempotent.
     void close() noexcept {
-        if (mr && retire_sends != nullptr) {
+        if (alive() && retire_sends != nullptr) {
             retire_sends(retire_context);
         }
+        unkeyed = false;
         retire_sends = nullptr;
         retire_context = nullptr;
         mr.reset();

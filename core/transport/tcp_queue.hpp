@@ -54,8 +54,7 @@ class TcpQueue final : public HostQueue {
                         Post post) noexcept override;
     SubmitResult submit_transfer(const NamespaceRef& ns, const Transfer& transfer, bool internal,
                                  std::uint32_t* tid, Post post = Post::now) noexcept override;
-    std::size_t take_completions(std::span<Completion> out,
-                                 std::size_t& failed) noexcept override;
+    std::size_t take_completions(std::span<Completion> out, std::size_t& failed) noexcept override;
     void commit() noexcept override;
     std::size_t deferred() const noexcept override;
     int poll_cq() noexcept override;

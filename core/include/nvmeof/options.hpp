@@ -6,13 +6,15 @@
 #include <string>
 #include <string_view>
 
+#include "nvmeof/base/transport.hpp"
 #include "nvmeof/wire/common.hpp"
 
 namespace nvmeof {
 
 using namespace std::chrono_literals;
 
-inline constexpr std::uint16_t kDefaultPort = wire::kDefaultPort;  // NVMe/RDMA, I/O and discovery
+// NVMe/RDMA and NVMe/TCP I/O controllers, and RDMA discovery (IANA 4420).
+inline constexpr std::uint16_t kDefaultPort = wire::kDefaultPort;
 inline constexpr std::uint16_t kDefaultQueueDepth = 128;
 inline constexpr std::chrono::milliseconds kDefaultTimeout = 30s;
 
@@ -25,7 +27,11 @@ struct Options {
     std::string target{};
     std::string subsystem_nqn{};
     std::uint16_t port = kDefaultPort;
-    std::string source{};    // optional local address: binds RDMA-CM, picks the HCA
+    // NVMe/RDMA, or NVMe/TCP (nvme-cli's -t rdma / -t tcp).
+    Transport transport = Transport::rdma;
+    // optional local address: RDMA binds RDMA-CM to it (it picks the HCA), TCP
+    // binds its sockets to it
+    std::string source{};
     std::string host_nqn{};  // default: /etc/nvme/hostnqn, else derived from host_id
     std::string host_id{};   // UUID text; default: /etc/nvme/hostid, else /etc/machine-id
     std::uint16_t queue_depth = kDefaultQueueDepth;  // I/O queue size asked for; negotiated down
@@ -66,6 +72,10 @@ struct Options {
     // controller allows it (Identify IOCCSZ > 4 and SGLS bit 20): the target
     // then needs no RDMA READ round trip. false: every write is keyed.
     bool in_capsule_writes = true;
+    // NVMe/TCP: header and data digests (CRC-32C) asked for in ICReq, as
+    // nvme-cli's --hdr-digest and --data-digest; the controller may decline.
+    bool header_digest = false;
+    bool data_digest = false;
 };
 
 // The rules each field follows: nvmeof/option_rules.hpp.

@@ -1,0 +1,27 @@
+// What the public handles (IoQueue, Request; core/host/io_queue.cpp) call
+// their queue through: a QueueImpl is a HostQueue (host_queue.hpp), and an
+// RDMA one is reached through its final type, so that every per-I/O call is
+// direct, as when RDMA was the only transport: one test of the tag. Other
+// transports go through HostQueue's virtual functions (their per-I/O cost
+// is the system calls').
+#pragma once
+
+#include "transport/host_queue.hpp"
+#include "transport/queue_impl.hpp"
+#include "transport/rdma_queue.hpp"
+
+namespace nvmeof::detail {
+
+// f(queue) with `queue` the final RdmaQueue or, for another transport, the HostQueue.
+template <class F>
+[[gnu::always_inline]] inline decltype(auto) on_queue(QueueImpl* impl, F&& f) {
+    // References: a pointer cast would test for null (the HostQueue's address
+    // is not the QueueImpl's).
+    auto& queue = static_cast<HostQueue&>(*impl);
+    if (queue.transport() == Transport::rdma) [[likely]] {
+        return f(static_cast<RdmaQueue&>(queue));
+    }
+    return f(queue);
+}
+
+}  // namespace nvmeof::detail
