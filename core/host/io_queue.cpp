@@ -11,8 +11,7 @@ namespace nvmeof {
 namespace {
 
 // Off the data path: through HostQueue (its virtual functions, or the core's).
-// (A reference cast: the HostQueue's address is not the QueueImpl's, and a
-// pointer cast would test for null on every call.)
+// (A reference cast: a pointer cast would test for null.)
 detail::HostQueue& host(QueueImpl* queue) noexcept {
     return static_cast<detail::HostQueue&>(*queue);
 }

@@ -41,7 +41,7 @@ class QueueFailureListener {
 
 class HostQueue : public QueueCore {
   public:
-    virtual ~HostQueue() = default;
+    ~HostQueue() override = default;
     HostQueue(const HostQueue&) = delete;
     HostQueue& operator=(const HostQueue&) = delete;
 

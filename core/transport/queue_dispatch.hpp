@@ -15,8 +15,7 @@ namespace nvmeof::detail {
 // f(queue) with `queue` the final RdmaQueue or, for another transport, the HostQueue.
 template <class F>
 [[gnu::always_inline]] inline decltype(auto) on_queue(QueueImpl* impl, F&& f) {
-    // References: a pointer cast would test for null (the HostQueue's address
-    // is not the QueueImpl's).
+    // References: a pointer cast would test for null.
     auto& queue = static_cast<HostQueue&>(*impl);
     if (queue.transport() == Transport::rdma) [[likely]] {
         return f(static_cast<RdmaQueue&>(queue));

@@ -2,12 +2,12 @@
 // controller's queue whatever its transport; nvmeof/queue.hpp declares it
 // opaque.
 //
-// QueueImpl is empty and the transport-neutral QueueCore (queue_core.hpp)
-// its one base: RDMA is the only backend so far (RdmaQueue derives from
-// QueueCore), so a handle's pointer is the RdmaQueue's own address and the
-// facade (core/host/io_queue.cpp) turns it back with a static_cast that costs
-// nothing on the data path. A second transport makes the facade choose its
-// backend here.
+// It is the root of every queue: QueueImpl ← QueueCore (queue_core.hpp, the
+// transport-neutral core) ← HostQueue (host_queue.hpp, what the host drives)
+// ← RdmaQueue, TcpQueue. Its virtual destructor puts the one vtable pointer
+// at the start of all of them, so a handle's pointer is every class's own
+// address and the facade (transport/queue_dispatch.hpp) turns it back with
+// casts that cost nothing on the data path.
 #pragma once
 
 namespace nvmeof {
@@ -15,7 +15,9 @@ namespace nvmeof {
 class QueueImpl {
   protected:
     QueueImpl() = default;
-    ~QueueImpl() = default;
+    virtual ~QueueImpl() = default;
+    QueueImpl(const QueueImpl&) = default;
+    QueueImpl& operator=(const QueueImpl&) = default;
 };
 
 }  // namespace nvmeof

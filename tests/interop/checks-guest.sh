@@ -24,6 +24,8 @@ our_nqn="nqn.2026-12.io.nvmeof:interop-ours"
 our_port_host=4421                 # our target for the Linux host (check 3)
 our_port_engine=4422               # our target for our engine (check 4)
 our_port_host_tcp=4424             # our target over NVMe/TCP for the Linux host
+ktcp_port=4430                     # the kernel target's subsystem over NVMe/TCP (nvmet-tcp)
+ktcp_port_id=9
 idle_port=4499                     # nothing listens here (check 5)
 # Under TCG I/O is ~100x slower than hardware: generous per-I/O timeouts, bounded runs.
 io_timeout_ms=60000
@@ -326,6 +328,67 @@ check_engine_to_ours() {
     done
     stop_target
     finish engine-to-ours
+}
+
+# ---- 4b. our engine and Python package -> kernel nvmet-tcp ------------------------------
+# The kernel target's subsystem on an NVMe/TCP port too; fio verify through the engine with
+# each digest setting (randrw, bssplit 512 B to 4 MiB: above nvmet's MDTS, so split; four
+# jobs on two I/O queues each, QD 1 to 128), then the Python package's round trip.
+check_engine_tcp_to_kernel() {
+    begin engine-tcp-to-kernel
+    modprobe nvmet-tcp 2>/dev/null || true
+    # shellcheck source=tests/interop/nvmet.sh
+    . "$INTEROP_REPO/tests/interop/nvmet.sh"
+    if ! { nvmet_port_tcp "$ktcp_port_id" "$addr" "$ktcp_port" && nvmet_link "$ktcp_port_id" "$knqn"; }; then
+        problem "could not add an nvmet-tcp port on $addr:$ktcp_port"; finish engine-tcp-to-kernel; return
+    fi
+    export NVMEOF_TRADDR="$addr" NVMEOF_TRSVCID="$ktcp_port" NVMEOF_SUBNQN="$knqn"
+    local digest depth
+    for digest in NONE HEADER DATA BOTH; do
+        depth=$([ "$digest" = BOTH ] && echo 128 || echo 16)
+        { engine_job_header; cat <<JOB
+trtype=tcp
+digest_enable=$digest
+nr_io_queues=2
+rw=randrw
+bssplit=512/10:4k/40:64k/20:1m/20:4m/10
+blockalign=512
+iodepth=$depth
+numjobs=4
+size=8m
+offset_increment=8m
+verify=crc32c
+verify_state_save=0
+verify_fatal=1
+[tcp-$digest]
+JOB
+        } > "$work/tcp-$digest.fio"
+        run_fio "tcp-digest-$digest" "$work/tcp-$digest.fio"
+    done
+    # QD 1 with the SPDK filename form (trtype=TCP in the filename, digests off).
+    { cat <<JOB
+[global]
+ioengine=external:\${NVMEOF_ENGINE}
+io_timeout_ms=$io_timeout_ms
+filename=trtype=TCP adrfam=IPv4 traddr=$addr trsvcid=$ktcp_port subnqn=${knqn//:/\\:} ns=1
+rw=write
+bs=4k
+iodepth=1
+size=4m
+verify=crc32c
+verify_state_save=0
+verify_fatal=1
+[tcp-filename-qd1]
+JOB
+    } > "$work/tcp-filename.fio"
+    run_fio tcp-filename-qd1 "$work/tcp-filename.fio"
+    say "  python round trip over tcp"
+    if ! timeout -k 10 "$step_timeout" env PYTHONPATH="$build/python" PYTHONDONTWRITEBYTECODE=1 \
+            python3 "$INTEROP_REPO/tests/spdk/python_roundtrip.py" "$addr" "$ktcp_port" "$knqn" tcp >> "$log" 2>&1; then
+        problem "python round trip over tcp failed (log: $log)"
+    fi
+    nvmet_unlink "$ktcp_port_id" "$knqn"
+    finish engine-tcp-to-kernel
 }
 
 # ---- 5. error cases against the kernel target ------------------------------------------
@@ -695,8 +758,9 @@ JOB
     finish in-capsule-against-kernel
 }
 
-all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours linux-host-tcp-to-ours engine-to-ours errors-against-kernel
-     discovery-against-kernel reconnect-against-kernel in-capsule-against-kernel)
+all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours linux-host-tcp-to-ours engine-to-ours
+     engine-tcp-to-kernel errors-against-kernel discovery-against-kernel reconnect-against-kernel
+     in-capsule-against-kernel)
 [ $# -gt 0 ] && all=("$@")
 for c in "${all[@]}"; do
     case "$c" in
@@ -705,6 +769,7 @@ for c in "${all[@]}"; do
         linux-host-to-ours) check_linux_host_to_ours ;;
         linux-host-tcp-to-ours) check_linux_host_tcp_to_ours ;;
         engine-to-ours) check_engine_to_ours ;;
+        engine-tcp-to-kernel) check_engine_tcp_to_kernel ;;
         errors-against-kernel) check_errors_against_kernel ;;
         discovery-against-kernel) check_discovery_against_kernel ;;
         reconnect-against-kernel) check_reconnect_against_kernel ;;

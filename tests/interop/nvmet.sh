@@ -32,6 +32,16 @@ nvmet_port() {
     echo "$3" > "$p/addr_trsvcid"
 }
 
+# nvmet_port_tcp ID ADDR SVCID: an NVMe/TCP IPv4 port.
+nvmet_port_tcp() {
+    local p=$NVMET/ports/$1
+    mkdir -p "$p"
+    echo tcp > "$p/addr_trtype"
+    echo ipv4 > "$p/addr_adrfam"
+    echo "$2" > "$p/addr_traddr"
+    echo "$3" > "$p/addr_trsvcid"
+}
+
 # nvmet_link PORTID NQN: expose the subsystem on the port (starts listening).
 nvmet_link() {
     ln -s "$NVMET/subsystems/$2" "$NVMET/ports/$1/subsystems/$2"

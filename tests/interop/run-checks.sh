@@ -17,8 +17,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 build="${NVMEOF_BUILD_DIR:-$repo/build}"
-all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours linux-host-tcp-to-ours engine-to-ours errors-against-kernel
-     discovery-against-kernel reconnect-against-kernel in-capsule-against-kernel)
+all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours linux-host-tcp-to-ours engine-to-ours
+     engine-tcp-to-kernel errors-against-kernel discovery-against-kernel reconnect-against-kernel
+     in-capsule-against-kernel)
 # Named only (not in the default run): auth-engine-to-kernel, auth-linux-host-to-ours need a guest
 # kernel with DH-HMAC-CHAP (INTEROP_KERNEL=backports; bookworm's 6.1 has none).
 checks=("$@"); [ ${#checks[@]} -gt 0 ] || checks=("${all[@]}")

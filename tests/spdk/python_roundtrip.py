@@ -3,7 +3,7 @@ connects, writes a random pattern across several transfers, reads it back and co
 and reads blocks never written. Run under softverbs-run with PYTHONPATH naming the build's
 python folder.
 
-    python_roundtrip.py ADDRESS PORT SUBSYSTEM_NQN
+    python_roundtrip.py ADDRESS PORT SUBSYSTEM_NQN [TRANSPORT]   (rdma, the default, or tcp)
 """
 import os
 import sys
@@ -17,7 +17,8 @@ FIRST_LBA = 8
 
 def main():
     address, port, nqn = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    with nvmeof.Controller.connect(address, nqn, port=port) as controller:
+    transport = sys.argv[4] if len(sys.argv) > 4 else "rdma"
+    with nvmeof.Controller.connect(address, nqn, port=port, transport=transport) as controller:
         model = controller.info.model.strip()
         namespace = controller.namespace(1)
         length = BLOCKS * namespace.lba_size
@@ -31,7 +32,7 @@ def main():
                 namespace.read(into, slba=slba, blocks=BLOCKS)
                 if into.read() != payload:
                     sys.exit(f"python: LBAs {slba}-{slba + BLOCKS - 1} read back differ from what was written")
-        print(f"python: {model} ({nqn}): "
+        print(f"python: {model} ({nqn}, {transport}): "
               f"{ROUNDS} x {length} bytes written and read back equal (lba_size {namespace.lba_size}, "
               f"{namespace.size_lbas} blocks)")
 
