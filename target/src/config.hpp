@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "auth/dhchap_crypto.hpp"
@@ -26,6 +27,8 @@ class UsageError : public std::runtime_error {
 
 inline constexpr int kUsageExitCode = 2;
 inline constexpr std::uint32_t kDefaultLbaSize = 512;
+inline constexpr std::uint64_t kMaxPorts = 64;        // --port given at most this often
+inline constexpr std::uint64_t kMaxDelayMs = 600000;  // the faults' delays: ten minutes at most
 
 struct NamespaceConfig {
     enum class Backing : std::uint8_t { ram, file };
@@ -182,7 +185,12 @@ NamespaceConfig parse_namespace(std::string_view spec);
 std::uint64_t parse_number(std::string_view text, std::string_view what, std::uint64_t max);
 // "SCT/SC" → a status with DNR set.
 wire::Status parse_status(std::string_view text, std::string_view what);
-// One --fault SPEC added to faults.
+// TEXT split at the first SEPARATOR; the second part is empty when there is none.
+std::pair<std::string_view, std::string_view> split_once(std::string_view text, char separator);
+// "INDEX:STATE" of --ana-state and the ana-change-after fault.
+std::pair<std::size_t, wire::AnaState> parse_port_ana_state(std::string_view text,
+                                                            const std::string& what);
+// One --fault SPEC added to faults (target/src/fault_spec.cpp).
 void parse_fault(std::string_view spec, FaultConfig& faults);
 
 }  // namespace nvmeof::target
