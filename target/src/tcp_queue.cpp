@@ -362,27 +362,11 @@ void TcpQueue::on_h2c_data(const std::uint8_t* pdu, const wire::TcpPduExpect& ex
             pdu, sizeof header);
         return;
     }
-    // The R2T asked for [0, length): the data must lie inside it, in order.
+    // The one R2T asked for all of the command's data, [0, length).
     const std::uint32_t length = cmd.plan.length;
-    if (header.datao >= length) {
-        terminate(
-            TcpPduFault{TcpFatalError::data_out_of_range, offsetof(wire::TcpDataHeader, datao),
-                        "H2CData DATAO lies outside its R2T"},
-            pdu, sizeof header);
-        return;
-    }
-    if (header.datal > length - header.datao) {
-        terminate(
-            TcpPduFault{TcpFatalError::data_out_of_range, offsetof(wire::TcpDataHeader, datal),
-                        "H2CData DATAO + DATAL runs past its R2T"},
-            pdu, sizeof header);
-        return;
-    }
-    if (header.datao != cmd.received) {
-        terminate(
-            TcpPduFault{TcpFatalError::data_out_of_range, offsetof(wire::TcpDataHeader, datao),
-                        "H2CData DATAO is not where its R2T's data continues"},
-            pdu, sizeof header);
+    if (const TcpPduFault fault =
+            wire::check_tcp_h2c_data_in_r2t(header, wire::TcpR2tWindow{0, length, cmd.received})) {
+        terminate(fault, pdu, sizeof header);
         return;
     }
     if (expect.data_digest && !data_digest_ok(pdu, expect) && !cmd.data_digest_error) {
