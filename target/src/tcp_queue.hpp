@@ -4,6 +4,7 @@
 // controller→host data), digests, and the C2HTermReq that ends a connection
 // over a malformed PDU. The socket is non-blocking: the queue buffers what it
 // cannot send yet, and stops taking PDUs in while too much waits to go out.
+// Receiving and running commands: tcp_queue.cpp; sending: tcp_queue_send.cpp.
 #pragma once
 
 #include <chrono>
@@ -67,7 +68,18 @@ class TcpQueue {
     void close();
 
   private:
-    struct Command;
+    // One command from its capsule to its response.
+    struct Command {
+        wire::Sqe sqe{};
+        DataPlan plan;
+        Completion done;
+        wire::Cqe cqe{};
+        std::vector<std::uint8_t> buffer;  // the data, unless it was in the capsule
+        std::uint16_t ttag = 0;
+        std::uint32_t received = 0;  // host→controller bytes in through H2CData
+        bool data_digest_error = false;
+        Clock::time_point due{};
+    };
 
     // One PDU at in_[in_start_...]; false when it is not all here yet.
     bool take_pdu();
