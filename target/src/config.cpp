@@ -7,6 +7,7 @@
 
 #include "nvmeof/wire/fabrics.hpp"
 #include "nvmeof/wire/sgl.hpp"
+#include "nvmeof/wire/tcp.hpp"
 
 namespace nvmeof::target {
 namespace {
@@ -68,6 +69,14 @@ Limits (to exercise negotiation):
   --ioccsz N               I/O command capsule size in 16-byte units (default 260)
   --max-io-queues N        I/O queues per controller (default 8)
   --kas N                  keep-alive granularity in 100 ms units (default 10)
+
+NVMe/TCP (with --transport tcp):
+  --maxh2cdata BYTES       ICResp MAXH2CDATA, the most data per H2CData PDU: a multiple of
+                           4 from 4096 (default 128K); a host splits larger R2T data
+  --c2h-pdu-bytes BYTES    the most data per C2HData PDU (default 64K): larger reads go out
+                           in several
+  --no-c2h-success         end every read with a CapsuleResp, never with SUCCESS on its last
+                           C2HData (which a queue with SQ flow control disabled gets otherwise)
 
 Asymmetric namespace access (ANA: every namespace is in group 1; the state is per port):
   --ana-state INDEX:STATE  the INDEXth --port's (0-based) state: optimized (default),
@@ -275,6 +284,7 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     SubsystemConfig* current = nullptr;
     std::uint64_t file_size = 0;  // --size of the current subsystem; 0: none
     bool port_given = false;      // the first --port replaces the default, later ones add
+    std::string_view tcp_only;    // the last NVMe/TCP option given, if any
     auto close_current = [&] {
         if (current != nullptr) {
             finish_subsystem(*current, file_size);
@@ -418,6 +428,29 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
             }
         } else if (option == "--kas") {
             config.limits.kas = static_cast<std::uint16_t>(parse_number(take(), "--kas", 0xFFFF));
+        } else if (option == "--maxh2cdata") {
+            tcp_only = option;
+            const auto text = take();
+            const std::uint64_t bytes = parse_size(text, "--maxh2cdata");
+            if (bytes < wire::kTcpMinMaxH2cData || bytes % 4 != 0 || bytes > kTcpMaxPduData) {
+                throw UsageError("--maxh2cdata " + std::string(text) +
+                                 ": MAXH2CDATA must be a multiple of 4 bytes from 4096 to 16M");
+            }
+            config.tcp.maxh2cdata = static_cast<std::uint32_t>(bytes);
+        } else if (option == "--c2h-pdu-bytes") {
+            tcp_only = option;
+            const auto text = take();
+            const std::uint64_t bytes = parse_size(text, "--c2h-pdu-bytes");
+            if (bytes > kTcpMaxPduData) {
+                throw UsageError("--c2h-pdu-bytes " + std::string(text) + ": at most 16M");
+            }
+            config.tcp.c2h_pdu_bytes = static_cast<std::uint32_t>(bytes);
+        } else if (option == "--no-c2h-success") {
+            tcp_only = option;
+            if (has_value) {
+                throw UsageError("--no-c2h-success takes no value");
+            }
+            config.tcp.c2h_success = false;
         } else if (option == "--ana-state") {
             const auto [index, state] = parse_port_ana_state(take(), "--ana-state");
             config.ana_states.emplace_back(index, state);
@@ -463,6 +496,9 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     }
     if (config.transport == Transport::tcp && config.limits.crqsize) {
         throw UsageError("--crqsize is NVMe/RDMA only (--transport rdma)");
+    }
+    if (config.transport != Transport::tcp && !tcp_only.empty()) {
+        throw UsageError(std::string(tcp_only) + " is NVMe/TCP only (--transport tcp)");
     }
     for (const auto& [nqn, keys] : config.dhchap.hosts) {
         if (!keys.host_key) {

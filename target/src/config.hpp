@@ -79,6 +79,18 @@ struct Limits {
     std::uint32_t max_transfer_bytes() const;
 };
 
+// NVMe/TCP's own settings (--transport tcp only).
+struct TcpSettings {
+    // ICResp MAXH2CDATA: the most data one H2CData PDU may carry; a host splits
+    // an R2T's data into PDUs of at most this.
+    std::uint32_t maxh2cdata = 128 * 1024;
+    std::uint32_t c2h_pdu_bytes = 64 * 1024;  // the most data one C2HData PDU carries
+    // SUCCESS on a read's last C2HData instead of a CapsuleResp, where the
+    // queue has SQ flow control disabled (as nvmet); false: always a CapsuleResp.
+    bool c2h_success = true;
+};
+inline constexpr std::uint32_t kTcpMaxPduData = 16 * 1024 * 1024;  // those two at most
+
 struct FailIoFault {
     std::uint64_t nth = 0;  // 1-based over all I/O queues
     wire::Status status;
@@ -163,6 +175,7 @@ struct TargetConfig {
     std::vector<std::pair<std::size_t, wire::AnaState>> ana_states;
     std::vector<SubsystemConfig> subsystems;
     Limits limits;
+    TcpSettings tcp;
     FaultConfig faults;
     DhchapConfig dhchap;
     std::string stats_path;

@@ -143,7 +143,7 @@ bool TcpQueue::take_pdu() {
     std::memcpy(&ch, pdu, sizeof ch);
     const auto type = static_cast<TcpPduType>(ch.type);
     receive_.max_data_bytes = type == TcpPduType::capsule_cmd ? nvme_.in_capsule_capacity
-                              : type == TcpPduType::h2c_data  ? kTcpMaxH2cData
+                              : type == TcpPduType::h2c_data  ? ctx_.config.tcp.maxh2cdata
                                                               : 0;
     wire::TcpPduExpect expect;
     if (const TcpPduFault fault = wire::check_tcp_common_header(ch, receive_, expect)) {
@@ -212,7 +212,7 @@ void TcpQueue::on_ic_req(const std::uint8_t* pdu) {
     digests.data = (req.dgst & wire::kTcpDigestDataEnable) != 0;
     hpda_ = req.hpda;
     // MAXR2T needs no bookkeeping: one R2T per command is within any value.
-    const wire::TcpIcResp resp = wire::tcp_ic_resp(0, digests, kTcpMaxH2cData);
+    const wire::TcpIcResp resp = wire::tcp_ic_resp(0, digests, ctx_.config.tcp.maxh2cdata);
     append_pdu(&resp, sizeof resp, {}, false);
     receive_.initialized = true;
     receive_.digests = digests;

@@ -22,10 +22,6 @@
 
 namespace nvmeof::target {
 
-// Bytes of data one H2CData PDU may carry (ICResp MAXH2CDATA), and the most
-// one C2HData PDU carries: a read larger than this goes out in several.
-inline constexpr std::uint32_t kTcpMaxH2cData = 128 * 1024;
-inline constexpr std::uint32_t kTcpMaxC2hData = 64 * 1024;
 // The Linux host sends admin commands up to 8 KiB of in-capsule data
 // (NVME_TCP_ADMIN_CCSZ) whatever IOCCSZ says; IOCCSZ is the I/O queues' size.
 inline constexpr std::uint32_t kTcpAdminInCapsuleBytes = 8192;

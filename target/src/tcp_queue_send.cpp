@@ -59,9 +59,10 @@ void TcpQueue::send_response(Command& cmd) {
         // SUCCESS spares the CapsuleResp, but the host then never sees SQHD:
         // only where SQ flow control is off, as nvmet does, and only when the
         // response would carry nothing else.
-        const bool success = nvme_.sq_flow_control_disabled && cmd.cqe.dw0 == 0 && cmd.cqe.dw1 == 0;
+        const bool success = ctx_.config.tcp.c2h_success && nvme_.sq_flow_control_disabled &&
+                             cmd.cqe.dw0 == 0 && cmd.cqe.dw1 == 0;
         for (std::uint32_t offset = 0; offset < length;) {
-            const std::uint32_t chunk = std::min(kTcpMaxC2hData, length - offset);
+            const std::uint32_t chunk = std::min(ctx_.config.tcp.c2h_pdu_bytes, length - offset);
             const bool last = offset + chunk == length;
             const wire::TcpDataHeader header = wire::tcp_c2h_data(cmd.sqe.command_id, offset, chunk,
                                                                   last, success, digests, hpda_);

@@ -144,6 +144,39 @@ TEST(Config, Transport) {
               "--crqsize is NVMe/RDMA only (--transport rdma)");
 }
 
+TEST(Config, TcpSettings) {
+    const TargetConfig defaults = parse({"--transport", "tcp", "--subsystem", "nqn.a"});
+    EXPECT_EQ(defaults.tcp.maxh2cdata, 128u * 1024);
+    EXPECT_EQ(defaults.tcp.c2h_pdu_bytes, 64u * 1024);
+    EXPECT_TRUE(defaults.tcp.c2h_success);
+    const TargetConfig c =
+        parse({"--transport", "tcp", "--maxh2cdata", "8K", "--c2h-pdu-bytes=1000",
+               "--no-c2h-success", "--subsystem", "nqn.a"});
+    EXPECT_EQ(c.tcp.maxh2cdata, 8192u);
+    EXPECT_EQ(c.tcp.c2h_pdu_bytes, 1000u);
+    EXPECT_FALSE(c.tcp.c2h_success);
+    EXPECT_EQ(parse({"--transport", "tcp", "--maxh2cdata", "4100", "--subsystem", "nqn.a"})
+                  .tcp.maxh2cdata,
+              4100u);
+    for (const char* bad : {"4092", "4098", "17M"}) {
+        EXPECT_EQ(error_of({"--transport", "tcp", "--maxh2cdata", bad, "--subsystem", "nqn.a"}),
+                  std::string("--maxh2cdata ") + bad +
+                      ": MAXH2CDATA must be a multiple of 4 bytes from 4096 to 16M");
+    }
+    EXPECT_NE(error_of({"--transport", "tcp", "--maxh2cdata", "lots", "--subsystem", "nqn.a"})
+                  .find("not a number"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--transport", "tcp", "--c2h-pdu-bytes", "0", "--subsystem", "nqn.a"})
+                  .find("must not be zero"),
+              std::string::npos);
+    EXPECT_EQ(error_of({"--transport", "tcp", "--no-c2h-success=1", "--subsystem", "nqn.a"}),
+              "--no-c2h-success takes no value");
+    EXPECT_EQ(error_of({"--maxh2cdata", "8192", "--subsystem", "nqn.a"}),
+              "--maxh2cdata is NVMe/TCP only (--transport tcp)");
+    EXPECT_EQ(error_of({"--subsystem", "nqn.a", "--no-c2h-success"}),
+              "--no-c2h-success is NVMe/TCP only (--transport tcp)");
+}
+
 TEST(Config, Help) {
     TargetConfig config;
     EXPECT_EQ(parse_command_line({"--subsystem", "nqn.a", "--help"}, config), ParseOutcome::help);

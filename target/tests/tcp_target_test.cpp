@@ -5,6 +5,8 @@
 // faults that end a connection with a C2HTermReq (its FES/FEI and the log
 // line), a data digest error, a host vanishing mid-PDU, a silent connection
 // beside a working one.
+#include <tuple>
+
 #include "tcp_harness.hpp"
 
 namespace {
@@ -130,6 +132,58 @@ TEST_P(TcpTarget, ReadWithSuccessFlagWhenSqFlowControlIsOff) {
     EXPECT_EQ(after.data, std::vector<std::uint8_t>(data.begin(), data.begin() + 512));
 }
 
+// ---- NVMe/TCP settings ----
+
+TEST_P(TcpTarget, MaxH2cDataSplitsTheHostsData) {
+    Target target({"--maxh2cdata", "8192"});
+    Controller c(target.port(), digests());
+    EXPECT_EQ(c.io.icresp().maxh2cdata, 8192u);
+    const auto data = pattern(32768, 8);
+    const Exchange w =
+        c.io.run(Host::rw(wire::IoOpcode::write, 16, data.size(), transport_sgl(32768)), data,
+                 false, c.io.icresp().maxh2cdata);
+    ASSERT_TRUE(w.answered);
+    EXPECT_TRUE(w.status().ok());
+    EXPECT_EQ(w.r2ts, 1);  // one R2T, its data in four H2CData PDUs
+    const Exchange r =
+        c.io.run(Host::rw(wire::IoOpcode::read, 16, data.size(), transport_sgl(32768)));
+    EXPECT_EQ(r.data, data);
+    target.stop();
+    EXPECT_NE(target.stats().find("\"h2c_data\": 4,"), std::string::npos) << target.stats();
+}
+
+TEST_P(TcpTarget, C2hPduBytesSplitsReads) {
+    Target target({"--c2h-pdu-bytes", "1000"});
+    Controller c(target.port(), digests(), 1u << 2, 3);  // DISSQFC; HPDA 3: 16-byte PDO
+    const auto data = pattern(4096, 9);
+    ASSERT_TRUE(
+        c.io.run(Host::rw(wire::IoOpcode::write, 8, data.size(), wire::in_capsule_data(0, 4096)),
+                 data, true)
+            .status()
+            .ok());
+    const Exchange r =
+        c.io.run(Host::rw(wire::IoOpcode::read, 8, data.size(), transport_sgl(4096)));
+    ASSERT_TRUE(r.answered);
+    EXPECT_EQ(r.c2h_pdus, 5);  // 4 × 1000 + 96, each DATAO where the last ended
+    EXPECT_TRUE(r.success_flag);
+    EXPECT_EQ(r.data, data);
+}
+
+TEST_P(TcpTarget, NoC2hSuccessEndsReadsWithCapsuleResp) {
+    Target target({"--no-c2h-success"});
+    Controller c(target.port(), digests(), 1u << 2);  // CATTR DISSQFC
+    const auto data = pattern(8192, 10);
+    ASSERT_TRUE(c.io.run(Host::rw(wire::IoOpcode::write, 0, data.size(), transport_sgl(8192)), data)
+                    .status()
+                    .ok());
+    const Exchange r =
+        c.io.run(Host::rw(wire::IoOpcode::read, 0, data.size(), transport_sgl(8192)));
+    ASSERT_TRUE(r.answered);
+    EXPECT_FALSE(r.success_flag);  // a CapsuleResp answered it
+    EXPECT_TRUE(r.status().ok());
+    EXPECT_EQ(r.data, data);
+}
+
 // ---- faults ----
 
 TEST(TcpTargetFault, BadHlenEndsTheConnection) {
@@ -226,6 +280,86 @@ TEST_P(H2cOutsideR2t, EndsTheConnection) {
     wire::Sqe keep_alive = wire::keep_alive_command();
     keep_alive.dptr = transport_sgl(0);
     EXPECT_TRUE(c.admin.run(keep_alive).status().ok());
+}
+
+// H2CData that breaks the R2T's rules, each answered with a C2HTermReq naming
+// the field, the H2CData header in error copied after it.
+struct H2cCase {
+    const char* name;
+    std::vector<std::string> options;
+    // (DATAO, DATAL, LAST_PDU) of each H2CData sent for an R2T of 8192 bytes
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, bool>> pieces;
+    wire::TcpFatalError fes;
+    std::uint32_t fei;
+    const char* why;
+};
+
+class H2cBreaksR2t : public testing::TestWithParam<H2cCase> {};
+
+const H2cCase kH2cCases[] = {
+    {"AboveMaxh2cdata",
+     {"--maxh2cdata", "4096"},
+     {{0, 8192, true}},
+     wire::TcpFatalError::data_limit_exceeded,
+     4,  // PLEN
+     "PLEN carries more data than the receiver takes in one PDU"},
+    {"LastPduMissing",
+     {},
+     {{0, 4096, false}, {4096, 4096, false}},
+     wire::TcpFatalError::invalid_header_field,
+     1,  // FLAGS
+     "H2CData ends its R2T's data without LAST_PDU"},
+    {"LastPduTooEarly",
+     {},
+     {{0, 4096, true}},
+     wire::TcpFatalError::invalid_header_field,
+     1,
+     "H2CData sets LAST_PDU before its R2T's data ends"},
+    {"OutOfOrder",
+     {},
+     {{4096, 4096, true}},
+     wire::TcpFatalError::data_out_of_range,
+     12,  // DATAO
+     "H2CData DATAO is not where its R2T's data continues"},
+    {"PastTheR2t",
+     {},
+     {{0, 4096, false}, {4096, 8192, true}},
+     wire::TcpFatalError::data_out_of_range,
+     16,  // DATAL
+     "H2CData DATAO + DATAL runs past its R2T"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Rule, H2cBreaksR2t, testing::ValuesIn(kH2cCases),
+                         [](const testing::TestParamInfo<H2cCase>& p) { return p.param.name; });
+
+TEST_P(H2cBreaksR2t, EndsTheConnection) {
+    const H2cCase& k = GetParam();
+    Target target(k.options);
+    Controller c(target.port(), {});
+    wire::Sqe sqe = Host::rw(wire::IoOpcode::write, 0, 8192, transport_sgl(8192));
+    sqe.command_id = 78;
+    c.io.send_capsule(sqe);
+    const auto pdu = c.io.read_pdu();
+    ASSERT_TRUE(pdu && pdu->type() == TcpPduType::r2t);
+    const auto r2t = pdu->as<wire::TcpR2t>();
+    ASSERT_EQ(r2t.r2tl, 8192u);
+    const auto data = pattern(16384, 11);
+    wire::TcpDataHeader last{};
+    for (const auto& [datao, datal, flag] : k.pieces) {
+        c.io.send_h2c(78, r2t.ttag, datao, std::span(data).subspan(datao, datal), flag);
+        last = wire::tcp_h2c_data(78, r2t.ttag, datao, datal, flag, {}, 0);
+    }
+    const auto term = expect_term_req(c.io);
+    ASSERT_TRUE(term);
+    EXPECT_EQ(term->pdu.fes, static_cast<std::uint16_t>(k.fes));
+    EXPECT_EQ(term->pdu.fei(), k.fei);
+    EXPECT_EQ(term->pdu.ch.plen, sizeof(wire::TcpTermReq) + term->copy.size());
+    ASSERT_GE(term->copy.size(), sizeof last);
+    EXPECT_EQ(std::memcmp(term->copy.data(), &last, sizeof last), 0)
+        << "the H2CData header in error follows the TermReq";
+    EXPECT_TRUE(target.log_has(std::string("nvmeof-target: TCP queue 1: ") + k.why +
+                               ": C2HTermReq FES 0x" + std::to_string(static_cast<int>(k.fes))))
+        << target.log();
 }
 
 TEST(TcpTargetFault, HostVanishingMidPduLeavesOthersServed) {
