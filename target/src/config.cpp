@@ -108,6 +108,22 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   ana-change-after=N:INDEX:STATE
                            after N commands, the INDEXth --port's ANA state becomes STATE;
                            its controllers get an ANA change notice (repeatable)
+  NVMe/TCP only (repeatable; N counts commands as drop-after in reset-after, I/O commands
+  as fail-io in the others):
+  reset-after=N            the Nth command's connection is reset (RST, SO_LINGER 0) once
+                           what was sent for that command has gone out
+  reset-mid-transfer=N     the Nth I/O command's data cut off by a RST: half of its first
+                           C2HData, or the RST right after its R2T (else instead of its
+                           response)
+  short-pdu=N[:stall|:close]
+                           the first PDU sent for the Nth I/O command stops half-way
+                           through its PLEN; then nothing more is sent (stall, the default)
+                           or the connection is closed
+  corrupt-pdu=N:type|hlen|hdgst|ddgst
+                           the first PDU sent for the Nth I/O command goes out with PDU-Type
+                           0xFF, HLEN one too large, or a wrong header digest; ddgst: its
+                           first C2HData with a wrong data digest (digests as negotiated)
+  r2t-delay-ms=D           send every R2T D ms after its command arrived
   SCT and SC are numbers (decimal or 0x hex).
 
 Observability:
@@ -496,6 +512,10 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     }
     if (config.transport == Transport::tcp && config.limits.crqsize) {
         throw UsageError("--crqsize is NVMe/RDMA only (--transport rdma)");
+    }
+    if (const std::string_view fault = tcp_fault_name(config.faults.tcp);
+        config.transport != Transport::tcp && !fault.empty()) {
+        throw UsageError("--fault " + std::string(fault) + " is NVMe/TCP only (--transport tcp)");
     }
     if (config.transport != Transport::tcp && !tcp_only.empty()) {
         throw UsageError(std::string(tcp_only) + " is NVMe/TCP only (--transport tcp)");

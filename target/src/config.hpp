@@ -144,6 +144,32 @@ struct FaultConfig {
         wire::AnaState state = wire::AnaState::optimized;
     };
     std::vector<AnaChange> ana_changes;  // in the order given; each fires once
+
+    // NVMe/TCP faults (--transport tcp only), for a host's error handling.
+    struct Tcp {
+        // reset-after=N: after the Nth command (counted over all queues, as
+        // drop-after), the connection it came on is reset (RST).
+        std::vector<std::uint64_t> reset_after;
+        // What a fault does to the PDUs the target sends for one I/O command.
+        enum class Action : std::uint8_t {
+            reset_mid_transfer,  // reset-mid-transfer=N: its data cut off by a RST
+            short_stall,         // short-pdu=N[:stall]: its first PDU cut short, then silence
+            short_close,         // short-pdu=N:close: the same, then the connection closed
+            corrupt_type,        // corrupt-pdu=N:type: its first PDU with PDU-Type 0xFF
+            corrupt_hlen,        // corrupt-pdu=N:hlen: ... with HLEN one too large
+            corrupt_hdgst,       // corrupt-pdu=N:hdgst: ... with a wrong header digest
+            corrupt_ddgst,       // corrupt-pdu=N:ddgst: its first C2HData with a wrong DDGST
+        };
+        struct CommandFault {
+            std::uint64_t nth = 0;  // the Nth I/O command, 1-based over all I/O queues
+            Action action = Action::reset_mid_transfer;
+        };
+        std::vector<CommandFault> commands;         // at most one per I/O command
+        std::optional<std::uint32_t> r2t_delay_ms;  // r2t-delay-ms=D: every R2T sent D ms late
+
+        bool any() const { return !reset_after.empty() || !commands.empty() || r2t_delay_ms; }
+    };
+    Tcp tcp;
 };
 
 // DH-HMAC-CHAP: hosts with a key must authenticate every queue before any
@@ -205,5 +231,9 @@ std::pair<std::size_t, wire::AnaState> parse_port_ana_state(std::string_view tex
                                                             const std::string& what);
 // One --fault SPEC added to faults (target/src/fault_spec.cpp).
 void parse_fault(std::string_view spec, FaultConfig& faults);
+// An NVMe/TCP command fault as --fault takes it: "short-pdu=3:close".
+std::string tcp_fault_spec(const FaultConfig::Tcp::CommandFault& fault);
+// The name of one NVMe/TCP fault given (reset-after, short-pdu, ...); empty: none.
+std::string_view tcp_fault_name(const FaultConfig::Tcp& faults);
 
 }  // namespace nvmeof::target

@@ -62,6 +62,11 @@ std::string TcpQueue::where() const {
 void TcpQueue::close() {
     state_ = State::closed;
     if (fd_ >= 0) {
+        if (reset_) {
+            // SO_LINGER on with a time of 0: close() sends a RST, not a FIN.
+            const linger abort{1, 0};
+            setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+        }
         ::close(fd_);
         fd_ = -1;
     }
@@ -192,10 +197,12 @@ void TcpQueue::terminate(const TcpPduFault& fault, const std::uint8_t* header,
         fault.fei);
     const wire::TcpTermReq term = wire::tcp_term_req(TcpPduType::c2h_term_req, fault.fes, fault.fei,
                                                      static_cast<std::uint32_t>(copy));
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&term);
-    out_.insert(out_.end(), bytes, bytes + sizeof term);
-    out_.insert(out_.end(), header, header + copy);
-    ++ctx_.stats.tcp_term_reqs;
+    if (!muted_) {
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(&term);
+        out_.insert(out_.end(), bytes, bytes + sizeof term);
+        out_.insert(out_.end(), header, header + copy);
+        ++ctx_.stats.tcp_term_reqs;
+    }
     begin_close(nullptr);
 }
 
@@ -243,10 +250,15 @@ void TcpQueue::on_capsule(const std::uint8_t* pdu, const wire::TcpPduExpect& exp
         in_capsule = std::span(const_cast<std::uint8_t*>(pdu) + expect.pdo, expect.data_bytes);
     }
     const bool digest_error = expect.data_digest && !data_digest_ok(pdu, expect);
-    if (swallow_capsule(ctx_, nvme_.qid, cmd->sqe.opcode)) {
-        return;
+    const std::uint16_t cid = cmd->sqe.command_id;
+    if (!swallow_capsule(ctx_, nvme_.qid, cmd->sqe.opcode)) {
+        // Numbered as swallow_capsule numbers I/O commands (ignore-io).
+        if (nvme_.qid != 0 && cmd->sqe.opcode != wire::kFabricsOpcode) {
+            pick_fault(*cmd, ctx_.faults.io_commands);
+        }
+        start(std::move(cmd), in_capsule, digest_error);
     }
-    start(std::move(cmd), in_capsule, digest_error);
+    check_reset_after(cid);
 }
 
 void TcpQueue::start(std::unique_ptr<Command> cmd, std::span<std::uint8_t> in_capsule,
@@ -298,17 +310,21 @@ void TcpQueue::start(std::unique_ptr<Command> cmd, std::span<std::uint8_t> in_ca
         return;
     }
     if (plan.source == DataSource::transport && to_controller) {
-        // One R2T for all of the command's data: never more than one
-        // outstanding per command, within any MAXR2T (0's based).
-        while (awaiting_data_.contains(next_ttag_)) {
-            ++next_ttag_;
+        if (const auto delay = ctx_.config.faults.tcp.r2t_delay_ms) {
+            if (!ctx_.faults.r2t_delay_logged) {
+                ctx_.faults.r2t_delay_logged = true;
+                std::fprintf(stderr,
+                             "nvmeof-target: fault: r2t-delay-ms=%u: every R2T goes out %u ms "
+                             "after its command\n",
+                             *delay, *delay);
+            }
+            ++ctx_.stats.faults_injected;
+            ++ctx_.stats.tcp_faults;
+            cmd->due = Clock::now() + std::chrono::milliseconds(*delay);
+            delayed_r2ts_.push_back(std::move(cmd));
+            return;
         }
-        cmd->ttag = next_ttag_++;
-        const wire::TcpR2t r2t =
-            wire::tcp_r2t(sqe.command_id, cmd->ttag, 0, plan.length, receive_.digests);
-        append_pdu(&r2t, sizeof r2t, {}, true);
-        ++ctx_.stats.tcp_r2t_pdus;
-        awaiting_data_[cmd->ttag] = std::move(cmd);
+        send_r2t(std::move(cmd));
         return;
     }
     const std::span<std::uint8_t> data(cmd->buffer.data(), plan.length);

@@ -61,12 +61,13 @@ void TcpQueue::send_response(Command& cmd) {
         // response would carry nothing else.
         const bool success = ctx_.config.tcp.c2h_success && nvme_.sq_flow_control_disabled &&
                              cmd.cqe.dw0 == 0 && cmd.cqe.dw1 == 0;
-        for (std::uint32_t offset = 0; offset < length;) {
+        for (std::uint32_t offset = 0; offset < length && !muted_;) {  // muted: a fault cut it
             const std::uint32_t chunk = std::min(ctx_.config.tcp.c2h_pdu_bytes, length - offset);
             const bool last = offset + chunk == length;
             const wire::TcpDataHeader header = wire::tcp_c2h_data(cmd.sqe.command_id, offset, chunk,
                                                                   last, success, digests, hpda_);
-            append_pdu(&header, sizeof header, std::span(cmd.buffer.data() + offset, chunk), true);
+            append_command_pdu(cmd, &header, sizeof header,
+                               std::span(cmd.buffer.data() + offset, chunk));
             ++ctx_.stats.tcp_c2h_data_pdus;
             offset += chunk;
         }
@@ -75,11 +76,39 @@ void TcpQueue::send_response(Command& cmd) {
         }
     }
     const wire::TcpCapsuleResp resp = wire::tcp_capsule_resp(cmd.cqe, digests);
-    append_pdu(&resp, sizeof resp, {}, true);
+    append_command_pdu(cmd, &resp, sizeof resp, {});
+}
+
+void TcpQueue::send_r2t(std::unique_ptr<Command> cmd) {
+    while (awaiting_data_.contains(next_ttag_)) {
+        ++next_ttag_;
+    }
+    cmd->ttag = next_ttag_++;
+    const wire::TcpR2t r2t =
+        wire::tcp_r2t(cmd->sqe.command_id, cmd->ttag, 0, cmd->plan.length, receive_.digests);
+    ++ctx_.stats.tcp_r2t_pdus;
+    Command& waiting = *cmd;
+    awaiting_data_[cmd->ttag] = std::move(cmd);
+    append_command_pdu(waiting, &r2t, sizeof r2t, {});
+}
+
+void TcpQueue::append_command_pdu(Command& cmd, const void* header, std::size_t hlen,
+                                  std::span<const std::uint8_t> data) {
+    if (muted_) {
+        return;
+    }
+    const std::size_t start = out_.size();
+    append_pdu(header, hlen, data, true);
+    if (cmd.fault != nullptr) {
+        inject(cmd, start, hlen, !data.empty());
+    }
 }
 
 void TcpQueue::append_pdu(const void* header, std::size_t hlen, std::span<const std::uint8_t> data,
                           bool digests) {
+    if (muted_) {
+        return;
+    }
     const auto* bytes = static_cast<const std::uint8_t*>(header);
     const std::size_t start = out_.size();
     out_.insert(out_.end(), bytes, bytes + hlen);
@@ -152,7 +181,21 @@ Clock::time_point TcpQueue::flush_delayed(Clock::time_point now) {
         delayed_.pop_front();
         send_response(*cmd);
     }
-    return delayed_.empty() ? Clock::time_point::max() : delayed_.front()->due;
+    while (!delayed_r2ts_.empty() && delayed_r2ts_.front()->due <= now) {
+        std::unique_ptr<Command> cmd = std::move(delayed_r2ts_.front());
+        delayed_r2ts_.pop_front();
+        if (state_ == State::live) {
+            send_r2t(std::move(cmd));
+        }
+    }
+    auto earliest = Clock::time_point::max();
+    if (!delayed_.empty()) {
+        earliest = delayed_.front()->due;
+    }
+    if (!delayed_r2ts_.empty()) {
+        earliest = std::min(earliest, delayed_r2ts_.front()->due);
+    }
+    return earliest;
 }
 
 }  // namespace nvmeof::target

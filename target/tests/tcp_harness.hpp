@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -330,6 +332,49 @@ class Host {
             return false;
         }
         return recv(fd_, &byte, 1, 0) <= 0;
+    }
+
+    // One PDU as it came, by its PLEN, nothing checked; nullopt on EOF or timeout.
+    std::optional<std::vector<std::uint8_t>> read_raw_pdu() {
+        wire::TcpCommonHeader ch{};
+        if (!read_exact(&ch, sizeof ch)) {
+            return std::nullopt;
+        }
+        std::vector<std::uint8_t> bytes(std::max<std::size_t>(ch.plen, sizeof ch));
+        std::memcpy(bytes.data(), &ch, sizeof ch);
+        if (!read_exact(bytes.data() + sizeof ch, bytes.size() - sizeof ch)) {
+            return std::nullopt;
+        }
+        return bytes;
+    }
+
+    // Everything the target sends until it closes the connection, or until
+    // nothing came for `quiet`: the bytes, and how it ended.
+    struct Drained {
+        std::vector<std::uint8_t> bytes;
+        bool eof = false;  // a FIN
+        int error = 0;     // recv's errno: ECONNRESET for a RST
+        bool open() const { return !eof && error == 0; }
+    };
+    Drained drain(std::chrono::milliseconds quiet = kTimeout) {
+        Drained out;
+        for (;;) {
+            pollfd pfd{fd_, POLLIN, 0};
+            if (poll(&pfd, 1, static_cast<int>(quiet.count())) <= 0) {
+                return out;
+            }
+            std::uint8_t buffer[4096];
+            const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+            if (n == 0) {
+                out.eof = true;
+                return out;
+            }
+            if (n < 0) {
+                out.error = errno;
+                return out;
+            }
+            out.bytes.insert(out.bytes.end(), buffer, buffer + n);
+        }
     }
 
     // Sends one command and answers R2Ts from `write` (H2CData of at most

@@ -1,10 +1,12 @@
 // nvmeof-target --transport tcp, run as a subprocess and driven with raw
 // NVMe/TCP PDUs over loopback sockets: initialization, Connect, Identify, the
 // discovery log, writes in-capsule and through R2T/H2CData, reads through
-// C2HData with and without SUCCESS, each with digests off and on; and the
-// faults that end a connection with a C2HTermReq (its FES/FEI and the log
-// line), a data digest error, a host vanishing mid-PDU, a silent connection
-// beside a working one.
+// C2HData with and without SUCCESS, each with digests off and on; MAXH2CDATA,
+// --c2h-pdu-bytes and --no-c2h-success; and the host's faults that end a
+// connection with a C2HTermReq (its FES/FEI, the header copied and the log
+// line: a bad header field or digest, H2CData breaking its R2T's rules), a
+// data digest error, a host vanishing mid-PDU, a silent connection beside a
+// working one. The target's own NVMe/TCP faults: tcp_faults_test.cpp.
 #include <tuple>
 
 #include "tcp_harness.hpp"
