@@ -393,6 +393,31 @@ TcpPduFault check_tcp_data_header(const TcpDataHeader& pdu, const TcpPduExpect& 
     return {};
 }
 
+TcpPduFault check_tcp_h2c_data_in_r2t(const TcpDataHeader& pdu, const TcpR2tWindow& r2t) noexcept {
+    const std::uint64_t end = std::uint64_t{r2t.offset} + r2t.length;
+    if (pdu.datao < r2t.offset || pdu.datao >= end) {
+        return fault(TcpFatalError::data_out_of_range, offsetof(TcpDataHeader, datao),
+                     "H2CData DATAO lies outside its R2T");
+    }
+    if (std::uint64_t{pdu.datao} + pdu.datal > end) {
+        return fault(TcpFatalError::data_out_of_range, offsetof(TcpDataHeader, datal),
+                     "H2CData DATAO + DATAL runs past its R2T");
+    }
+    if (pdu.datao != std::uint64_t{r2t.offset} + r2t.received) {
+        return fault(TcpFatalError::data_out_of_range, offsetof(TcpDataHeader, datao),
+                     "H2CData DATAO is not where its R2T's data continues");
+    }
+    // The field in error is FLAGS, so Invalid PDU Header Field names it (FreeBSD's
+    // nvmft answers PDU Sequence Error, whose FEI is reserved).
+    const bool ends = std::uint64_t{pdu.datao} + pdu.datal == end;
+    if (((pdu.ch.flags & kTcpFlagLastPdu) != 0) != ends) {
+        return fault(TcpFatalError::invalid_header_field, kFeiFlags,
+                     ends ? "H2CData ends its R2T's data without LAST_PDU"
+                          : "H2CData sets LAST_PDU before its R2T's data ends");
+    }
+    return {};
+}
+
 TcpPduFault check_tcp_r2t(const TcpR2t& pdu) noexcept {
     if (pdu.r2tl == 0) {
         return fault(TcpFatalError::invalid_header_field, offsetof(TcpR2t, r2tl), "R2TL is 0");

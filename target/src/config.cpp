@@ -7,6 +7,7 @@
 
 #include "nvmeof/wire/fabrics.hpp"
 #include "nvmeof/wire/sgl.hpp"
+#include "nvmeof/wire/tcp.hpp"
 
 namespace nvmeof::target {
 namespace {
@@ -18,9 +19,6 @@ constexpr std::uint32_t kMaxIoccsz = 4 + 65536 / 16;  // 64 KiB of in-capsule da
 constexpr std::uint16_t kMaxQueueEntriesField = 0xFFFF;
 constexpr std::uint64_t kMaxStatusCodeType = 7;
 constexpr std::uint64_t kMaxStatusCode = 0xFF;
-constexpr std::uint64_t kMaxRejectStatus = 0xFFFF;
-constexpr std::uint64_t kMaxDelayMs = 600000;
-constexpr std::uint64_t kMaxPorts = 64;
 
 constexpr std::string_view kHelp = R"(Usage: nvmeof-target [OPTIONS]
 
@@ -72,6 +70,14 @@ Limits (to exercise negotiation):
   --max-io-queues N        I/O queues per controller (default 8)
   --kas N                  keep-alive granularity in 100 ms units (default 10)
 
+NVMe/TCP (with --transport tcp):
+  --maxh2cdata BYTES       ICResp MAXH2CDATA, the most data per H2CData PDU: a multiple of
+                           4 from 4096 (default 128K); a host splits larger R2T data
+  --c2h-pdu-bytes BYTES    the most data per C2HData PDU (default 64K): larger reads go out
+                           in several
+  --no-c2h-success         end every read with a CapsuleResp, never with SUCCESS on its last
+                           C2HData (which a queue with SQ flow control disabled gets otherwise)
+
 Asymmetric namespace access (ANA: every namespace is in group 1; the state is per port):
   --ana-state INDEX:STATE  the INDEXth --port's (0-based) state: optimized (default),
                            non-optimized, inaccessible, persistent-loss or change; I/O through
@@ -102,6 +108,22 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   ana-change-after=N:INDEX:STATE
                            after N commands, the INDEXth --port's ANA state becomes STATE;
                            its controllers get an ANA change notice (repeatable)
+  NVMe/TCP only (repeatable; N counts commands as drop-after in reset-after, I/O commands
+  as fail-io in the others):
+  reset-after=N            the Nth command's connection is reset (RST, SO_LINGER 0) once
+                           what was sent for that command has gone out
+  reset-mid-transfer=N     the Nth I/O command's data cut off by a RST: half of its first
+                           C2HData, or the RST right after its R2T (else instead of its
+                           response)
+  short-pdu=N[:stall|:close]
+                           the first PDU sent for the Nth I/O command stops half-way
+                           through its PLEN; then nothing more is sent (stall, the default)
+                           or the connection is closed
+  corrupt-pdu=N:type|hlen|hdgst|ddgst
+                           the first PDU sent for the Nth I/O command goes out with PDU-Type
+                           0xFF, HLEN one too large, or a wrong header digest; ddgst: its
+                           first C2HData with a wrong data digest (digests as negotiated)
+  r2t-delay-ms=D           send every R2T D ms after its command arrived
   SCT and SC are numbers (decimal or 0x hex).
 
 Observability:
@@ -167,6 +189,8 @@ void finish_subsystem(SubsystemConfig& subsystem, std::uint64_t file_size) {
     }
 }
 
+}  // namespace
+
 std::pair<std::string_view, std::string_view> split_once(std::string_view text, char separator) {
     const auto at = text.find(separator);
     if (at == std::string_view::npos) {
@@ -175,7 +199,6 @@ std::pair<std::string_view, std::string_view> split_once(std::string_view text, 
     return {text.substr(0, at), text.substr(at + 1)};
 }
 
-// "INDEX:STATE" of --ana-state and the ana-change-after fault.
 std::pair<std::size_t, wire::AnaState> parse_port_ana_state(std::string_view text,
                                                             const std::string& what) {
     const auto [index, name] = split_once(text, ':');
@@ -188,8 +211,6 @@ std::pair<std::size_t, wire::AnaState> parse_port_ana_state(std::string_view tex
     }
     return {static_cast<std::size_t>(parse_number(index, what, kMaxPorts - 1)), state};
 }
-
-}  // namespace
 
 std::string quoted(std::string_view text) {
     return "\"" + std::string(text) + "\"";
@@ -275,85 +296,11 @@ wire::Status parse_status(std::string_view text, std::string_view what) {
                               static_cast<std::uint8_t>(code), true);
 }
 
-void parse_fault(std::string_view spec, FaultConfig& faults) {
-    const std::string what = "--fault " + std::string(spec);
-    const auto [name, value] = split_once(spec, '=');
-    if (value.empty()) {
-        throw UsageError(what + ": expected NAME=VALUE");
-    }
-    const auto max64 = std::numeric_limits<std::uint64_t>::max();
-    if (name == "reject-connect") {
-        faults.reject_connect =
-            static_cast<std::uint16_t>(parse_number(value, what, kMaxRejectStatus));
-    } else if (name == "connect-status") {
-        faults.connect_status = parse_status(value, what);
-    } else if (name == "fail-io") {
-        const auto [nth, status] = split_once(value, ':');
-        FailIoFault fault{parse_number(nth, what, max64), parse_status(status, what)};
-        if (fault.nth == 0) {
-            throw UsageError(what + ": N is 1-based");
-        }
-        faults.fail_io.push_back(fault);
-    } else if (name == "fail-lba") {
-        const auto [range, status] = split_once(value, ':');
-        const auto [first, last] = split_once(range, '-');
-        if (last.empty()) {
-            throw UsageError(what + ": expected FIRST-LAST:SCT/SC");
-        }
-        FailLbaFault fault{parse_number(first, what, max64), parse_number(last, what, max64),
-                           parse_status(status, what)};
-        if (fault.first > fault.last) {
-            throw UsageError(what + ": FIRST is above LAST");
-        }
-        faults.fail_lba.push_back(fault);
-    } else if (name == "corrupt-guard" || name == "corrupt-apptag" || name == "corrupt-reftag" ||
-               name == "corrupt-storage-tag") {
-        const wire::PiCheck field = name == "corrupt-guard"    ? wire::PiCheck::guard
-                                    : name == "corrupt-apptag" ? wire::PiCheck::apptag
-                                    : name == "corrupt-reftag" ? wire::PiCheck::reftag
-                                                               : wire::PiCheck::storage_tag;
-        faults.corrupt_pi.push_back({field, parse_number(value, what, max64)});
-    } else if (name == "skip-pi-checks") {
-        faults.skip_pi_checks.push_back(parse_number(value, what, max64));
-    } else if (name == "drop-after") {
-        faults.drop_after = parse_number(value, what, max64);
-    } else if (name == "delay-ms") {
-        faults.delay_ms = static_cast<std::uint32_t>(parse_number(value, what, kMaxDelayMs));
-    } else if (name == "stop-answering-after") {
-        faults.stop_answering_after = parse_number(value, what, max64);
-    } else if (name == "ignore-io") {
-        faults.ignore_io = parse_number(value, what, max64);
-    } else if (name == "outage-after") {
-        const auto [after, ms] = split_once(value, ':');
-        if (ms.empty()) {
-            throw UsageError(what + ": expected N:MS");
-        }
-        faults.outages.push_back({parse_number(after, what, max64),
-                                  static_cast<std::uint32_t>(parse_number(ms, what, kMaxDelayMs))});
-    } else if (name == "port-down-after") {
-        const auto [after, index] = split_once(value, ':');
-        if (index.empty()) {
-            throw UsageError(what + ": expected N:INDEX");
-        }
-        faults.ports_down.push_back(
-            {parse_number(after, what, max64),
-             static_cast<std::size_t>(parse_number(index, what, kMaxPorts - 1))});
-    } else if (name == "ana-change-after") {
-        const auto [after, rest] = split_once(value, ':');
-        if (rest.empty()) {
-            throw UsageError(what + ": expected N:INDEX:STATE");
-        }
-        const auto [index, state] = parse_port_ana_state(rest, what);
-        faults.ana_changes.push_back({parse_number(after, what, max64), index, state});
-    } else {
-        throw UsageError(what + ": unknown fault " + quoted(name));
-    }
-}
-
 ParseOutcome parse_command_line(const std::vector<std::string_view>& args, TargetConfig& config) {
     SubsystemConfig* current = nullptr;
     std::uint64_t file_size = 0;  // --size of the current subsystem; 0: none
     bool port_given = false;      // the first --port replaces the default, later ones add
+    std::string_view tcp_only;    // the last NVMe/TCP option given, if any
     auto close_current = [&] {
         if (current != nullptr) {
             finish_subsystem(*current, file_size);
@@ -497,6 +444,29 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
             }
         } else if (option == "--kas") {
             config.limits.kas = static_cast<std::uint16_t>(parse_number(take(), "--kas", 0xFFFF));
+        } else if (option == "--maxh2cdata") {
+            tcp_only = option;
+            const auto text = take();
+            const std::uint64_t bytes = parse_size(text, "--maxh2cdata");
+            if (bytes < wire::kTcpMinMaxH2cData || bytes % 4 != 0 || bytes > kTcpMaxPduData) {
+                throw UsageError("--maxh2cdata " + std::string(text) +
+                                 ": MAXH2CDATA must be a multiple of 4 bytes from 4096 to 16M");
+            }
+            config.tcp.maxh2cdata = static_cast<std::uint32_t>(bytes);
+        } else if (option == "--c2h-pdu-bytes") {
+            tcp_only = option;
+            const auto text = take();
+            const std::uint64_t bytes = parse_size(text, "--c2h-pdu-bytes");
+            if (bytes > kTcpMaxPduData) {
+                throw UsageError("--c2h-pdu-bytes " + std::string(text) + ": at most 16M");
+            }
+            config.tcp.c2h_pdu_bytes = static_cast<std::uint32_t>(bytes);
+        } else if (option == "--no-c2h-success") {
+            tcp_only = option;
+            if (has_value) {
+                throw UsageError("--no-c2h-success takes no value");
+            }
+            config.tcp.c2h_success = false;
         } else if (option == "--ana-state") {
             const auto [index, state] = parse_port_ana_state(take(), "--ana-state");
             config.ana_states.emplace_back(index, state);
@@ -542,6 +512,13 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     }
     if (config.transport == Transport::tcp && config.limits.crqsize) {
         throw UsageError("--crqsize is NVMe/RDMA only (--transport rdma)");
+    }
+    if (const std::string_view fault = tcp_fault_name(config.faults.tcp);
+        config.transport != Transport::tcp && !fault.empty()) {
+        throw UsageError("--fault " + std::string(fault) + " is NVMe/TCP only (--transport tcp)");
+    }
+    if (config.transport != Transport::tcp && !tcp_only.empty()) {
+        throw UsageError(std::string(tcp_only) + " is NVMe/TCP only (--transport tcp)");
     }
     for (const auto& [nqn, keys] : config.dhchap.hosts) {
         if (!keys.host_key) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "auth/dhchap_crypto.hpp"
@@ -26,6 +27,8 @@ class UsageError : public std::runtime_error {
 
 inline constexpr int kUsageExitCode = 2;
 inline constexpr std::uint32_t kDefaultLbaSize = 512;
+inline constexpr std::uint64_t kMaxPorts = 64;        // --port given at most this often
+inline constexpr std::uint64_t kMaxDelayMs = 600000;  // the faults' delays: ten minutes at most
 
 struct NamespaceConfig {
     enum class Backing : std::uint8_t { ram, file };
@@ -75,6 +78,18 @@ struct Limits {
     // 24-bit keyed SGL length bounds it then).
     std::uint32_t max_transfer_bytes() const;
 };
+
+// NVMe/TCP's own settings (--transport tcp only).
+struct TcpSettings {
+    // ICResp MAXH2CDATA: the most data one H2CData PDU may carry; a host splits
+    // an R2T's data into PDUs of at most this.
+    std::uint32_t maxh2cdata = 128 * 1024;
+    std::uint32_t c2h_pdu_bytes = 64 * 1024;  // the most data one C2HData PDU carries
+    // SUCCESS on a read's last C2HData instead of a CapsuleResp, where the
+    // queue has SQ flow control disabled (as nvmet); false: always a CapsuleResp.
+    bool c2h_success = true;
+};
+inline constexpr std::uint32_t kTcpMaxPduData = 16 * 1024 * 1024;  // those two at most
 
 struct FailIoFault {
     std::uint64_t nth = 0;  // 1-based over all I/O queues
@@ -129,6 +144,32 @@ struct FaultConfig {
         wire::AnaState state = wire::AnaState::optimized;
     };
     std::vector<AnaChange> ana_changes;  // in the order given; each fires once
+
+    // NVMe/TCP faults (--transport tcp only), for a host's error handling.
+    struct Tcp {
+        // reset-after=N: after the Nth command (counted over all queues, as
+        // drop-after), the connection it came on is reset (RST).
+        std::vector<std::uint64_t> reset_after;
+        // What a fault does to the PDUs the target sends for one I/O command.
+        enum class Action : std::uint8_t {
+            reset_mid_transfer,  // reset-mid-transfer=N: its data cut off by a RST
+            short_stall,         // short-pdu=N[:stall]: its first PDU cut short, then silence
+            short_close,         // short-pdu=N:close: the same, then the connection closed
+            corrupt_type,        // corrupt-pdu=N:type: its first PDU with PDU-Type 0xFF
+            corrupt_hlen,        // corrupt-pdu=N:hlen: ... with HLEN one too large
+            corrupt_hdgst,       // corrupt-pdu=N:hdgst: ... with a wrong header digest
+            corrupt_ddgst,       // corrupt-pdu=N:ddgst: its first C2HData with a wrong DDGST
+        };
+        struct CommandFault {
+            std::uint64_t nth = 0;  // the Nth I/O command, 1-based over all I/O queues
+            Action action = Action::reset_mid_transfer;
+        };
+        std::vector<CommandFault> commands;         // at most one per I/O command
+        std::optional<std::uint32_t> r2t_delay_ms;  // r2t-delay-ms=D: every R2T sent D ms late
+
+        bool any() const { return !reset_after.empty() || !commands.empty() || r2t_delay_ms; }
+    };
+    Tcp tcp;
 };
 
 // DH-HMAC-CHAP: hosts with a key must authenticate every queue before any
@@ -160,6 +201,7 @@ struct TargetConfig {
     std::vector<std::pair<std::size_t, wire::AnaState>> ana_states;
     std::vector<SubsystemConfig> subsystems;
     Limits limits;
+    TcpSettings tcp;
     FaultConfig faults;
     DhchapConfig dhchap;
     std::string stats_path;
@@ -182,7 +224,16 @@ NamespaceConfig parse_namespace(std::string_view spec);
 std::uint64_t parse_number(std::string_view text, std::string_view what, std::uint64_t max);
 // "SCT/SC" → a status with DNR set.
 wire::Status parse_status(std::string_view text, std::string_view what);
-// One --fault SPEC added to faults.
+// TEXT split at the first SEPARATOR; the second part is empty when there is none.
+std::pair<std::string_view, std::string_view> split_once(std::string_view text, char separator);
+// "INDEX:STATE" of --ana-state and the ana-change-after fault.
+std::pair<std::size_t, wire::AnaState> parse_port_ana_state(std::string_view text,
+                                                            const std::string& what);
+// One --fault SPEC added to faults (target/src/fault_spec.cpp).
 void parse_fault(std::string_view spec, FaultConfig& faults);
+// An NVMe/TCP command fault as --fault takes it: "short-pdu=3:close".
+std::string tcp_fault_spec(const FaultConfig::Tcp::CommandFault& fault);
+// The name of one NVMe/TCP fault given (reset-after, short-pdu, ...); empty: none.
+std::string_view tcp_fault_name(const FaultConfig::Tcp& faults);
 
 }  // namespace nvmeof::target

@@ -81,7 +81,8 @@ std::string Stats::to_json() const {
     out += ", \"tcp\": {\"r2t\": " + std::to_string(tcp_r2t_pdus) +
            ", \"h2c_data\": " + std::to_string(tcp_h2c_data_pdus) +
            ", \"c2h_data\": " + std::to_string(tcp_c2h_data_pdus) +
-           ", \"term_reqs\": " + std::to_string(tcp_term_reqs) + "}";
+           ", \"term_reqs\": " + std::to_string(tcp_term_reqs) +
+           ", \"faults\": " + std::to_string(tcp_faults) + "}";
     out += ", \"in_capsule_writes\": " + std::to_string(in_capsule_writes);
     out += ", \"errors\": " + std::to_string(errors);
     out += ", \"max_inflight\": {\"io\": " + std::to_string(max_inflight_io) +

@@ -48,11 +48,13 @@ struct Stats {
     std::uint64_t rdma_write_ops = 0;
     std::uint64_t post_send_calls = 0;  // ibv_post_send calls: a pass posts its work in one
     // NVMe/TCP PDUs: R2Ts and C2HData sent, H2CData received, C2HTermReqs
-    // sent (each one closed a connection over a malformed PDU).
+    // sent (each one closed a connection over a malformed PDU); the NVMe/TCP
+    // faults injected.
     std::uint64_t tcp_r2t_pdus = 0;
     std::uint64_t tcp_h2c_data_pdus = 0;
     std::uint64_t tcp_c2h_data_pdus = 0;
     std::uint64_t tcp_term_reqs = 0;
+    std::uint64_t tcp_faults = 0;  // NVMe/TCP faults injected (also in faults_injected)
     std::uint64_t in_capsule_writes = 0;
     std::uint64_t errors = 0;
     std::uint64_t max_inflight_io = 0;

@@ -24,9 +24,6 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 // One connection reads at most this much per pass, so a busy host cannot
 // starve the others on the same loop.
 constexpr std::size_t kReadBudget = 1024 * 1024;
-// Output waiting beyond this stops the queue taking commands in until the
-// host reads: memory stays bounded however slowly a host reads.
-constexpr std::size_t kOutputHighWater = 4 * 1024 * 1024;
 constexpr std::size_t kTermReqHeaderCopy = wire::kTcpTermReqMaxLength - sizeof(wire::TcpTermReq);
 constexpr auto kCloseGrace = std::chrono::seconds(1);
 
@@ -36,24 +33,7 @@ std::uint32_t load_u32(const std::uint8_t* p) {
     return value;
 }
 
-void append_u32(std::vector<std::uint8_t>& out, std::uint32_t value) {
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&value);
-    out.insert(out.end(), bytes, bytes + sizeof value);
-}
-
 }  // namespace
-
-struct TcpQueue::Command {
-    wire::Sqe sqe{};
-    DataPlan plan;
-    Completion done;
-    wire::Cqe cqe{};
-    std::vector<std::uint8_t> buffer;  // the data, unless it was in the capsule
-    std::uint16_t ttag = 0;
-    std::uint32_t received = 0;  // host→controller bytes in through H2CData
-    bool data_digest_error = false;
-    Clock::time_point due{};
-};
 
 TcpQueue::TcpQueue(int fd, std::size_t port_index, std::uint16_t local_port,
                    std::string local_address, QueueContext context)
@@ -79,13 +59,14 @@ std::string TcpQueue::where() const {
     return "TCP queue " + std::to_string(nvme_.qid);
 }
 
-bool TcpQueue::output_full() const {
-    return out_.size() - out_sent_ > kOutputHighWater;
-}
-
 void TcpQueue::close() {
     state_ = State::closed;
     if (fd_ >= 0) {
+        if (reset_) {
+            // SO_LINGER on with a time of 0: close() sends a RST, not a FIN.
+            const linger abort{1, 0};
+            setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+        }
         ::close(fd_);
         fd_ = -1;
     }
@@ -167,7 +148,7 @@ bool TcpQueue::take_pdu() {
     std::memcpy(&ch, pdu, sizeof ch);
     const auto type = static_cast<TcpPduType>(ch.type);
     receive_.max_data_bytes = type == TcpPduType::capsule_cmd ? nvme_.in_capsule_capacity
-                              : type == TcpPduType::h2c_data  ? kTcpMaxH2cData
+                              : type == TcpPduType::h2c_data  ? ctx_.config.tcp.maxh2cdata
                                                               : 0;
     wire::TcpPduExpect expect;
     if (const TcpPduFault fault = wire::check_tcp_common_header(ch, receive_, expect)) {
@@ -216,10 +197,12 @@ void TcpQueue::terminate(const TcpPduFault& fault, const std::uint8_t* header,
         fault.fei);
     const wire::TcpTermReq term = wire::tcp_term_req(TcpPduType::c2h_term_req, fault.fes, fault.fei,
                                                      static_cast<std::uint32_t>(copy));
-    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&term);
-    out_.insert(out_.end(), bytes, bytes + sizeof term);
-    out_.insert(out_.end(), header, header + copy);
-    ++ctx_.stats.tcp_term_reqs;
+    if (!muted_) {
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(&term);
+        out_.insert(out_.end(), bytes, bytes + sizeof term);
+        out_.insert(out_.end(), header, header + copy);
+        ++ctx_.stats.tcp_term_reqs;
+    }
     begin_close(nullptr);
 }
 
@@ -236,7 +219,7 @@ void TcpQueue::on_ic_req(const std::uint8_t* pdu) {
     digests.data = (req.dgst & wire::kTcpDigestDataEnable) != 0;
     hpda_ = req.hpda;
     // MAXR2T needs no bookkeeping: one R2T per command is within any value.
-    const wire::TcpIcResp resp = wire::tcp_ic_resp(0, digests, kTcpMaxH2cData);
+    const wire::TcpIcResp resp = wire::tcp_ic_resp(0, digests, ctx_.config.tcp.maxh2cdata);
     append_pdu(&resp, sizeof resp, {}, false);
     receive_.initialized = true;
     receive_.digests = digests;
@@ -267,10 +250,15 @@ void TcpQueue::on_capsule(const std::uint8_t* pdu, const wire::TcpPduExpect& exp
         in_capsule = std::span(const_cast<std::uint8_t*>(pdu) + expect.pdo, expect.data_bytes);
     }
     const bool digest_error = expect.data_digest && !data_digest_ok(pdu, expect);
-    if (swallow_capsule(ctx_, nvme_.qid, cmd->sqe.opcode)) {
-        return;
+    const std::uint16_t cid = cmd->sqe.command_id;
+    if (!swallow_capsule(ctx_, nvme_.qid, cmd->sqe.opcode)) {
+        // Numbered as swallow_capsule numbers I/O commands (ignore-io).
+        if (nvme_.qid != 0 && cmd->sqe.opcode != wire::kFabricsOpcode) {
+            pick_fault(*cmd, ctx_.faults.io_commands);
+        }
+        start(std::move(cmd), in_capsule, digest_error);
     }
-    start(std::move(cmd), in_capsule, digest_error);
+    check_reset_after(cid);
 }
 
 void TcpQueue::start(std::unique_ptr<Command> cmd, std::span<std::uint8_t> in_capsule,
@@ -322,17 +310,21 @@ void TcpQueue::start(std::unique_ptr<Command> cmd, std::span<std::uint8_t> in_ca
         return;
     }
     if (plan.source == DataSource::transport && to_controller) {
-        // One R2T for all of the command's data: never more than one
-        // outstanding per command, within any MAXR2T (0's based).
-        while (awaiting_data_.contains(next_ttag_)) {
-            ++next_ttag_;
+        if (const auto delay = ctx_.config.faults.tcp.r2t_delay_ms) {
+            if (!ctx_.faults.r2t_delay_logged) {
+                ctx_.faults.r2t_delay_logged = true;
+                std::fprintf(stderr,
+                             "nvmeof-target: fault: r2t-delay-ms=%u: every R2T goes out %u ms "
+                             "after its command\n",
+                             *delay, *delay);
+            }
+            ++ctx_.stats.faults_injected;
+            ++ctx_.stats.tcp_faults;
+            cmd->due = Clock::now() + std::chrono::milliseconds(*delay);
+            delayed_r2ts_.push_back(std::move(cmd));
+            return;
         }
-        cmd->ttag = next_ttag_++;
-        const wire::TcpR2t r2t =
-            wire::tcp_r2t(sqe.command_id, cmd->ttag, 0, plan.length, receive_.digests);
-        append_pdu(&r2t, sizeof r2t, {}, true);
-        ++ctx_.stats.tcp_r2t_pdus;
-        awaiting_data_[cmd->ttag] = std::move(cmd);
+        send_r2t(std::move(cmd));
         return;
     }
     const std::span<std::uint8_t> data(cmd->buffer.data(), plan.length);
@@ -362,27 +354,11 @@ void TcpQueue::on_h2c_data(const std::uint8_t* pdu, const wire::TcpPduExpect& ex
             pdu, sizeof header);
         return;
     }
-    // The R2T asked for [0, length): the data must lie inside it, in order.
+    // The one R2T asked for all of the command's data, [0, length).
     const std::uint32_t length = cmd.plan.length;
-    if (header.datao >= length) {
-        terminate(
-            TcpPduFault{TcpFatalError::data_out_of_range, offsetof(wire::TcpDataHeader, datao),
-                        "H2CData DATAO lies outside its R2T"},
-            pdu, sizeof header);
-        return;
-    }
-    if (header.datal > length - header.datao) {
-        terminate(
-            TcpPduFault{TcpFatalError::data_out_of_range, offsetof(wire::TcpDataHeader, datal),
-                        "H2CData DATAO + DATAL runs past its R2T"},
-            pdu, sizeof header);
-        return;
-    }
-    if (header.datao != cmd.received) {
-        terminate(
-            TcpPduFault{TcpFatalError::data_out_of_range, offsetof(wire::TcpDataHeader, datao),
-                        "H2CData DATAO is not where its R2T's data continues"},
-            pdu, sizeof header);
+    if (const TcpPduFault fault =
+            wire::check_tcp_h2c_data_in_r2t(header, wire::TcpR2tWindow{0, length, cmd.received})) {
+        terminate(fault, pdu, sizeof header);
         return;
     }
     if (expect.data_digest && !data_digest_ok(pdu, expect) && !cmd.data_digest_error) {
@@ -417,132 +393,6 @@ void TcpQueue::run(std::unique_ptr<Command> cmd, std::span<std::uint8_t> data) {
             ctx_.config.limits.ioccsz * wire::kCapsuleUnit - std::uint32_t{wire::kSqeSize};
     }
     finish(std::move(cmd), done);
-}
-
-void TcpQueue::finish(std::unique_ptr<Command> cmd, const Completion& done) {
-    cmd->done = done;
-    cmd->cqe = ctx_.core.make_cqe(nvme_, cmd->sqe, done);
-    if (const auto delay = ctx_.config.faults.delay_ms) {
-        if (!ctx_.faults.delay_logged) {
-            ctx_.faults.delay_logged = true;
-            std::fprintf(stderr, "nvmeof-target: fault: delay-ms=%u: delaying every completion\n",
-                         *delay);
-        }
-        ++ctx_.stats.faults_injected;
-        cmd->due = Clock::now() + std::chrono::milliseconds(*delay);
-        delayed_.push_back(std::move(cmd));
-        return;
-    }
-    send_response(*cmd);
-}
-
-void TcpQueue::send_response(Command& cmd) {
-    --in_flight_;
-    if (state_ != State::live) {
-        return;
-    }
-    const DataPlan& plan = cmd.plan;
-    const wire::TcpDigests digests = receive_.digests;
-    if (cmd.done.status.ok() && cmd.done.data_length > 0 &&
-        plan.direction == wire::DataDirection::controller_to_host &&
-        plan.source == DataSource::transport) {
-        const std::uint32_t length = std::min(cmd.done.data_length, plan.length);
-        // SUCCESS spares the CapsuleResp, but the host then never sees SQHD:
-        // only where SQ flow control is off, as nvmet does, and only when the
-        // response would carry nothing else.
-        const bool success = nvme_.sq_flow_control_disabled && cmd.cqe.dw0 == 0 && cmd.cqe.dw1 == 0;
-        for (std::uint32_t offset = 0; offset < length;) {
-            const std::uint32_t chunk = std::min(kTcpMaxC2hData, length - offset);
-            const bool last = offset + chunk == length;
-            const wire::TcpDataHeader header = wire::tcp_c2h_data(cmd.sqe.command_id, offset, chunk,
-                                                                  last, success, digests, hpda_);
-            append_pdu(&header, sizeof header, std::span(cmd.buffer.data() + offset, chunk), true);
-            ++ctx_.stats.tcp_c2h_data_pdus;
-            offset += chunk;
-        }
-        if (success) {
-            return;
-        }
-    }
-    const wire::TcpCapsuleResp resp = wire::tcp_capsule_resp(cmd.cqe, digests);
-    append_pdu(&resp, sizeof resp, {}, true);
-}
-
-void TcpQueue::append_pdu(const void* header, std::size_t hlen, std::span<const std::uint8_t> data,
-                          bool digests) {
-    const auto* bytes = static_cast<const std::uint8_t*>(header);
-    const std::size_t start = out_.size();
-    out_.insert(out_.end(), bytes, bytes + hlen);
-    if (digests && receive_.digests.header) {
-        append_u32(out_, wire::tcp_digest(bytes, hlen));
-    }
-    if (data.empty()) {
-        return;
-    }
-    const std::size_t pdo = static_cast<const wire::TcpCommonHeader*>(header)->pdo;
-    out_.resize(start + pdo, 0);  // the pad the receiver's alignment asked for
-    out_.insert(out_.end(), data.begin(), data.end());
-    if (digests && receive_.digests.data) {
-        append_u32(out_, wire::tcp_digest(data.data(), data.size()));
-    }
-}
-
-std::size_t TcpQueue::flush() {
-    std::size_t total = 0;
-    while (fd_ >= 0 && out_sent_ < out_.size()) {
-        const ssize_t n = ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            out_sent_ += static_cast<std::size_t>(n);
-            total += static_cast<std::size_t>(n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            break;
-        }
-        close();  // the host is gone: nothing more can reach it
-        return total;
-    }
-    if (out_sent_ == out_.size()) {
-        out_.clear();
-        out_sent_ = 0;
-    } else if (out_sent_ >= kOutputHighWater) {
-        out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(out_sent_));
-        out_sent_ = 0;
-    }
-    if (state_ == State::closing && !wants_write()) {
-        close();
-    }
-    return total;
-}
-
-int TcpQueue::deliver_async_events() {
-    int delivered = 0;
-    while (state_ == State::live && !held_async_events_.empty() && nvme_.connected) {
-        const std::optional<std::uint32_t> event = ctx_.core.take_async_event(nvme_.cntlid);
-        if (!event) {
-            break;
-        }
-        std::unique_ptr<Command> cmd = std::move(held_async_events_.front());
-        held_async_events_.pop_front();
-        Completion done;
-        done.dw0 = *event;
-        finish(std::move(cmd), done);
-        ++delivered;
-    }
-    return delivered;
-}
-
-Clock::time_point TcpQueue::flush_delayed(Clock::time_point now) {
-    while (!delayed_.empty() && delayed_.front()->due <= now) {
-        std::unique_ptr<Command> cmd = std::move(delayed_.front());
-        delayed_.pop_front();
-        send_response(*cmd);
-    }
-    return delayed_.empty() ? Clock::time_point::max() : delayed_.front()->due;
 }
 
 }  // namespace nvmeof::target

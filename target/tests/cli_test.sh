@@ -17,7 +17,8 @@ grep -q '^Usage: nvmeof-target' "$work/out" || fail "--help lacks the usage line
 for option in --listen --port --subsystem --namespace --size --allow-host --mdts --mqes --maxcmd \
     --crqsize --ioccsz --max-io-queues --kas --fault --stats reject-connect connect-status \
     fail-io fail-lba drop-after delay-ms stop-answering-after ignore-io outage-after port-down-after \
-    corrupt-guard corrupt-apptag corrupt-reftag pi1 guard64; do
+    corrupt-guard corrupt-apptag corrupt-reftag pi1 guard64 --maxh2cdata --c2h-pdu-bytes \
+    --no-c2h-success reset-after reset-mid-transfer short-pdu corrupt-pdu r2t-delay-ms; do
     grep -q -- "$option" "$work/out" || fail "--help does not document $option"
 done
 
@@ -42,6 +43,11 @@ bad_run "guard64 needs 16 bytes of PI" --subsystem nqn.a --namespace ram:1M:512+
 bad_run "unknown option" --subsystem nqn.a --namespace "file:$work/pi.img:512+8:pi5"
 bad_run "corrupt-guard" --subsystem nqn.a --fault corrupt-guard=x
 bad_run "reject-connect" --subsystem nqn.a --fault reject-connect=x
+bad_run "MAXH2CDATA must be a multiple of 4" --transport tcp --maxh2cdata 4097 --subsystem nqn.a
+bad_run "NVMe/TCP only" --maxh2cdata 8192 --subsystem nqn.a
+bad_run "NVMe/TCP only" --subsystem nqn.a --fault short-pdu=2
+bad_run "WHAT one of stall, close" --transport tcp --subsystem nqn.a --fault short-pdu=2:slow
+bad_run "unknown fault" --transport tcp --subsystem nqn.a --fault reset-before=2
 bad_run "does not exist" --subsystem nqn.a --namespace "file:$work/missing.img"
 bad_run "memory available" --subsystem nqn.a --namespace ram:1048576G
 

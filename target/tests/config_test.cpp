@@ -144,6 +144,88 @@ TEST(Config, Transport) {
               "--crqsize is NVMe/RDMA only (--transport rdma)");
 }
 
+TEST(Config, TcpSettings) {
+    const TargetConfig defaults = parse({"--transport", "tcp", "--subsystem", "nqn.a"});
+    EXPECT_EQ(defaults.tcp.maxh2cdata, 128u * 1024);
+    EXPECT_EQ(defaults.tcp.c2h_pdu_bytes, 64u * 1024);
+    EXPECT_TRUE(defaults.tcp.c2h_success);
+    const TargetConfig c =
+        parse({"--transport", "tcp", "--maxh2cdata", "8K", "--c2h-pdu-bytes=1000",
+               "--no-c2h-success", "--subsystem", "nqn.a"});
+    EXPECT_EQ(c.tcp.maxh2cdata, 8192u);
+    EXPECT_EQ(c.tcp.c2h_pdu_bytes, 1000u);
+    EXPECT_FALSE(c.tcp.c2h_success);
+    EXPECT_EQ(parse({"--transport", "tcp", "--maxh2cdata", "4100", "--subsystem", "nqn.a"})
+                  .tcp.maxh2cdata,
+              4100u);
+    for (const char* bad : {"4092", "4098", "17M"}) {
+        EXPECT_EQ(error_of({"--transport", "tcp", "--maxh2cdata", bad, "--subsystem", "nqn.a"}),
+                  std::string("--maxh2cdata ") + bad +
+                      ": MAXH2CDATA must be a multiple of 4 bytes from 4096 to 16M");
+    }
+    EXPECT_NE(error_of({"--transport", "tcp", "--maxh2cdata", "lots", "--subsystem", "nqn.a"})
+                  .find("not a number"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--transport", "tcp", "--c2h-pdu-bytes", "0", "--subsystem", "nqn.a"})
+                  .find("must not be zero"),
+              std::string::npos);
+    EXPECT_EQ(error_of({"--transport", "tcp", "--no-c2h-success=1", "--subsystem", "nqn.a"}),
+              "--no-c2h-success takes no value");
+    EXPECT_EQ(error_of({"--maxh2cdata", "8192", "--subsystem", "nqn.a"}),
+              "--maxh2cdata is NVMe/TCP only (--transport tcp)");
+    EXPECT_EQ(error_of({"--subsystem", "nqn.a", "--no-c2h-success"}),
+              "--no-c2h-success is NVMe/TCP only (--transport tcp)");
+}
+
+TEST(Config, TcpFaults) {
+    using Action = FaultConfig::Tcp::Action;
+    const TargetConfig c =
+        parse({"--transport", "tcp", "--subsystem", "nqn.a", "--fault", "reset-after=7", "--fault",
+               "reset-mid-transfer=2", "--fault", "short-pdu=3", "--fault", "short-pdu=4:close",
+               "--fault", "corrupt-pdu=5:hlen", "--fault=corrupt-pdu=6:ddgst", "--fault",
+               "r2t-delay-ms=250"});
+    const FaultConfig::Tcp& tcp = c.faults.tcp;
+    EXPECT_EQ(tcp.reset_after, std::vector<std::uint64_t>{7});
+    ASSERT_EQ(tcp.commands.size(), 5u);
+    EXPECT_EQ(tcp.commands[0].nth, 2u);
+    EXPECT_EQ(tcp.commands[0].action, Action::reset_mid_transfer);
+    EXPECT_EQ(tcp.commands[1].action, Action::short_stall);
+    EXPECT_EQ(tcp.commands[2].action, Action::short_close);
+    EXPECT_EQ(tcp.commands[3].action, Action::corrupt_hlen);
+    EXPECT_EQ(tcp.commands[4].nth, 6u);
+    EXPECT_EQ(tcp.commands[4].action, Action::corrupt_ddgst);
+    EXPECT_EQ(tcp.r2t_delay_ms, 250u);
+    EXPECT_EQ(tcp_fault_spec(tcp.commands[0]), "reset-mid-transfer=2");
+    EXPECT_EQ(tcp_fault_spec(tcp.commands[1]), "short-pdu=3:stall");
+    EXPECT_EQ(tcp_fault_spec(tcp.commands[4]), "corrupt-pdu=6:ddgst");
+    EXPECT_EQ(parse({"--transport", "tcp", "--subsystem", "nqn.a", "--fault", "corrupt-pdu=1:type",
+                     "--fault", "corrupt-pdu=2:hdgst"})
+                  .faults.tcp.commands[1]
+                  .action,
+              Action::corrupt_hdgst);
+
+    const auto error = [](std::string_view spec) {
+        return error_of({"--transport", "tcp", "--subsystem", "nqn.a", "--fault", spec});
+    };
+    EXPECT_EQ(error("short-pdu=3:explode"),
+              "--fault short-pdu=3:explode: expected N:WHAT, WHAT one of stall, close");
+    EXPECT_EQ(error("corrupt-pdu=3"),
+              "--fault corrupt-pdu=3: expected N:WHAT, WHAT one of type, hlen, hdgst, ddgst");
+    EXPECT_EQ(error("reset-mid-transfer=2:close"),
+              "--fault reset-mid-transfer=2:close: expected N");
+    EXPECT_EQ(error("reset-after=0"), "--fault reset-after=0: N is 1-based");
+    EXPECT_EQ(error("corrupt-pdu=0:type"), "--fault corrupt-pdu=0:type: N is 1-based");
+    EXPECT_EQ(error("short-pdu=x"), "--fault short-pdu=x: \"x\" is not a number");
+    EXPECT_NE(error("r2t-delay-ms=600001").find("maximum"), std::string::npos);
+    EXPECT_EQ(error_of({"--transport", "tcp", "--subsystem", "nqn.a", "--fault", "short-pdu=3",
+                        "--fault", "corrupt-pdu=3:type"}),
+              "--fault corrupt-pdu=3:type: I/O command 3 already has short-pdu=3:stall");
+    EXPECT_EQ(error_of({"--subsystem", "nqn.a", "--fault", "reset-after=3"}),
+              "--fault reset-after is NVMe/TCP only (--transport tcp)");
+    EXPECT_EQ(error_of({"--subsystem", "nqn.a", "--fault", "r2t-delay-ms=3"}),
+              "--fault r2t-delay-ms is NVMe/TCP only (--transport tcp)");
+}
+
 TEST(Config, Help) {
     TargetConfig config;
     EXPECT_EQ(parse_command_line({"--subsystem", "nqn.a", "--help"}, config), ParseOutcome::help);

@@ -35,7 +35,14 @@ wire::TcpPduFault check_specific(const std::uint8_t* header, const wire::TcpPduE
         case wire::TcpPduType::h2c_term_req:
         case wire::TcpPduType::c2h_term_req:
             return wire::check_tcp_term_req(header_as<wire::TcpTermReq>(header));
-        case wire::TcpPduType::h2c_data:
+        case wire::TcpPduType::h2c_data: {
+            const auto pdu = header_as<wire::TcpDataHeader>(header);
+            if (const wire::TcpPduFault fault = wire::check_tcp_data_header(pdu, expect)) {
+                return fault;
+            }
+            // As answering an R2T for the first 16 KiB of a command, none of it in yet.
+            return wire::check_tcp_h2c_data_in_r2t(pdu, wire::TcpR2tWindow{0, 16384, 0});
+        }
         case wire::TcpPduType::c2h_data:
             return wire::check_tcp_data_header(header_as<wire::TcpDataHeader>(header), expect);
         case wire::TcpPduType::r2t:

@@ -263,6 +263,36 @@ TEST(TcpPdu, DataHeaderFaults) {
     EXPECT_EQ(w::check_tcp_term_req(term).fei, 8u);
 }
 
+TEST(TcpPdu, H2cDataAgainstItsR2t) {
+    // An R2T for [4096, 12288), 4096 bytes of it in so far.
+    const w::TcpR2tWindow r2t{4096, 8192, 4096};
+    auto h2c = [](std::uint32_t datao, std::uint32_t datal, bool last) {
+        return w::tcp_h2c_data(1, 2, datao, datal, last, kNoDigests, 0);
+    };
+    EXPECT_FALSE(w::check_tcp_h2c_data_in_r2t(h2c(8192, 2048, false), r2t));
+    EXPECT_FALSE(w::check_tcp_h2c_data_in_r2t(h2c(8192, 4096, true), r2t));
+    struct Case {
+        const char* what;
+        w::TcpDataHeader pdu;
+        TcpFatalError fes;
+        std::uint32_t fei;
+    };
+    const Case cases[] = {
+        {"DATAO before the R2T", h2c(0, 4096, false), TcpFatalError::data_out_of_range, 12},
+        {"DATAO past the R2T", h2c(12288, 4096, true), TcpFatalError::data_out_of_range, 12},
+        {"DATAL past the R2T", h2c(8192, 8192, true), TcpFatalError::data_out_of_range, 16},
+        {"DATAO out of order", h2c(10240, 2048, true), TcpFatalError::data_out_of_range, 12},
+        {"the last PDU without LAST_PDU", h2c(8192, 4096, false),
+         TcpFatalError::invalid_header_field, 1},
+        {"LAST_PDU too early", h2c(8192, 2048, true), TcpFatalError::invalid_header_field, 1},
+    };
+    for (const Case& c : cases) {
+        const w::TcpPduFault f = w::check_tcp_h2c_data_in_r2t(c.pdu, r2t);
+        EXPECT_EQ(f.fes, c.fes) << c.what << ": " << (f.why ? f.why : "passed");
+        EXPECT_EQ(f.fei, c.fei) << c.what;
+    }
+}
+
 TEST(TcpPdu, HeaderDigest) {
     w::Cqe cqe{};
     cqe.command_id = 5;

@@ -267,6 +267,18 @@ TcpPduFault check_tcp_ic_req(const TcpIcReq& pdu) noexcept;
 // fewer, never more).
 TcpPduFault check_tcp_ic_resp(const TcpIcResp& pdu, TcpDigests asked) noexcept;
 TcpPduFault check_tcp_data_header(const TcpDataHeader& pdu, const TcpPduExpect& expect) noexcept;
+// The data an R2T asked for (R2TO, R2TL) and how much of it has come in, in
+// order.
+struct TcpR2tWindow {
+    std::uint32_t offset = 0;
+    std::uint32_t length = 0;
+    std::uint32_t received = 0;
+};
+// An H2CData PDU (check_tcp_data_header passed) against the R2T it answers:
+// DATAO and DATAL inside the R2T's data, DATAO where that data continues, and
+// LAST_PDU set on the PDU that ends it and on no other (the host splits an
+// R2T's data into PDUs of at most MAXH2CDATA, the last flagged).
+TcpPduFault check_tcp_h2c_data_in_r2t(const TcpDataHeader& pdu, const TcpR2tWindow& r2t) noexcept;
 TcpPduFault check_tcp_r2t(const TcpR2t& pdu) noexcept;
 TcpPduFault check_tcp_term_req(const TcpTermReq& pdu) noexcept;
 // The header digest that follows `hlen` header bytes at `header`.
