@@ -9,7 +9,7 @@
 namespace nvmeof::engine {
 namespace {
 
-std::string transport_name(TransportType transport) {
+std::string record_transport_name(TransportType transport) {
     switch (transport) {
         case TransportType::rdma:
             return "RDMA";
@@ -46,8 +46,14 @@ bool is_wildcard(const std::string& address) {
     return address.empty() || address == "0.0.0.0" || address == "::";
 }
 
-// Why a record is not used, or "" when it is.
-std::string why_skipped(const DiscoveryRecord& r, const std::vector<TargetSpec>& taken) {
+// The log's code for the transport a job speaks.
+TransportType record_type(Transport transport) {
+    return transport == Transport::tcp ? TransportType::tcp : TransportType::rdma;
+}
+
+// Why a record is not used by a job over `job`, or "" when it is.
+std::string why_skipped(const DiscoveryRecord& r, Transport job,
+                        const std::vector<TargetSpec>& taken) {
     if (r.subtype == SubsystemType::referral) {
         return "a referral to another discovery service, not followed";
     }
@@ -61,8 +67,9 @@ std::string why_skipped(const DiscoveryRecord& r, const std::vector<TargetSpec>&
         return "subtype " + std::to_string(static_cast<unsigned>(r.subtype)) +
                " is not an NVM subsystem";
     }
-    if (r.transport != TransportType::rdma) {
-        return "trtype " + transport_name(r.transport) + ", this engine speaks RDMA only";
+    if (r.transport != record_type(job)) {
+        return "trtype " + record_transport_name(r.transport) + ", this job's trtype is " +
+               record_transport_name(record_type(job));
     }
     if (r.family != AddressFamily::ipv4 && r.family != AddressFamily::ipv6) {
         return "adrfam " + std::to_string(static_cast<unsigned>(r.family)) + " is not IPv4 or IPv6";
@@ -93,7 +100,8 @@ DiscoveredTargets targets_from_discovery(const TargetSpec& discovery,
     DiscoveredTargets out;
     for (std::size_t i = 0; i < records.size(); ++i) {
         const DiscoveryRecord& r = records[i];
-        if (const std::string why = why_skipped(r, out.targets); !why.empty()) {
+        if (const std::string why = why_skipped(r, discovery.transport, out.targets);
+            !why.empty()) {
             out.skipped += (out.skipped.empty() ? "" : "; ") + std::string("entry ") +
                            std::to_string(i) + " (" +
                            (r.subsystem_nqn.empty() ? "no NQN" : r.subsystem_nqn) + "): " + why;
@@ -107,9 +115,10 @@ DiscoveredTargets targets_from_discovery(const TargetSpec& discovery,
     }
     if (out.targets.empty()) {
         throw SpecError("the discovery service at " + service_name(discovery) +
-                        " lists no NVM subsystem over RDMA " + "that this host may use (" +
-                        std::to_string(records.size()) + " log entries" +
-                        (out.skipped.empty() ? "" : ": " + out.skipped) +
+                        " lists no NVM subsystem over " +
+                        record_transport_name(record_type(discovery.transport)) +
+                        " that this host may use (" + std::to_string(records.size()) +
+                        " log entries" + (out.skipped.empty() ? "" : ": " + out.skipped) +
                         "); give subnqn=NQN, or check the target's subsystems and allowed hosts");
     }
     return out;

@@ -1,7 +1,7 @@
-// What a discovery spec turns into: one target per NVMe/RDMA subsystem that
-// the discovery service lists. Pure logic over the records the core read, so it
-// is unit-tested on its own; the engine reads the log (in a child process for
-// process jobs) and adds one fio file per target.
+// What a discovery spec turns into: one target per NVM subsystem that the
+// discovery service lists over the job's transport. Pure logic over the records the core read, so
+// it is unit-tested on its own; the engine reads the log (in a child process for process jobs) and
+// adds one fio file per target.
 #pragma once
 
 #include <string>
@@ -17,8 +17,9 @@ struct DiscoveredTargets {
     std::string skipped;              // "" or "record 2 (NQN): why; record 3 ..."
 };
 
-// Every record of trtype RDMA and subtype NVM subsystem becomes a target with
-// the record's address, port and NQN and the discovery spec's nsid, host
+// Every record of subtype NVM subsystem whose trtype is the discovery spec's
+// (RDMA, or TCP for a job with trtype=tcp) becomes a target with the record's
+// address, port and NQN and the discovery spec's transport, nsid, host
 // identity and source. A wildcard or empty address means the discovery
 // service's own. Referrals, discovery subsystems, other transports and later
 // paths to a subsystem already taken are skipped (two files on one namespace

@@ -88,13 +88,13 @@ void* ignored_callback() {
     return cb;
 }
 
-#define NVMEOF_IGNORED_OPTION(bit)                                                              \
-    fio_option {                                                                                \
-        .name = kSpdkIgnoredOptions[bit].data(), .lname = kSpdkIgnoredOptions[bit].data(),      \
-        .type = FIO_OPT_STR, .off1 = offsetof(EngineOptions, spdk_ignored),                     \
-        .cb = ignored_callback<bit>(),                                                          \
-        .help = "SPDK plugin option, accepted for SPDK job files; no effect on NVMe/RDMA here", \
-        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                               \
+#define NVMEOF_IGNORED_OPTION(bit)                                                         \
+    fio_option {                                                                           \
+        .name = kSpdkIgnoredOptions[bit].data(), .lname = kSpdkIgnoredOptions[bit].data(), \
+        .type = FIO_OPT_STR, .off1 = offsetof(EngineOptions, spdk_ignored),                \
+        .cb = ignored_callback<bit>(),                                                     \
+        .help = "SPDK plugin option, accepted for SPDK job files; no effect here",         \
+        .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID,                          \
     }
 
 #define NVMEOF_INT_OPTION(option_name, field, help_text, default_value)                  \
@@ -112,8 +112,11 @@ void* ignored_callback() {
     }
 
 fio_option engine_options[] = {
-    NVMEOF_STRING_OPTION("traddr", traddr, "NVMe-oF/RDMA target address"),
-    NVMEOF_STRING_OPTION("trsvcid", trsvcid, "Target RDMA-CM port (default 4420)"),
+    NVMEOF_STRING_OPTION("trtype", trtype,
+                         "Transport: rdma (NVMe/RDMA, default) or tcp (NVMe/TCP), any case"),
+    NVMEOF_STRING_OPTION("traddr", traddr, "NVMe-oF target address"),
+    NVMEOF_STRING_OPTION("trsvcid", trsvcid,
+                         "Target port (default 4420; a discovery service over TCP: 8009)"),
     NVMEOF_STRING_OPTION("subnqn", subnqn, "Subsystem NQN"),
     NVMEOF_STRING_OPTION("nsid", nsid, "Namespace ID (default 1)"),
     NVMEOF_STRING_OPTION("hostnqn", hostnqn,
@@ -122,7 +125,8 @@ fio_option engine_options[] = {
                          "Host ID UUID (default /etc/nvme/hostid, else derived from "
                          "/etc/machine-id)"),
     NVMEOF_STRING_OPTION("host_traddr", host_traddr,
-                         "Local source address: binds RDMA-CM and so picks the RDMA device"),
+                         "Local source address: over RDMA it binds RDMA-CM and so picks the RDMA "
+                         "device; over TCP it binds the sockets"),
     NVMEOF_INT_OPTION("nr_io_queues", nr_io_queues,
                       "I/O queues per job and controller, 1 to 65534 (a note says so when the "
                       "target grants fewer)",
@@ -160,14 +164,14 @@ fio_option engine_options[] = {
                       "off, they wait up to ctrl_loss_tmo_ms",
                       "0"),
     NVMEOF_INT_OPTION("poll_spin_us", poll_spin_us,
-                      "How long a job waiting for completions polls before it sleeps on the "
-                      "completion channel, in microseconds (0: sleep at once); it polls only "
+                      "How long a job waiting for completions polls before it sleeps until one "
+                      "arrives, in microseconds (0: sleep at once); it polls only "
                       "while an I/O is one command from done (not for a split I/O's earlier "
                       "pieces)",
                       "200"),
     NVMEOF_STRING_OPTION("gpu", gpu,
                          "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
-                         "visible GPUs by job); needs a CUDA build and driver"),
+                         "visible GPUs by job); needs a CUDA build and driver, and NVMe/RDMA"),
     NVMEOF_STRING_OPTION("info_file", info_file,
                          "Append one JSON line of each job's start-up facts (target, namespace, "
                          "queues, MDTS, controller) to this file; emptied when fio starts"),
@@ -180,8 +184,8 @@ fio_option engine_options[] = {
                          "too (bidirectional); needs dhchap_secret"),
     NVMEOF_BOOL_OPTION("in_capsule_writes", in_capsule_writes,
                        "1: a write small enough for the target's command capsule carries its "
-                       "data in the command (no RDMA READ round trip); 0: every write is fetched "
-                       "by the target",
+                       "data in the command (no RDMA READ, or NVMe/TCP R2T, round trip); 0: every "
+                       "write's data is fetched by the target",
                        "1"),
     // End-to-end protection, as SPDK's plugin names it; text, checked in setup().
     NVMEOF_STRING_OPTION("pi_act", pi_act,
@@ -199,6 +203,9 @@ fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("md_per_io_size", md_per_io_size,
                          "SPDK's separate metadata buffer per I/O, in bytes (default 4096): "
                          "checked, no effect (over NVMe-oF metadata travels interleaved)"),
+    NVMEOF_STRING_OPTION("digest_enable", digest_enable,
+                         "NVMe/TCP digests asked for (SPDK's): HEADER, DATA, BOTH or NONE (any "
+                         "case; default NONE); no effect over RDMA"),
     NVMEOF_IGNORED_OPTION(0),
     NVMEOF_IGNORED_OPTION(1),
     NVMEOF_IGNORED_OPTION(2),
@@ -221,10 +228,9 @@ fio_option engine_options[] = {
     NVMEOF_IGNORED_OPTION(19),
     NVMEOF_IGNORED_OPTION(20),
     NVMEOF_IGNORED_OPTION(21),
-    NVMEOF_IGNORED_OPTION(22),
     fio_option{.name = nullptr},
 };
-static_assert(kSpdkIgnoredOptions.size() == 23, "one NVMEOF_IGNORED_OPTION per ignored name");
+static_assert(kSpdkIgnoredOptions.size() == 22, "one NVMEOF_IGNORED_OPTION per ignored name");
 static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
               "keep the option defaults above in step");
 
@@ -253,9 +259,9 @@ int fail_job(thread_data* td, const char* hook, const std::exception& error) {
 TargetSpec spec_of(thread_data* td, const fio_file* f) {
     OptionValues values = option_values(options_of(td));
     if (options_of(td).files_discovered) {
-        // The files name the discovered subsystems; these options name the
-        // discovery service and must not override them.
-        values.traddr = values.trsvcid = values.subnqn = {};
+        // The files name the discovered subsystems (their transport too);
+        // these options name the discovery service and must not override them.
+        values.trtype = values.traddr = values.trsvcid = values.subnqn = {};
     }
     return resolve_target(values, f != nullptr ? f->file_name : "");
 }
@@ -305,9 +311,9 @@ void replace_files(thread_data* td, const std::vector<TargetSpec>& targets) {
 }
 
 // A job whose spec names a discovery service (no subnqn, or the discovery NQN)
-// reads the service's log and uses every NVMe/RDMA subsystem listed, one fio
-// file each. That works for the files fio made up when the job has no
-// filename, and for a filename that is a single discovery spec; a discovery
+// reads the service's log, over the spec's transport, and uses every NVM
+// subsystem listed over that transport, one fio file each. That works for the files fio made up
+// when the job has no filename, and for a filename that is a single discovery spec; a discovery
 // spec among other files is refused, since the files it stands for are known
 // only once the log is read.
 void use_discovered_subsystems(thread_data* td) {
@@ -420,12 +426,33 @@ void start_info_file(const thread_data* td, const EngineOptions& options) {
     }
 }
 
+// What the job's transports cannot do (gpu= over NVMe/TCP), and digest_enable's
+// value, refused before anything connects. A discovery spec's files take its
+// transport, so the files as given (before discovery) say it all.
+void check_transports(thread_data* td) {
+    const EngineOptions& o = options_of(td);
+    parse_digest_enable(o.digest_enable);
+    for (const TargetSpec& spec : specs_of(td)) {
+        check_transport_support(spec.transport, o.gpu);
+    }
+}
+
+// "NVMe/RDMA", "NVMe/TCP", or both, for the note naming SPDK options with no effect.
+std::string transports_named(const std::vector<TargetSpec>& specs) {
+    const bool tcp = std::ranges::any_of(
+        specs, [](const TargetSpec& s) { return s.transport == Transport::tcp; });
+    const bool rdma = std::ranges::any_of(
+        specs, [](const TargetSpec& s) { return s.transport == Transport::rdma; });
+    return rdma && tcp ? "NVMe/RDMA or NVMe/TCP" : tcp ? "NVMe/TCP" : "NVMe/RDMA";
+}
+
 // Runs in fio's parent, before any job forks: turns a discovery spec into the subsystems
 // it lists, learns the namespace sizes and the number of commands per I/O. With process
-// jobs the RDMA work happens in short-lived children (see run_rdma_work); with thread jobs
-// in this process. No RDMA resource survives it.
+// jobs the network work (RDMA or TCP) happens in short-lived children (see
+// run_rdma_work); with thread jobs in this process. No connection survives it.
 int nvmeof_setup(thread_data* td) {
     try {
+        check_transports(td);
         // gpu=: refused here, before any job starts, when it cannot work. Only
         // looked for, never initialised: CUDA does not survive fio's fork.
         if (const EngineOptions& o = options_of(td); parse_gpu_option(o.gpu).enabled) {
@@ -443,12 +470,18 @@ int nvmeof_setup(thread_data* td) {
         check_secret_options(o.dhchap_secret, o.dhchap_ctrl_secret);
         const ProtectionOptions protection = protection_options(o);
         use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
-        if (o.spdk_ignored != 0) {
-            say_note("nvmeof: %s: SPDK plugin option(s) with no effect on NVMe/RDMA, ignored: %s\n",
-                     td->o.name, ignored_option_names(o.spdk_ignored).c_str());
+        const std::vector<TargetSpec> specs = specs_of(td);
+        // digest_enable means something where a file is over TCP.
+        const bool digest_ignored = parse_digest_enable(o.digest_enable).given &&
+                                    std::ranges::none_of(specs, [](const TargetSpec& s) {
+                                        return s.transport == Transport::tcp;
+                                    });
+        if (o.spdk_ignored != 0 || digest_ignored) {
+            say_note("nvmeof: %s: SPDK plugin option(s) with no effect on %s, ignored: %s\n",
+                     td->o.name, transports_named(specs).c_str(),
+                     ignored_option_names(o.spdk_ignored, digest_ignored).c_str());
         }
         start_info_file(td, o);
-        const std::vector<TargetSpec> specs = specs_of(td);
         const Probe p = probe_where_rdma_may_run(td, specs, o);
         options_of(td).pieces_per_io_u = p.pieces_per_io_u;
         for (unsigned int i = 0; td->files != nullptr && i < td->o.nr_files; ++i) {
@@ -465,7 +498,9 @@ int nvmeof_setup(thread_data* td) {
 
 int nvmeof_init(thread_data* td) {
     try {
-        // With create_serialize=0 fio calls init before setup: discover here then.
+        // With create_serialize=0 fio calls init before setup: check and
+        // discover here then.
+        check_transports(td);
         use_discovered_subsystems(td);
         td->io_ops_data = new Job(td, specs_of(td), options_of(td));
         return 0;

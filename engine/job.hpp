@@ -36,6 +36,7 @@ inline constexpr std::size_t kOptionTextSize = 256;  // an NQN is at most 223 by
 
 struct EngineOptions {
     void* pad;
+    char trtype[kOptionTextSize];  // "", rdma or tcp (any case): resolve_target
     char traddr[kOptionTextSize];
     char trsvcid[kOptionTextSize];
     char subnqn[kOptionTextSize];
@@ -63,7 +64,8 @@ struct EngineOptions {
     char apptag[kOptionTextSize];
     char apptag_mask[kOptionTextSize];
     char md_per_io_size[kOptionTextSize];
-    std::uint64_t spdk_ignored;  // bit i: kSpdkIgnoredOptions[i] was given
+    char digest_enable[kOptionTextSize];  // SPDK's: NVMe/TCP digests (parse_digest_enable)
+    std::uint64_t spdk_ignored;           // bit i: kSpdkIgnoredOptions[i] was given
     // Learned by setup():
     unsigned int pieces_per_io_u;
     bool files_discovered;  // the files are what a discovery spec listed (their names say all)

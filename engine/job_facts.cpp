@@ -66,6 +66,7 @@ class ObjectWriter {
 std::string controller_json(const ControllerFacts& c) {
     std::string out;
     ObjectWriter w(out);
+    w.text("trtype", c.trtype);
     w.text("traddr", c.traddr);
     w.number("trsvcid", c.trsvcid);
     w.text("subnqn", c.subnqn);

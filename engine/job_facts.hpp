@@ -11,6 +11,7 @@
 namespace nvmeof::engine {
 
 struct ControllerFacts {
+    std::string trtype = "rdma";  // or "tcp"
     std::string traddr;
     std::uint16_t trsvcid = 0;
     std::string subnqn;
@@ -27,7 +28,7 @@ struct ControllerFacts {
     std::uint32_t kas_ms = 0;         // keep-alive granularity; 0: not supported
     std::uint32_t keep_alive_ms = 0;  // asked; 0: off
     std::string source;               // local address used
-    std::string device;               // RDMA device
+    std::string device;               // RDMA device; "" over TCP
 };
 
 struct NamespaceFacts {

@@ -27,8 +27,8 @@ OptionValues option_values(const EngineOptions& o) {
     auto view = [](const char* s) {
         return s != nullptr ? std::string_view(s) : std::string_view();
     };
-    return OptionValues{view(o.traddr),  view(o.trsvcid), view(o.subnqn),     view(o.nsid),
-                        view(o.hostnqn), view(o.hostid),  view(o.host_traddr)};
+    return OptionValues{view(o.trtype), view(o.traddr),  view(o.trsvcid), view(o.subnqn),
+                        view(o.nsid),   view(o.hostnqn), view(o.hostid),  view(o.host_traddr)};
 }
 
 ProtectionOptions protection_options(const EngineOptions& o) {
@@ -62,6 +62,7 @@ FileLayout file_layout(const thread_data* td, const EngineOptions& options, cons
 Options controller_options(const TargetSpec& spec, const EngineOptions& options,
                            std::uint16_t queue_depth) {
     Options o;
+    o.transport = spec.transport;
     o.target = spec.address;
     o.subsystem_nqn = spec.subsystem_nqn;
     o.port = spec.port;
@@ -79,6 +80,11 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
     o.dhchap_secret = options.dhchap_secret;
     o.dhchap_ctrl_secret = options.dhchap_ctrl_secret;
     o.in_capsule_writes = options.in_capsule_writes != 0;
+    if (spec.transport == Transport::tcp) {  // RDMA has no PDUs to digest
+        const DigestChoice digests = parse_digest_enable(options.digest_enable);
+        o.header_digest = digests.header;
+        o.data_digest = digests.data;
+    }
     return o;
 }
 
@@ -155,8 +161,9 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
     }
 }
 
-// One controller per distinct (target, port, subsystem, host, source), in the
-// order the files first name them; each file's namespace on its controller.
+// One controller per distinct (transport, target, port, subsystem, host,
+// source), in the order the files first name them; each file's namespace on
+// its controller.
 void Job::connect_all(const std::vector<TargetSpec>& specs, const EngineOptions& options) {
     controllers_.reserve(specs.size());
     files_.reserve(specs.size());
@@ -258,19 +265,23 @@ void Job::clamp_iodepth() {
     clamp_to(td_->o.iodepth_batch_complete_max, depth);
 }
 
-// The start-up line, one per file.
+// The start-up line, one per file: the transport, and over RDMA the device.
 void Job::announce() const {
     for (const FileSlot& f : files_) {
-        const Limits& limits = controllers_[f.controller].controller.limits();
+        const ControllerSlot& slot = controllers_[f.controller];
+        const Limits& limits = slot.controller.limits();
+        const std::string device =
+            slot.spec.transport == Transport::rdma ? ", device " + limits.device_name : "";
         say_info(
-            "nvmeof: %s: target %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u I/O "
-            "queue(s) of %u entries (%u usable); MDTS %llu bytes; source %s, device %s\n",
-            td_->o.name, limits.target_address.c_str(), limits.subsystem_nqn.c_str(), f.ns.nsid(),
-            static_cast<unsigned long long>(f.ns.size_lbas()), f.ns.lba_size(),
+            "nvmeof: %s: target %s over %s nqn %s ns %u: %llu blocks of %u bytes (%llu MiB); %u "
+            "I/O queue(s) of %u entries (%u usable); MDTS %llu bytes; source %s%s\n",
+            td_->o.name, limits.target_address.c_str(),
+            std::string(transport_name(slot.spec.transport)).c_str(), limits.subsystem_nqn.c_str(),
+            f.ns.nsid(), static_cast<unsigned long long>(f.ns.size_lbas()), f.ns.lba_size(),
             static_cast<unsigned long long>(f.ns.info().size_bytes() >> 20), limits.io_queues,
             limits.queue_size, limits.usable_slots,
             static_cast<unsigned long long>(limits.max_transfer_bytes),
-            limits.source_address.c_str(), limits.device_name.c_str());
+            limits.source_address.c_str(), device.c_str());
         if (f.layout != nullptr) {
             say_info("nvmeof: %s: ns %u: %s\n", td_->o.name, f.ns.nsid(),
                      describe_layout(*f.layout).c_str());
@@ -287,6 +298,7 @@ void Job::record_facts(const EngineOptions& options) const {
     for (const ControllerSlot& slot : controllers_) {
         const Limits& limits = slot.controller.limits();
         ControllerFacts c;
+        c.trtype = std::string(transport_name(slot.spec.transport));
         c.traddr = slot.spec.address;
         c.trsvcid = slot.spec.port;
         c.subnqn = limits.subsystem_nqn;

@@ -204,12 +204,41 @@ void check_secret_options(const std::string& secret, const std::string& ctrl_sec
     core_check([&] { check_dhchap_secrets(secret, ctrl_secret, kFioNames); });
 }
 
-std::string ignored_option_names(std::uint64_t given) {
+DigestChoice parse_digest_enable(std::string_view text) {
+    const std::string_view value = trimmed(text);
+    DigestChoice choice;
+    if (value.empty()) {
+        return choice;
+    }
+    std::string upper;
+    for (const char c : value) {
+        upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    if (upper != "HEADER" && upper != "DATA" && upper != "BOTH" && upper != "NONE") {
+        refuse("digest_enable", text,
+               "must be HEADER, DATA, BOTH or NONE (any case): the NVMe/TCP digests asked for");
+    }
+    choice.given = true;
+    choice.header = upper == "HEADER" || upper == "BOTH";
+    choice.data = upper == "DATA" || upper == "BOTH";
+    return choice;
+}
+
+void check_transport_support(Transport transport, std::string_view gpu) {
+    if (transport == Transport::tcp && !gpu.empty()) {
+        refuse("gpu", gpu, "GPU memory over NVMe/TCP is not supported yet");
+    }
+}
+
+std::string ignored_option_names(std::uint64_t given, bool digest_ignored) {
     std::string names;
     for (std::size_t i = 0; i < kSpdkIgnoredOptions.size(); ++i) {
         if ((given >> i) & 1u) {
             names += (names.empty() ? "" : ", ") + std::string(kSpdkIgnoredOptions[i]);
         }
+    }
+    if (digest_ignored) {
+        names += (names.empty() ? "" : ", ") + std::string("digest_enable");
     }
     return names;
 }

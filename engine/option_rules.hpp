@@ -85,37 +85,44 @@ ProtectionOptions parse_protection_options(const ProtectionOptionText& text);
 // "GUARD|REFTAG" for PRCHK bits, "none" for none.
 std::string pi_chk_names(std::uint8_t checks);
 
+// digest_enable, as SPDK's plugin reads it: the NVMe/TCP digests (CRC-32C of
+// each PDU's header, of each PDU's data) asked for in ICReq; the controller may
+// decline them. Over RDMA, which has no PDUs, it has no effect.
+struct DigestChoice {
+    bool header = false;
+    bool data = false;
+    bool given = false;  // set in the job (NONE too)
+};
+// HEADER, DATA, BOTH or NONE, any case; "" or unset: none (SPDK's default).
+// Anything else is refused, on either transport.
+DigestChoice parse_digest_enable(std::string_view text);
+
+// What a transport cannot do yet, refused before any job starts in one line
+// naming the option: gpu= (any value but "") over NVMe/TCP, whose data goes
+// through the socket from host memory.
+void check_transport_support(Transport transport, std::string_view gpu);
+
 // SPDK's fio plugins' option names (spdk/app/fio/nvme and the bdev plugin)
-// that have no effect on NVMe/RDMA here: accepted so that SPDK job files run
-// by changing only ioengine, and named once per job in a note.
-inline constexpr std::array<std::string_view, 23> kSpdkIgnoredOptions = {
-    "enable_wrr",
-    "arbitration_burst",
-    "low_weight",
-    "medium_weight",
-    "high_weight",
-    "wrr_priority",
-    "mem_size_mb",
-    "shm_id",
-    "enable_sgl",
-    "sge_size",
-    "bit_bucket_data_len",
-    "digest_enable",
-    "enable_vmd",
-    "initial_zone_reset",
-    "zone_append",
-    "print_qid_mappings",
-    "log_flags",
-    "spdk_tracing",
-    "spdk_conf",
-    "spdk_json_conf",
-    "spdk_mem",
-    "spdk_single_seg",
-    "disable_pcie_sgl_merge",
+// that have no effect here, on either transport: accepted so that SPDK job
+// files run by changing only ioengine, and named once per job in a note.
+inline constexpr std::array<std::string_view, 22> kSpdkIgnoredOptions = {
+    "enable_wrr",          "arbitration_burst",
+    "low_weight",          "medium_weight",
+    "high_weight",         "wrr_priority",
+    "mem_size_mb",         "shm_id",
+    "enable_sgl",          "sge_size",
+    "bit_bucket_data_len", "enable_vmd",
+    "initial_zone_reset",  "zone_append",
+    "print_qid_mappings",  "log_flags",
+    "spdk_tracing",        "spdk_conf",
+    "spdk_json_conf",      "spdk_mem",
+    "spdk_single_seg",     "disable_pcie_sgl_merge",
 };
 static_assert(kSpdkIgnoredOptions.size() <= 64, "one bit each in a 64-bit mask");
 
-// "enable_sgl, digest_enable": the names of the bits set in `given`, in table order.
-std::string ignored_option_names(std::uint64_t given);
+// "enable_sgl, sge_size": the names of the bits set in `given`, in table
+// order, then digest_enable when `digest_ignored` (given to a job with no file
+// over TCP).
+std::string ignored_option_names(std::uint64_t given, bool digest_ignored = false);
 
 }  // namespace nvmeof::engine

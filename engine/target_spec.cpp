@@ -85,6 +85,15 @@ std::string source_address(std::string_view text, std::string_view what) {
     return address.host;
 }
 
+// trtype (the option, or the filename's key): SPDK's and nvme-cli's names, any case.
+Transport transport_of(std::string_view text, std::string_view what) {
+    if (const std::optional<Transport> transport = parse_transport(text)) {
+        return *transport;
+    }
+    throw SpecError(std::string(what) + "=" + std::string(text) +
+                    ": not a transport this engine speaks (RDMA or TCP, any case)");
+}
+
 constexpr std::string_view kKnownKeys =
     "trtype adrfam traddr trsvcid subnqn ns hostnqn hostid host_traddr hostaddr";
 
@@ -119,11 +128,22 @@ static std::string parse_path_list(std::string_view text, std::string_view what)
 
 std::string controller_key(const TargetSpec& spec) {
     // '\n' never occurs in a value fio hands over (it ends a job file line).
-    return spec.address + '\n' + std::to_string(spec.port) + '\n' + spec.subsystem_nqn + '\n' +
-           spec.host_nqn + '\n' + spec.host_id + '\n' + spec.source;
+    return std::string(transport_name(spec.transport)) + '\n' + spec.address + '\n' +
+           std::to_string(spec.port) + '\n' + spec.subsystem_nqn + '\n' + spec.host_nqn + '\n' +
+           spec.host_id + '\n' + spec.source;
 }
 
-std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
+namespace {
+
+// A filename spec as written, and whether it gave a port (trsvcid, or
+// "[IPv6]:PORT" in traddr): a discovery spec over TCP without one takes the
+// discovery port once the options have had their say.
+struct FilenameFields {
+    TargetSpec spec;
+    bool port_given = false;
+};
+
+std::optional<FilenameFields> parse_filename_fields(std::string_view filename) {
     if (filename.find('=') == std::string_view::npos) {
         return std::nullopt;
     }
@@ -146,10 +166,7 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
             continue;
         }
         if (iequals(key, "trtype")) {
-            if (!iequals(value, "rdma")) {
-                throw SpecError("filename: trtype=" + std::string(value) +
-                                " is not supported (this engine speaks NVMe/RDMA only)");
-            }
+            spec.transport = transport_of(value, "filename trtype");
         } else if (iequals(key, "adrfam")) {
             if (!iequals(value, "ipv4") && !iequals(value, "ipv6")) {
                 throw SpecError("filename: adrfam=" + std::string(value) +
@@ -188,11 +205,36 @@ std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
     if (bracket_port && !port_given) {
         spec.port = *bracket_port;
     }
-    return spec;
+    return FilenameFields{std::move(spec), port_given || bracket_port.has_value()};
+}
+
+// A discovery service over TCP listens on its own port (nvme-cli's default
+// trsvcid for a discovery controller); an I/O controller, and RDMA's
+// discovery, on kDefaultPort.
+void default_the_port(TargetSpec& spec, bool port_given) {
+    if (!port_given && is_discovery_spec(spec)) {
+        spec.port = default_discovery_port(spec.transport);
+    }
+}
+
+}  // namespace
+
+std::optional<TargetSpec> parse_filename_spec(std::string_view filename) {
+    std::optional<FilenameFields> fields = parse_filename_fields(filename);
+    if (!fields) {
+        return std::nullopt;
+    }
+    default_the_port(fields->spec, fields->port_given);
+    return std::move(fields->spec);
 }
 
 TargetSpec resolve_target(const OptionValues& options, std::string_view filename) {
-    TargetSpec spec = parse_filename_spec(filename).value_or(TargetSpec{});
+    FilenameFields fields = parse_filename_fields(filename).value_or(FilenameFields{});
+    TargetSpec& spec = fields.spec;
+    bool port_given = fields.port_given;
+    if (!options.trtype.empty()) {
+        spec.transport = transport_of(options.trtype, "trtype");
+    }
     auto take = [](std::string& field, std::string_view value) {
         if (!value.empty()) {
             field = unescape(value);
@@ -215,8 +257,10 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
     }
     if (!options.trsvcid.empty()) {
         apply_port(spec, options.trsvcid, "trsvcid");
+        port_given = true;
     } else if (bracket_port) {
         spec.port = *bracket_port;
+        port_given = true;
     }
     if (!options.nsid.empty()) {
         apply_nsid(spec, options.nsid, "nsid");
@@ -238,6 +282,7 @@ TargetSpec resolve_target(const OptionValues& options, std::string_view filename
             check_host_id(spec.host_id, kFioNames.host_id);
         }
     });
+    default_the_port(spec, port_given);
     return spec;
 }
 
@@ -247,9 +292,11 @@ bool is_discovery_spec(const TargetSpec& spec) {
 
 std::string canonical_filename(const TargetSpec& spec) {
     const bool ipv6 = spec.address.find(':') != std::string::npos;
-    std::string name = "traddr=" + (ipv6 ? "[" + spec.address + "]" : spec.address) +
-                       " trsvcid=" + std::to_string(spec.port) + " subnqn=" + spec.subsystem_nqn +
-                       " ns=" + std::to_string(spec.nsid);
+    // RDMA, the default, goes unsaid: the names of RDMA jobs stay as they were.
+    std::string name = spec.transport == Transport::tcp ? "trtype=TCP " : "";
+    name += "traddr=" + (ipv6 ? "[" + spec.address + "]" : spec.address) +
+            " trsvcid=" + std::to_string(spec.port) + " subnqn=" + spec.subsystem_nqn +
+            " ns=" + std::to_string(spec.nsid);
     for (const auto& [key, value] :
          {std::pair<std::string_view, const std::string&>{"hostnqn", spec.host_nqn},
           {"hostid", spec.host_id},

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "nvmeof/wire/common.hpp"
+#include "nvmeof/wire/tcp.hpp"
+
 namespace nvmeof {
 
 std::optional<Transport> parse_transport(std::string_view text) noexcept {
@@ -18,6 +21,10 @@ std::optional<Transport> parse_transport(std::string_view text) noexcept {
         return Transport::tcp;
     }
     return std::nullopt;
+}
+
+std::uint16_t default_discovery_port(Transport transport) noexcept {
+    return transport == Transport::tcp ? wire::kTcpDiscoveryPort : wire::kDefaultPort;
 }
 
 }  // namespace nvmeof

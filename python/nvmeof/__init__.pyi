@@ -26,6 +26,7 @@ __version__: str
 class Controller:
     host: str
     port: int
+    transport: str
     source: Optional[str]
     subsystem_nqn: str
     host_id: uuid.UUID
@@ -41,7 +42,8 @@ class Controller:
                  ctrl_loss_tmo: Optional[float] = None, reconnect_delay: Optional[float] = None,
                  fast_io_fail_tmo: Optional[float] = None, ctrl_loss_tmo_ms: Optional[int] = None,
                  reconnect_delay_ms: Optional[int] = None,
-                 fast_io_fail_tmo_ms: Optional[int] = None) -> None: ...
+                 fast_io_fail_tmo_ms: Optional[int] = None, transport: str = "rdma",
+                 hdr_digest: bool = False, data_digest: bool = False) -> None: ...
     @classmethod
     def connect(cls, host: str, subsystem_nqn: str, **options: Any) -> Controller: ...
     @property

@@ -150,7 +150,8 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
                      const py::object& keep_alive_ms_arg, double timeout,
                      std::optional<std::string> source, const py::object& ctrl_loss_tmo_ms_arg,
                      const py::object& reconnect_delay_ms_arg,
-                     const py::object& fast_io_fail_tmo_ms_arg, const py::object& io_queues_arg) {
+                     const py::object& fast_io_fail_tmo_ms_arg, const py::object& io_queues_arg,
+                     const py::object& transport_arg, bool hdr_digest, bool data_digest) {
     // Seconds, a float: what the core's rule (at least 1 ms) cannot see. Rounded
     // up, so a positive number of seconds is never 0 ms.
     if (!(timeout > 0.0) || !std::isfinite(timeout)) {
@@ -167,7 +168,13 @@ PyController connect(const std::string& target, const std::string& subsystem_nqn
     const auto fast_io_fail_tmo_ms =
         argument<std::uint32_t>(fast_io_fail_tmo_ms_arg, "fast_io_fail_tmo_ms");
     const auto io_queues = argument<std::uint32_t>(io_queues_arg, "io_queues");
-    nvmeof::Options options{.target = target, .subsystem_nqn = subsystem_nqn, .port = port};
+    const nvmeof::Transport transport = transport_argument(transport_arg, "transport");
+    nvmeof::Options options{
+        .target = target, .subsystem_nqn = subsystem_nqn, .port = port, .transport = transport};
+    if (transport == nvmeof::Transport::tcp) {  // RDMA has no PDUs to digest
+        options.header_digest = hdr_digest;
+        options.data_digest = data_digest;
+    }
     options.source = source.value_or("");
     options.queue_depth = queue_depth;
     options.io_queues = io_queues;
@@ -317,16 +324,19 @@ PYBIND11_MODULE(_core, m) {
     bind_namespace(m);
     bind_requests(m);
 
-    py::class_<PyController>(m, "Controller", "An NVMe-oF/RDMA controller association (core).")
-        .def_static(
-            "connect", &connect, py::arg("target"), py::arg("subsystem_nqn"), py::kw_only(),
-            py::arg("port") = nvmeof::wire::kDefaultPort, py::arg("host_id") = py::none(),
-            py::arg("host_nqn") = py::none(), py::arg("queue_depth") = nvmeof::kDefaultQueueDepth,
-            py::arg("keep_alive_ms") = 0, py::arg("timeout") = 30.0, py::arg("source") = py::none(),
-            py::arg("ctrl_loss_tmo_ms") = 0, py::arg("reconnect_delay_ms") = 10000,
-            py::arg("fast_io_fail_tmo_ms") = 0, py::arg("io_queues") = 1,
-            "Connects; see nvmeof.Controller for the options. Releases the GIL; Ctrl-C "
-            "interrupts it within about 50 ms.")
+    py::class_<PyController>(m, "Controller",
+                             "An NVMe-oF controller association, over RDMA or TCP (core).")
+        .def_static("connect", &connect, py::arg("target"), py::arg("subsystem_nqn"), py::kw_only(),
+                    py::arg("port") = nvmeof::wire::kDefaultPort, py::arg("host_id") = py::none(),
+                    py::arg("host_nqn") = py::none(),
+                    py::arg("queue_depth") = nvmeof::kDefaultQueueDepth,
+                    py::arg("keep_alive_ms") = 0, py::arg("timeout") = 30.0,
+                    py::arg("source") = py::none(), py::arg("ctrl_loss_tmo_ms") = 0,
+                    py::arg("reconnect_delay_ms") = 10000, py::arg("fast_io_fail_tmo_ms") = 0,
+                    py::arg("io_queues") = 1, py::arg("transport") = "rdma",
+                    py::arg("hdr_digest") = false, py::arg("data_digest") = false,
+                    "Connects; see nvmeof.Controller for the options. Releases the GIL; Ctrl-C "
+                    "interrupts it within about 50 ms.")
         .def("close", &PyController::close,
              "Shuts the controller down and deregisters its buffers. Idempotent.")
         .def_property_readonly(

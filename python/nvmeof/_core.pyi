@@ -175,7 +175,8 @@ class Controller:
                 host_nqn: Optional[str] = None, queue_depth: int = 128, keep_alive_ms: int = 0,
                 timeout: float = 30.0, source: Optional[str] = None, ctrl_loss_tmo_ms: int = 0,
                 reconnect_delay_ms: int = 10000, fast_io_fail_tmo_ms: int = 0,
-                io_queues: int = 1) -> Controller: ...
+                io_queues: int = 1, transport: str = "rdma", hdr_digest: bool = False,
+                data_digest: bool = False) -> Controller: ...
     def close(self) -> None: ...
     closed: bool
     is_open: bool

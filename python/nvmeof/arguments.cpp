@@ -1,6 +1,7 @@
-// Numeric arguments from Python (arguments.hpp).
+// Arguments from Python (arguments.hpp).
 #include "arguments.hpp"
 
+#include <optional>
 #include <string>
 
 namespace nvmeof_python {
@@ -19,6 +20,19 @@ std::uint64_t unsigned_argument(const py::handle& value, const char* name, std::
                               ", not " + py::str(number.ptr()).cast<std::string>());
     }
     return number.cast<std::uint64_t>();
+}
+
+nvmeof::Transport transport_argument(const py::handle& value, const char* name) {
+    if (!py::isinstance<py::str>(value)) {
+        throw py::type_error(std::string(name) + " must be a str ('rdma' or 'tcp'), not " +
+                             std::string(py::str(py::type::of(value).attr("__name__"))));
+    }
+    const auto text = value.cast<std::string>();
+    if (const std::optional<nvmeof::Transport> transport = nvmeof::parse_transport(text)) {
+        return *transport;
+    }
+    throw py::value_error(std::string(name) + " must be 'rdma' or 'tcp', not " +
+                          std::string(py::repr(value)));
 }
 
 }  // namespace nvmeof_python

@@ -39,6 +39,11 @@ inline std::optional<std::uint64_t> optional_argument(const py::handle& value, c
     return unsigned_argument(value, name);
 }
 
+// Controller.connect's transport: "rdma" or "tcp" (nvme-cli's names, any
+// case). TypeError for a non-str, ValueError "NAME must be 'rdma' or 'tcp',
+// not 'fc'" for another name.
+nvmeof::Transport transport_argument(const py::handle& value, const char* name);
+
 // Controller.connect's arguments by the core's option rules
 // (nvmeof/option_rules.hpp): the arguments named as Python names them.
 inline constexpr nvmeof::OptionNames kConnectArgumentNames{

@@ -22,13 +22,17 @@ def _milliseconds(name, seconds, milliseconds, default_ms):
 _CONNECT_DOC = """Connects to `subsystem_nqn` at `host` (an IPv4/IPv6 address; several
 paths as "10.0.0.2,10.0.0.3").
 
-port: RDMA-CM port (4420). host_id: host UUID (uuid.UUID or text; default a
-random one). host_nqn: default derived from the host ID
-(nqn.2014-08.org.nvmexpress:uuid:<id>). queue_depth: I/O queue size asked for
-(128; negotiated down). keep_alive_ms: KATO (0 = off); when set, a thread of
-the core sends the Keep Alives, so an idle program stays connected.
-timeout: seconds for the whole connect, then per command (30.0). source:
-local address that picks the RDMA device. io_queues: I/O queues (1); the
+transport: "rdma" (NVMe/RDMA, the default) or "tcp" (NVMe/TCP), nvme-cli's
+names, any case. port: the target's port (4420, RDMA-CM's or TCP's).
+hdr_digest: over TCP, ask for the PDU header digest (CRC-32C, nvme-cli's
+--hdr-digest; False). data_digest: over TCP, ask for the data digest
+(--data-digest; False). Neither has an effect over RDMA. host_id: host UUID (uuid.UUID or text; default a random one). host_nqn:
+default derived from the host ID (nqn.2014-08.org.nvmexpress:uuid:<id>).
+queue_depth: I/O queue size asked for (128; negotiated down). keep_alive_ms:
+KATO (0 = off); when set, a thread of the core sends the Keep Alives, so an
+idle program stays connected. timeout: seconds for the whole connect, then
+per command (30.0). source: local address: over RDMA it picks the RDMA
+device, over TCP the sockets bind to it. io_queues: I/O queues (1); the
 commands of a transfer are spread over them.
 
 Reconnecting, as the kernel's host does: ctrl_loss_tmo_ms: after a queue
@@ -38,13 +42,14 @@ out. reconnect_delay_ms: between attempts (10000). fast_io_fail_tmo_ms: after
 this long in an outage, transfers fail (0 = off). ctrl_loss_tmo,
 reconnect_delay, fast_io_fail_tmo: the same in seconds (nvme-cli's unit).
 
-Raises ConnectError (.cause, .step) or ValueError. The GIL is released while
-connecting; Ctrl-C interrupts it within about 50 ms (on the main thread).
+Raises ConnectError (.cause, .step) or ValueError (a transport other than
+"rdma" or "tcp" among them). The GIL is released while connecting; Ctrl-C
+interrupts it within about 50 ms (on the main thread).
 """
 
 
 class Controller:
-    """A connected NVMe-oF/RDMA controller: admin queue, I/O queues, memory.
+    """A connected NVMe-oF controller, over RDMA or TCP: admin queue, I/O queues, memory.
     ``Controller(host, subsystem_nqn, **options)`` and ``Controller.connect``
     take the same options (see connect)."""
 
@@ -54,7 +59,8 @@ class Controller:
                  source: Optional[str] = None, io_queues: int = 1, ctrl_loss_tmo_ms: int = 0,
                  reconnect_delay_ms: int = 10000, fast_io_fail_tmo_ms: int = 0,
                  ctrl_loss_tmo: Optional[float] = None, reconnect_delay: Optional[float] = None,
-                 fast_io_fail_tmo: Optional[float] = None):
+                 fast_io_fail_tmo: Optional[float] = None, transport: str = "rdma",
+                 hdr_digest: bool = False, data_digest: bool = False):
         self.host = host
         self.port = int(port)
         self.source = source
@@ -72,7 +78,9 @@ class Controller:
             reconnect_delay_ms=_milliseconds("reconnect_delay", reconnect_delay,
                                              reconnect_delay_ms, 10000),
             fast_io_fail_tmo_ms=_milliseconds("fast_io_fail_tmo", fast_io_fail_tmo,
-                                              fast_io_fail_tmo_ms, 0))
+                                              fast_io_fail_tmo_ms, 0),
+            transport=transport, hdr_digest=bool(hdr_digest), data_digest=bool(data_digest))
+        self.transport = transport.lower()  # the core took it: "rdma" or "tcp", any case
         limits = self._core.limits
         self.host_nqn = limits["host_nqn"]
         self.controller_id = limits["cntlid"]
@@ -87,13 +95,15 @@ class Controller:
                 source: Optional[str] = None, io_queues: int = 1, ctrl_loss_tmo_ms: int = 0,
                 reconnect_delay_ms: int = 10000, fast_io_fail_tmo_ms: int = 0,
                 ctrl_loss_tmo: Optional[float] = None, reconnect_delay: Optional[float] = None,
-                fast_io_fail_tmo: Optional[float] = None) -> "Controller":
+                fast_io_fail_tmo: Optional[float] = None, transport: str = "rdma",
+                hdr_digest: bool = False, data_digest: bool = False) -> "Controller":
         return cls(host, subsystem_nqn, port=port, host_id=host_id, host_nqn=host_nqn,
                    queue_depth=queue_depth, keep_alive_ms=keep_alive_ms, timeout=timeout,
                    source=source, io_queues=io_queues, ctrl_loss_tmo_ms=ctrl_loss_tmo_ms,
                    reconnect_delay_ms=reconnect_delay_ms, fast_io_fail_tmo_ms=fast_io_fail_tmo_ms,
                    ctrl_loss_tmo=ctrl_loss_tmo, reconnect_delay=reconnect_delay,
-                   fast_io_fail_tmo=fast_io_fail_tmo)
+                   fast_io_fail_tmo=fast_io_fail_tmo, transport=transport, hdr_digest=hdr_digest,
+                   data_digest=data_digest)
 
     connect.__func__.__doc__ = _CONNECT_DOC
 
@@ -155,7 +165,10 @@ class Controller:
         DLPack tensor on a CUDA device, its context current on this thread. A
         write from it first waits for the work queued in that context; a read
         into it is flushed before it returns. Buffer.registration_path says how
-        it was registered ("dma-buf" or "peermem")."""
+        it was registered ("dma-buf" or "peermem"). NVMe/RDMA only for now:
+        NotImplementedError on a controller over TCP."""
+        if self.transport == "tcp":
+            raise NotImplementedError("GPU memory over NVMe/TCP is not supported yet")
         return self._core.register_gpu(array)
 
     # --- queues ---------------------------------------------------------------

@@ -132,13 +132,36 @@ def test_connect_options_are_keyword_only_and_documented():
     for option, default in (("port", "4420"), ("host_id", "None"), ("host_nqn", "None"), ("queue_depth", "128"),
                             ("keep_alive_ms", "0"), ("timeout", "30.0"), ("source", "None"),
                             ("ctrl_loss_tmo_ms", "0"), ("reconnect_delay_ms", "10000"),
-                            ("fast_io_fail_tmo_ms", "0")):
+                            ("fast_io_fail_tmo_ms", "0"), ("transport", "'rdma'"),
+                            ("hdr_digest", "False"), ("data_digest", "False")):
         assert f"{option}: " in shown and f" = {default}" in shown, f"help() does not document {option}"
         assert shown.count(f"{option}:") >= 2, f"help() names {option} only in the signature"
     with pytest.raises(ValueError):
         nvmeof.Controller.connect(LOOPBACK, "nqn.x", host_id="not-a-uuid")
     with pytest.raises(ValueError):
         nvmeof.Controller.connect(LOOPBACK, "nqn.x", timeout=0)
+
+
+def test_transport_is_checked_before_anything_connects():
+    """transport= takes nvme-cli's names, "rdma" (the default) or "tcp", in any
+    case; anything else is a ValueError naming the argument, and a non-str a
+    TypeError, both before any connection is tried."""
+    for bad in ("fc", "loop", "", "rdma ", "roce"):
+        with pytest.raises(ValueError, match=r"^transport must be 'rdma' or 'tcp', not " + re.escape(repr(bad))):
+            nvmeof.Controller.connect(LOOPBACK, "nqn.x", transport=bad)
+    for bad in (None, 1, b"tcp"):
+        with pytest.raises(TypeError, match=r"^transport must be a str"):
+            nvmeof.Controller(LOOPBACK, "nqn.x", transport=bad)
+    # The names it takes get as far as connecting: nothing listens on this port.
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        closed_port = s.getsockname()[1]
+    for good in ("tcp", "TCP", "Tcp"):
+        with pytest.raises(nvmeof.ConnectError):
+            nvmeof.Controller.connect(LOOPBACK, "nqn.x", port=closed_port, transport=good, timeout=2.0,
+                                      hdr_digest=True, data_digest=True)
+    with pytest.raises(TypeError):
+        nvmeof.Controller.connect(LOOPBACK, "nqn.x", "tcp")  # keyword only, as every option
 
 
 def test_round_trip_numpy_arrays(target):

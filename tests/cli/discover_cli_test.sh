@@ -2,7 +2,7 @@
 # discover_cli_test.sh SOFTVERBS_RUN TARGET DISCOVER
 # Runs nvmeof-discover over softverbs against nvmeof-target serving two
 # subsystems and compares its output with what `nvme discover` prints; then the
-# JSON output, a port nothing listens on, and bad usage.
+# JSON output, a port nothing listens on, TCP's default port, and bad usage.
 set -eu
 run=$1 target=$2 discover=$3
 work=$(mktemp -d)
@@ -87,7 +87,15 @@ elapsed=$(($(date +%s) - start))
 grep -q "^nvmeof-discover: 127.0.0.1:$port: " "$work/err" || fail "nothing listening: address:port not named"
 [ "$elapsed" -le 4 ] || fail "nothing listening: took ${elapsed}s with --timeout-ms 2000"
 
-# 4. Bad usage: exit 2 and one line naming the problem.
+# 4. -t tcp without -s goes to NVMe/TCP's discovery port, 8009 (as nvme-cli):
+# nothing of this test listens there, so one line naming it, exit 1.
+rc=0
+"$discover" -t tcp -a 127.0.0.1 --timeout-ms 2000 >"$work/out" 2>"$work/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "-t tcp: exit $rc, expected 1"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "-t tcp: not one line on stderr"
+grep -q "^nvmeof-discover: 127.0.0.1:8009: " "$work/err" || fail "-t tcp: 127.0.0.1:8009 not named"
+
+# 5. Bad usage: exit 2 and one line naming the problem.
 usage() {
     expect=$1
     shift
@@ -98,7 +106,7 @@ usage() {
     grep -q -- "$expect" "$work/err" || fail "'$*': stderr does not say '$expect'"
 }
 usage "traddr is required" -s 4420
-usage "only rdma" -t tcp -a 127.0.0.1
+usage "rdma or tcp" -t fc -a 127.0.0.1
 usage "not a port number" -a 127.0.0.1 -s 70000
 usage "not normal or json" -a 127.0.0.1 -o xml
 usage "timeout-ms" -a 127.0.0.1 --timeout-ms 0

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "discovered_targets.hpp"
 
 namespace e = nvmeof::engine;
@@ -112,4 +114,48 @@ TEST(DiscoveredTargets, CrossesAPipeAsText) {
         EXPECT_EQ(back.targets[i].nsid, found.targets[i].nsid);
     }
     EXPECT_EQ(back.targets[1].address, "fe80::2");
+}
+
+// A job over TCP (trtype=tcp) reads the log over TCP and uses the subsystems
+// listed over TCP; RDMA's records are skipped, saying why.
+TEST(DiscoveredTargets, ATcpJobUsesTheTcpRecords) {
+    e::TargetSpec tcp_service = service();
+    tcp_service.transport = nvmeof::Transport::tcp;
+    tcp_service.port = 8009;
+    w::DiscoveryRecord tcp = nvm("nqn.tcp", "10.0.0.5", "4420");
+    tcp.transport = w::TransportType::tcp;
+    const auto found = e::targets_from_discovery(tcp_service, {nvm("nqn.rdma"), tcp});
+    ASSERT_EQ(found.targets.size(), 1u);
+    EXPECT_EQ(found.targets[0].transport, nvmeof::Transport::tcp);
+    EXPECT_EQ(found.targets[0].subsystem_nqn, "nqn.tcp");
+    EXPECT_EQ(found.targets[0].address, "10.0.0.5");
+    EXPECT_EQ(found.targets[0].port, 4420);
+    EXPECT_NE(found.skipped.find("entry 0 (nqn.rdma): trtype RDMA, this job's trtype is TCP"),
+              std::string::npos)
+        << found.skipped;
+    // They cross the pipe as TCP files.
+    const auto back = e::decode_discovered(e::encode(found));
+    ASSERT_EQ(back.targets.size(), 1u);
+    EXPECT_EQ(back.targets[0].transport, nvmeof::Transport::tcp);
+    EXPECT_EQ(e::controller_key(back.targets[0]), e::controller_key(found.targets[0]));
+    // An RDMA job skips the TCP record.
+    const auto rdma = e::targets_from_discovery(service(), {nvm("nqn.rdma"), tcp});
+    ASSERT_EQ(rdma.targets.size(), 1u);
+    EXPECT_EQ(rdma.targets[0].transport, nvmeof::Transport::rdma);
+    EXPECT_NE(rdma.skipped.find("trtype TCP, this job's trtype is RDMA"), std::string::npos)
+        << rdma.skipped;
+}
+
+TEST(DiscoveredTargets, NothingOverTheJobsTransportNamesIt) {
+    e::TargetSpec tcp_service = service();
+    tcp_service.transport = nvmeof::Transport::tcp;
+    tcp_service.port = 8009;
+    try {
+        e::targets_from_discovery(tcp_service, {nvm("nqn.rdma")});
+        FAIL() << "accepted";
+    } catch (const e::SpecError& error) {
+        const std::string what = error.what();
+        EXPECT_NE(what.find("10.0.0.1:8009 lists no NVM subsystem over TCP"), std::string::npos)
+            << what;
+    }
 }

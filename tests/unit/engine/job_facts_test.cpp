@@ -64,14 +64,25 @@ TEST(JobFacts, OneJsonLineWithEscapedText) {
         << line;
     EXPECT_NE(line.find(R"("model": "back\\slash", "serial": "tab\there")"), std::string::npos)
         << line;
-    EXPECT_NE(line.find(R"("traddr": "::1", "trsvcid": 4420, "subnqn": "nqn.2026-12.io.nvmeof:t")"),
-              std::string::npos);
+    EXPECT_NE(
+        line.find(
+            R"("trtype": "rdma", "traddr": "::1", "trsvcid": 4420, "subnqn": "nqn.2026-12.io.nvmeof:t")"),
+        std::string::npos);
     EXPECT_NE(line.find(R"("io_queues": 2, "io_queues_asked": 4)"), std::string::npos);
     EXPECT_NE(line.find(R"({"file": "b", "controller": 0, "nsid": 2, "size_bytes": 8192, )"
                         R"("blocks": 2, "lba_size": 4096, "metadata_size": 64, "pi_type": 1, )"
                         R"("layout": "data-only", "block_bytes": 4096})"),
               std::string::npos)
         << line;
+}
+
+TEST(JobFacts, AControllerOverTcpSaysSoAndHasNoRdmaDevice) {
+    e::JobFacts facts = two_namespaces();
+    facts.controllers[0].trtype = "tcp";
+    facts.controllers[0].source = "10.0.0.9";
+    const std::string line = e::to_json_line(facts);
+    EXPECT_NE(line.find(R"({"trtype": "tcp", "traddr": "::1")"), std::string::npos) << line;
+    EXPECT_NE(line.find(R"("source": "10.0.0.9", "rdma_device": "")"), std::string::npos) << line;
 }
 
 TEST(JobFacts, AppendsWholeLinesAndTruncates) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "nvmeof/protection.hpp"
@@ -162,12 +163,64 @@ TEST(OptionRules, IgnoredSpdkOptionNames) {
     EXPECT_EQ(e::ignored_option_names(0), "");
     std::uint64_t given = 0;
     for (std::size_t i = 0; i < e::kSpdkIgnoredOptions.size(); ++i) {
-        if (e::kSpdkIgnoredOptions[i] == "enable_sgl" ||
-            e::kSpdkIgnoredOptions[i] == "digest_enable") {
+        if (e::kSpdkIgnoredOptions[i] == "enable_sgl" || e::kSpdkIgnoredOptions[i] == "sge_size") {
             given |= std::uint64_t{1} << i;
         }
     }
-    EXPECT_EQ(e::ignored_option_names(given), "enable_sgl, digest_enable");
+    EXPECT_EQ(e::ignored_option_names(given), "enable_sgl, sge_size");
+    // digest_enable means something over TCP: named only where it does not.
+    EXPECT_EQ(e::ignored_option_names(given, true), "enable_sgl, sge_size, digest_enable");
+    EXPECT_EQ(e::ignored_option_names(0, true), "digest_enable");
+    for (const std::string_view name : e::kSpdkIgnoredOptions) {
+        EXPECT_NE(name, "digest_enable");
+    }
+}
+
+TEST(DigestEnable, SpdksValuesInAnyCase) {
+    const auto is = [](std::string_view text, bool header, bool data) {
+        const e::DigestChoice d = e::parse_digest_enable(text);
+        return d.given && d.header == header && d.data == data;
+    };
+    EXPECT_TRUE(is("HEADER", true, false));
+    EXPECT_TRUE(is("header", true, false));
+    EXPECT_TRUE(is("DATA", false, true));
+    EXPECT_TRUE(is("Data", false, true));
+    EXPECT_TRUE(is("BOTH", true, true));
+    EXPECT_TRUE(is("both", true, true));
+    EXPECT_TRUE(is("NONE", false, false));
+    EXPECT_TRUE(is(" none ", false, false));
+    const e::DigestChoice unset = e::parse_digest_enable("");  // or an unset ${VAR}
+    EXPECT_FALSE(unset.given || unset.header || unset.data);
+}
+
+TEST(DigestEnable, AnythingElseIsOneLineNamingIt) {
+    for (const char* text : {"HDR", "yes", "1", "HEADER|DATA", "HEADER,DATA", "CRC32C"}) {
+        try {
+            e::parse_digest_enable(text);
+            FAIL() << text << " accepted";
+        } catch (const e::SpecError& error) {
+            const std::string what = error.what();
+            EXPECT_EQ(what.rfind("digest_enable=" + std::string(text) + ": ", 0), 0u) << what;
+            EXPECT_NE(what.find("HEADER, DATA, BOTH or NONE"), std::string::npos) << what;
+            EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+        }
+    }
+}
+
+TEST(TransportSupport, GpuMemoryOverTcpIsRefusedInOneLine) {
+    EXPECT_NO_THROW(e::check_transport_support(nvmeof::Transport::rdma, "0"));
+    EXPECT_NO_THROW(e::check_transport_support(nvmeof::Transport::rdma, "rr"));
+    EXPECT_NO_THROW(e::check_transport_support(nvmeof::Transport::tcp, ""));
+    for (const char* gpu : {"0", "rr"}) {
+        try {
+            e::check_transport_support(nvmeof::Transport::tcp, gpu);
+            FAIL() << "gpu=" << gpu << " over TCP accepted";
+        } catch (const e::SpecError& error) {
+            EXPECT_EQ(
+                std::string(error.what()),
+                "gpu=" + std::string(gpu) + ": GPU memory over NVMe/TCP is not supported yet");
+        }
+    }
 }
 
 // The forms a host NQN may take are the library's rule (tests/unit/core/

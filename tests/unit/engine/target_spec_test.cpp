@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "target_spec.hpp"
 
 namespace e = nvmeof::engine;
@@ -29,7 +31,8 @@ TEST(FilenameSpec, PlainFilenameIsNotASpec) {
 }
 
 TEST(FilenameSpec, RejectsWhatItCannotServe) {
-    EXPECT_THROW(e::parse_filename_spec("trtype=TCP traddr=1.2.3.4"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("trtype=FC traddr=1.2.3.4"), e::SpecError);
+    EXPECT_THROW(e::parse_filename_spec("trtype=PCIe traddr=0000.04.00.0"), e::SpecError);
     EXPECT_THROW(e::parse_filename_spec("adrfam=IB traddr=::1"), e::SpecError);
     EXPECT_EQ(e::parse_filename_spec("adrfam=IPv6 traddr=::1")->address, "::1");
     EXPECT_THROW(e::parse_filename_spec("traddr=1.2.3.4 trsvcid=70000"), e::SpecError);
@@ -214,4 +217,129 @@ TEST(ResolveTarget, CanonicalFilenameCarriesTheHostIdentityWhenSet) {
     const auto back = e::parse_filename_spec(name);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(e::controller_key(*back), e::controller_key(spec));
+}
+
+// NVMe/TCP: SPDK's filename form with trtype=TCP, fio's trtype option, and the
+// ports nvme-cli defaults (4420 for an I/O controller, 8009 for discovery).
+TEST(Transport, FilenameTrtypeTcpInAnyCase) {
+    const auto spec = e::parse_filename_spec(
+        R"(trtype=TCP adrfam=IPv4 traddr=192.168.1.10 trsvcid=4420 subnqn=nqn.2016-06.io.spdk\:cnode1 ns=1)");
+    ASSERT_TRUE(spec.has_value());
+    EXPECT_EQ(spec->transport, nvmeof::Transport::tcp);
+    EXPECT_EQ(spec->address, "192.168.1.10");
+    EXPECT_EQ(spec->port, 4420);
+    EXPECT_EQ(spec->subsystem_nqn, "nqn.2016-06.io.spdk:cnode1");
+    for (const char* name : {"tcp", "Tcp", "TCP"}) {
+        EXPECT_EQ(
+            e::parse_filename_spec(std::string("trtype=") + name + " traddr=10.0.0.1 subnqn=nqn.a")
+                ->transport,
+            nvmeof::Transport::tcp)
+            << name;
+    }
+    for (const char* name : {"rdma", "RDMA"}) {
+        EXPECT_EQ(
+            e::parse_filename_spec(std::string("trtype=") + name + " traddr=10.0.0.1 subnqn=nqn.a")
+                ->transport,
+            nvmeof::Transport::rdma)
+            << name;
+    }
+    // No trtype: RDMA, as before; an empty one (an unset ${VAR}) too.
+    EXPECT_EQ(e::parse_filename_spec("traddr=10.0.0.1 subnqn=nqn.a")->transport,
+              nvmeof::Transport::rdma);
+    EXPECT_EQ(e::parse_filename_spec("trtype= traddr=10.0.0.1 subnqn=nqn.a")->transport,
+              nvmeof::Transport::rdma);
+}
+
+TEST(Transport, AnotherTrtypeIsOneLineNamingIt) {
+    for (const char* filename : {"trtype=FC traddr=1.2.3.4 subnqn=nqn.a", "trtype=loop traddr=x"}) {
+        try {
+            e::parse_filename_spec(filename);
+            FAIL() << filename << " accepted";
+        } catch (const e::SpecError& error) {
+            const std::string what = error.what();
+            EXPECT_EQ(what.rfind("filename trtype=", 0), 0u) << what;
+            EXPECT_NE(what.find("RDMA or TCP"), std::string::npos) << what;
+            EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+        }
+    }
+    e::OptionValues options;
+    options.traddr = "10.0.0.1";
+    options.trtype = "roce";
+    try {
+        e::resolve_target(options, "");
+        FAIL() << "trtype=roce accepted";
+    } catch (const e::SpecError& error) {
+        EXPECT_EQ(std::string(error.what()).rfind("trtype=roce: ", 0), 0u) << error.what();
+    }
+}
+
+TEST(Transport, TheOptionWinsOverTheFilenameAndEmptyMeansTheFilenamesOrRdma) {
+    e::OptionValues options;
+    options.subnqn = "nqn.a";
+    options.trtype = "TCP";
+    EXPECT_EQ(e::resolve_target(options, "traddr=10.0.0.1").transport, nvmeof::Transport::tcp);
+    options.trtype = "rdma";
+    EXPECT_EQ(e::resolve_target(options, "trtype=TCP traddr=10.0.0.1").transport,
+              nvmeof::Transport::rdma);
+    options.trtype = "";  // an unset ${VAR}
+    EXPECT_EQ(e::resolve_target(options, "trtype=TCP traddr=10.0.0.1").transport,
+              nvmeof::Transport::tcp);
+    options.traddr = "10.0.0.1";
+    EXPECT_EQ(e::resolve_target(options, "").transport, nvmeof::Transport::rdma);
+}
+
+TEST(Transport, PortDefaultsAsNvmeCli) {
+    e::OptionValues options;
+    options.traddr = "10.0.0.1";
+    options.trtype = "tcp";
+    // A discovery service over TCP: 8009 unless a port is given.
+    EXPECT_EQ(e::resolve_target(options, "").port, 8009);
+    EXPECT_EQ(e::parse_filename_spec("trtype=TCP traddr=10.0.0.1")->port, 8009);
+    EXPECT_EQ(e::resolve_target({}, "trtype=TCP traddr=10.0.0.1 trsvcid=").port, 8009);
+    EXPECT_EQ(e::resolve_target({}, "trtype=TCP traddr=10.0.0.1 trsvcid=4420").port, 4420);
+    EXPECT_EQ(e::resolve_target({}, "trtype=TCP traddr=[\\:\\:1]\\:4430").port, 4430);
+    options.trsvcid = "4421";
+    EXPECT_EQ(e::resolve_target(options, "").port, 4421);
+    options.trsvcid = "";
+    options.traddr = "[::1]:4431";
+    EXPECT_EQ(e::resolve_target(options, "").port, 4431);
+    options.traddr = "10.0.0.1";
+    options.subnqn = "nqn.2014-08.org.nvmexpress.discovery";
+    EXPECT_EQ(e::resolve_target(options, "").port, 8009);
+    // An I/O controller over TCP, and anything over RDMA: 4420.
+    options.subnqn = "nqn.a";
+    EXPECT_EQ(e::resolve_target(options, "").port, 4420);
+    EXPECT_EQ(e::resolve_target({}, "trtype=TCP traddr=10.0.0.1 subnqn=nqn.a").port, 4420);
+    options.trtype = "rdma";
+    options.subnqn = "";
+    EXPECT_EQ(e::resolve_target(options, "").port, 4420);
+    // The option's subnqn makes the filename's TCP discovery spec an I/O controller's.
+    e::OptionValues subnqn_only;
+    subnqn_only.subnqn = "nqn.a";
+    EXPECT_EQ(e::resolve_target(subnqn_only, "trtype=TCP traddr=10.0.0.1").port, 4420);
+}
+
+TEST(Transport, RdmaAndTcpToOneAddressAreTwoControllers) {
+    const auto rdma = *e::parse_filename_spec("traddr=10.0.0.1 subnqn=nqn.a ns=1");
+    const auto tcp = *e::parse_filename_spec("trtype=TCP traddr=10.0.0.1 subnqn=nqn.a ns=1");
+    const auto tcp2 = *e::parse_filename_spec("trtype=tcp traddr=10.0.0.1 subnqn=nqn.a ns=2");
+    EXPECT_EQ(rdma.port, tcp.port);
+    EXPECT_NE(e::controller_key(rdma), e::controller_key(tcp));
+    EXPECT_EQ(e::controller_key(tcp), e::controller_key(tcp2));
+}
+
+TEST(Transport, CanonicalFilenameCarriesTcpAndReadsBack) {
+    e::TargetSpec spec;
+    spec.transport = nvmeof::Transport::tcp;
+    spec.address = "fe80::2";
+    spec.port = 4421;
+    spec.subsystem_nqn = "nqn.2026-12.io.nvmeof:a";
+    const std::string name = e::canonical_filename(spec);
+    EXPECT_EQ(name, "trtype=TCP traddr=[fe80::2] trsvcid=4421 subnqn=nqn.2026-12.io.nvmeof:a ns=1");
+    const auto back = e::parse_filename_spec(name);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->transport, nvmeof::Transport::tcp);
+    EXPECT_EQ(e::controller_key(*back), e::controller_key(spec));
+    spec.transport = nvmeof::Transport::rdma;  // RDMA's names are as they were
+    EXPECT_EQ(e::canonical_filename(spec).rfind("traddr=[fe80::2] trsvcid=4421", 0), 0u);
 }

@@ -20,4 +20,10 @@ constexpr std::string_view transport_name(Transport transport) noexcept {
 // nvme-cli's and SPDK's names, any case ("rdma", "RDMA", "tcp", "TCP"); none otherwise.
 std::optional<Transport> parse_transport(std::string_view text) noexcept;
 
+// The port a discovery service is reached at when none is given, as nvme-cli
+// and libnvme default it: 4420 over RDMA (IANA's NVMe-oF port, which RDMA's
+// discovery shares), 8009 over TCP (IANA's NVMe/TCP discovery port). An I/O
+// controller's default is 4420 over either (nvmeof::kDefaultPort).
+std::uint16_t default_discovery_port(Transport transport) noexcept;
+
 }  // namespace nvmeof
