@@ -49,12 +49,12 @@ Subsystems and namespaces (--subsystem starts a new subsystem; the options after
                            at the start of the metadata, else at its end), :guard64 (64-bit
                            CRC guard, 16-byte PI; MD 16 or more), e.g. ram:64M:512+8:pi1;
                            SIZE counts data only
-  --namespace ram:SIZE[:LBA]:zoned=ZONE_SIZE[,cap=BYTES][,max_open=N][,max_active=N][,conv=N]
+  --namespace ram:SIZE[:LBA]:zoned=ZONE_SIZE[,OPTION...]
                            a zoned namespace (Zoned Namespace command set): SIZE a whole
-                           number of zones of ZONE_SIZE (K/M/G suffixes); cap= each zone's
-                           writable capacity (default ZONE_SIZE); max_open=, max_active= the
-                           open and active zone limits (default none); conv=N the first N
-                           zones conventional (written anywhere, no write pointer)
+                           number of zones of ZONE_SIZE (K/M/G suffixes); OPTIONs: cap=BYTES
+                           each zone's writable capacity (default ZONE_SIZE), max_open=N and
+                           max_active=N the open and active zone limits (default none),
+                           conv=N the first N zones conventional (written anywhere)
   --size SIZE              size for a file namespace whose file does not exist yet
   --allow-host NQN         allowed host NQN (repeatable; default: any host)
   The discovery subsystem nqn.2014-08.org.nvmexpress.discovery always exists and lists the others.
