@@ -58,7 +58,7 @@ Sqe keep_alive_command() {
 }
 
 Sqe get_log_page_command(LogPageId lid, std::uint64_t offset, const SglDescriptor& data,
-                         std::uint32_t nsid) {
+                         std::uint32_t nsid, std::uint8_t csi) {
     const std::uint64_t length = data.length();
     if (length == 0 || length % kDwordSize != 0 || offset % kDwordSize != 0) {
         throw std::invalid_argument("Get Log Page length and offset must be whole dwords");
@@ -71,6 +71,7 @@ Sqe get_log_page_command(LogPageId lid, std::uint64_t offset, const SglDescripto
     sqe.cdw11 = static_cast<std::uint32_t>((numd >> kNumduShift) & kNumdPartMask);
     sqe.cdw12 = static_cast<std::uint32_t>(offset);
     sqe.cdw13 = static_cast<std::uint32_t>(offset >> 32);
+    sqe.cdw14 = std::uint32_t{csi} << kLogPageCsiShift;
     return sqe;
 }
 
@@ -81,7 +82,7 @@ LogPageRequest parse_get_log_page(const Sqe& sqe) {
     return LogPageRequest{
         static_cast<LogPageId>(sqe.cdw10 & kLogPageIdMask),
         static_cast<std::uint64_t>(sqe.cdw12) | (static_cast<std::uint64_t>(sqe.cdw13) << 32),
-        (numd + 1) * kDwordSize};
+        (numd + 1) * kDwordSize, static_cast<std::uint8_t>(sqe.cdw14 >> kLogPageCsiShift)};
 }
 
 }  // namespace nvmeof::wire

@@ -61,6 +61,12 @@ std::string_view io_name(std::uint8_t opcode) {
             return "Write Zeroes";
         case IoOpcode::dataset_management:
             return "Dataset Management";
+        case IoOpcode::zone_management_send:
+            return "Zone Management Send";
+        case IoOpcode::zone_management_receive:
+            return "Zone Management Receive";
+        case IoOpcode::zone_append:
+            return "Zone Append";
     }
     return "Unknown I/O Command";
 }

@@ -22,6 +22,18 @@ Sqe identify_command_set_namespace(std::uint32_t nsid, std::uint8_t csi,
     return sqe;
 }
 
+Sqe identify_command_set_controller(std::uint8_t csi, const SglDescriptor& data) {
+    Sqe sqe = identify_command(IdentifyCns::io_command_set_controller, 0, data);
+    sqe.cdw11 = std::uint32_t{csi} << kIdentifyCsiShift;
+    return sqe;
+}
+
+Sqe identify_command_set_combinations(std::uint16_t cntlid, const SglDescriptor& data) {
+    Sqe sqe = identify_command(IdentifyCns::io_command_set_combinations, 0, data);
+    sqe.cdw10 |= std::uint32_t{cntlid} << kIdentifyCntidShift;
+    return sqe;
+}
+
 namespace {
 
 BlockFormat block_format(const IdentifyNamespace& ns, const IdentifyNvmNamespace* nvm,

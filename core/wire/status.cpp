@@ -79,11 +79,20 @@ constexpr std::array kAdminSpecificNames = {
     Entry{0x0F, "Feature Not Namespace Specific"},
 };
 
-constexpr std::array kNvmSpecificNames = {
+constexpr std::array kIoSpecificNames = {
     Entry{0x80, "Conflicting Attributes"},
     Entry{0x81, "Invalid Protection Information"},
     Entry{0x82, "Attempted Write to Read Only Range"},
     Entry{0x83, "Command Size Limit Exceeded"},
+    // The Zoned Namespace command set's, numbered apart from the NVM command set's.
+    Entry{0xB8, "Zone Boundary Error"},
+    Entry{0xB9, "Zone Is Full"},
+    Entry{0xBA, "Zone Is Read Only"},
+    Entry{0xBB, "Zone Is Offline"},
+    Entry{0xBC, "Zone Invalid Write"},
+    Entry{0xBD, "Too Many Active Zones"},
+    Entry{0xBE, "Too Many Open Zones"},
+    Entry{0xBF, "Invalid Zone State Transition"},
 };
 
 constexpr std::array kMediaNames = {
@@ -125,7 +134,7 @@ std::string_view command_specific_name(std::uint8_t code, StatusContext context)
         return lookup(kFabricsNames, code);
     }
     if (context.queue == QueueKind::io) {
-        return lookup(kNvmSpecificNames, code);
+        return lookup(kIoSpecificNames, code);
     }
     return lookup(kAdminSpecificNames, code);
 }

@@ -11,6 +11,7 @@
 #include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/discovery.hpp"
 #include "nvmeof/wire/identify.hpp"
+#include "nvmeof/wire/zns.hpp"
 
 namespace nvmeof::target {
 
@@ -41,9 +42,9 @@ constexpr std::uint8_t kFeatureSelectMask = 0x7;
 constexpr std::uint8_t kAbortNotPerformed = 1;
 // Get Features select 3 (capabilities), DW0 bit 2: the feature is changeable.
 constexpr std::uint32_t kFeatureChangeable = 1u << 2;
-// CNS 0x06, I/O command set specific controller: Linux asks it of VS >= 1.1
-// controllers; for the NVM command set (CSI 0) nvmet answers zeroes.
-constexpr std::uint32_t kCnsIoCommandSetController = 0x06;
+// The I/O command set combination a controller of a subsystem with a zoned
+// namespace supports (CNS 0x1C, index 0): the NVM and Zoned Namespace command sets.
+constexpr std::uint64_t kNvmAndZoned = wire::kIocsNvm | wire::kIocsZoned;
 constexpr std::uint8_t kNmicShared = 1;  // NMIC bit 0: may be attached to several controllers
 // MC bit 0: metadata can travel as part of an extended data LBA (the only way
 // over fabrics).
@@ -60,8 +61,41 @@ std::uint8_t protection_capabilities(const wire::BlockFormat& format) {
     return type | (format.pi_first ? wire::kDpcPiFirst : wire::kDpcPiLast);
 }
 
-std::uint8_t command_set_of(const Sqe& sqe) {
-    return static_cast<std::uint8_t>(sqe.cdw11 >> wire::kIdentifyCsiShift);
+// The command sets a controller of `subsystem` serves: NVM's always, the
+// Zoned Namespace command set's where a namespace is zoned.
+bool serves_command_set(const Subsystem& subsystem, std::uint8_t csi) {
+    return csi == wire::kCsiNvm || (csi == wire::kCsiZoned && subsystem.has_zoned_namespace());
+}
+
+// Commands Supported and Effects of command set `csi`: every admin command the
+// controller serves, and the I/O commands of that set; those that write blocks
+// change their content (LBCC).
+wire::CommandsSupportedEffectsLog commands_supported_log(std::uint8_t csi) {
+    wire::CommandsSupportedEffectsLog log{};
+    for (const AdminOpcode opcode :
+         {AdminOpcode::get_log_page, AdminOpcode::identify, AdminOpcode::abort,
+          AdminOpcode::set_features, AdminOpcode::get_features, AdminOpcode::async_event_request,
+          AdminOpcode::keep_alive}) {
+        log.acs[static_cast<std::uint8_t>(opcode)] = wire::kEffectsCommandSupported;
+    }
+    using wire::IoOpcode;
+    const auto set = [&](IoOpcode opcode, bool writes) {
+        log.iocs[static_cast<std::uint8_t>(opcode)] =
+            wire::kEffectsCommandSupported |
+            (writes ? wire::kEffectsLogicalBlockContentChange : 0u);
+    };
+    set(IoOpcode::flush, false);
+    set(IoOpcode::write, true);
+    set(IoOpcode::read, false);
+    set(IoOpcode::compare, false);
+    set(IoOpcode::write_zeroes, true);
+    set(IoOpcode::dataset_management, true);
+    if (csi == wire::kCsiZoned) {
+        set(IoOpcode::zone_management_send, true);  // a reset zeroes blocks
+        set(IoOpcode::zone_management_receive, false);
+        set(IoOpcode::zone_append, true);
+    }
+    return log;
 }
 
 // FNV-1a, for stable serial numbers and namespace GUIDs derived from names.
@@ -138,20 +172,36 @@ DataPlan CommandCore::plan_admin(QueueState& queue, Controller& ctrl, const Sqe&
                         return failed_plan(GenericStatus::invalid_namespace_or_format);
                     }
                     break;
-                case IdentifyCns::io_command_set_namespace:
-                    // Only the NVM command set is served.
-                    if (command_set_of(sqe) != wire::kCsiNvm) {
+                case IdentifyCns::io_command_set_namespace: {
+                    const std::uint8_t csi = wire::identify_csi(sqe);
+                    if (!serves_command_set(*ctrl.subsystem, csi)) {
                         return failed_plan(GenericStatus::invalid_field);
                     }
                     if (sqe.nsid == 0 || sqe.nsid == wire::kBroadcastNsid) {
                         return failed_plan(GenericStatus::invalid_namespace_or_format);
                     }
+                    // A zoned namespace answers for both command sets (a zoned
+                    // namespace is formatted as the NVM command set's are), an
+                    // NVM one for the NVM command set only.
+                    const Namespace* ns = ctrl.subsystem->find_namespace(sqe.nsid);
+                    if (csi == wire::kCsiZoned && ns != nullptr && ns->zones == nullptr) {
+                        return failed_plan(GenericStatus::invalid_field);
+                    }
+                    break;
+                }
+                case IdentifyCns::io_command_set_controller:
+                    // Linux asks it of VS >= 1.1 controllers; for the NVM
+                    // command set (CSI 0) nvmet answers zeroes.
+                    if (!serves_command_set(*ctrl.subsystem, wire::identify_csi(sqe))) {
+                        return failed_plan(GenericStatus::invalid_field);
+                    }
+                    break;
+                case IdentifyCns::io_command_set_combinations:
+                    if (!ctrl.subsystem->has_zoned_namespace()) {
+                        return failed_plan(GenericStatus::invalid_field);
+                    }
                     break;
                 default:
-                    if (static_cast<std::uint32_t>(cns) == kCnsIoCommandSetController &&
-                        command_set_of(sqe) == wire::kCsiNvm) {
-                        break;
-                    }
                     return failed_plan(GenericStatus::invalid_field);
             }
             plan.direction = DataDirection::controller_to_host;
@@ -161,11 +211,16 @@ DataPlan CommandCore::plan_admin(QueueState& queue, Controller& ctrl, const Sqe&
         case AdminOpcode::get_log_page: {
             const wire::LogPageRequest request = wire::parse_get_log_page(sqe);
             const auto lid = request.lid;
+            // Commands Supported and Effects where LPA bit 1 says so: a
+            // subsystem with a zoned namespace (Linux reads it for CSI 2).
+            const bool effects = lid == wire::LogPageId::commands_supported && !discovery &&
+                                 ctrl.subsystem->has_zoned_namespace() &&
+                                 serves_command_set(*ctrl.subsystem, request.csi);
             const bool supported =
                 discovery ? lid == wire::LogPageId::discovery
                           : (lid == wire::LogPageId::error_information ||
                              lid == wire::LogPageId::smart_health || lid == wire::LogPageId::ana ||
-                             lid == wire::LogPageId::firmware_slot);
+                             lid == wire::LogPageId::firmware_slot || effects);
             if (!supported || request.offset % wire::kDwordSize != 0 ||
                 request.length > config_.limits.max_transfer_bytes()) {
                 return failed_plan(GenericStatus::invalid_field);
@@ -267,6 +322,9 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
                 // assumes the 16-bit guard.
                 id.ctratt = wire::kCtrattExtendedLbaFormats;
             }
+            if (subsystem.has_zoned_namespace()) {
+                id.lpa = wire::kLpaCommandsSupportedEffects;
+            }
             id.kas = config_.limits.kas;
             id.sqes = kSqEntrySizes;
             id.cqes = kCqEntrySizes;
@@ -334,6 +392,19 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
             if (ns == nullptr) {
                 return done;  // an inactive NSID: zeroes, as for CNS 0x00
             }
+            if (wire::identify_csi(sqe) == wire::kCsiZoned) {
+                // No zone operation characteristics; reads may cross zone
+                // boundaries; one LBA format with its zone size; no zone
+                // descriptor extensions.
+                const ZoneSet& zones = *ns->zones;
+                wire::IdentifyZonedNamespace id{};
+                id.ozcs = wire::kOzcsReadAcrossZoneBoundaries;
+                id.mar = zones.reported_max_active();
+                id.mor = zones.reported_max_open();
+                id.lbafe[0].zsze = zones.layout().zone_blocks;
+                std::memcpy(data.data(), &id, sizeof id);
+                return done;
+            }
             // ELBAF of format 0: its guard type and storage tag size; every
             // storage tag bit is checked (LBSTM).
             wire::IdentifyNvmNamespace id{};
@@ -346,13 +417,37 @@ Completion CommandCore::execute_identify(Controller& ctrl, const Sqe& sqe,
         }
         case IdentifyCns::namespace_descriptors: {
             const auto guid = namespace_guid(subsystem, sqe.nsid);
-            wire::append_namespace_descriptor(std::span<std::uint8_t, wire::kIdentifyDataSize>(
-                                                  data.data(), wire::kIdentifyDataSize),
-                                              0, wire::NamespaceIdType::nguid, guid);
+            const std::span<std::uint8_t, wire::kIdentifyDataSize> page(data.data(),
+                                                                        wire::kIdentifyDataSize);
+            const std::size_t next =
+                wire::append_namespace_descriptor(page, 0, wire::NamespaceIdType::nguid, guid);
+            // With CAP.CSS bit 6 a host needs each namespace's command set
+            // (Linux: "Command set not reported").
+            if (subsystem.has_zoned_namespace()) {
+                const std::uint8_t csi = subsystem.find_namespace(sqe.nsid)->zones != nullptr
+                                             ? wire::kCsiZoned
+                                             : wire::kCsiNvm;
+                wire::append_namespace_descriptor(page, next, wire::NamespaceIdType::csi,
+                                                  std::span(&csi, 1));
+            }
+            return done;
+        }
+        case IdentifyCns::io_command_set_controller:
+            if (wire::identify_csi(sqe) == wire::kCsiZoned) {
+                wire::IdentifyZonedController id{};
+                id.zasl = config_.limits.zasl;
+                std::memcpy(data.data(), &id, sizeof id);
+            }
+            return done;  // for NVM: all zeroes
+        case IdentifyCns::io_command_set_combinations: {
+            // The one combination, at index 0 (the I/O Command Set Profile's default).
+            wire::IoCommandSetCombinations sets{};
+            sets.vector[0] = kNvmAndZoned;
+            std::memcpy(data.data(), &sets, sizeof sets);
             return done;
         }
         default:
-            return done;  // CNS 0x06 for NVM: all zeroes
+            return done;
     }
 }
 
@@ -481,6 +576,15 @@ Completion CommandCore::execute_get_log_page(Controller& ctrl, const Sqe& sqe,
         if (request.offset < log.size()) {
             const std::size_t n = std::min<std::size_t>(log.size() - request.offset, data.size());
             std::memcpy(data.data(), log.data() + request.offset, n);
+        }
+        return done;
+    }
+    if (request.lid == wire::LogPageId::commands_supported) {
+        const wire::CommandsSupportedEffectsLog log = commands_supported_log(request.csi);
+        if (request.offset < sizeof log) {
+            const std::size_t n = std::min<std::size_t>(sizeof log - request.offset, data.size());
+            std::memcpy(data.data(), reinterpret_cast<const std::uint8_t*>(&log) + request.offset,
+                        n);
         }
         return done;
     }

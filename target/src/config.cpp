@@ -47,6 +47,12 @@ Subsystems and namespaces (--subsystem starts a new subsystem; the options after
                            at the start of the metadata, else at its end), :guard64 (64-bit
                            CRC guard, 16-byte PI; MD 16 or more), e.g. ram:64M:512+8:pi1;
                            SIZE counts data only
+  --namespace ram:SIZE[:LBA]:zoned=ZONE_SIZE[,OPTION...]
+                           a zoned namespace (Zoned Namespace command set): SIZE a whole
+                           number of zones of ZONE_SIZE (K/M/G suffixes); OPTIONs: cap=BYTES
+                           each zone's writable capacity (default ZONE_SIZE), max_open=N and
+                           max_active=N the open and active zone limits (default none),
+                           conv=N the first N zones conventional (written anywhere)
   --size SIZE              size for a file namespace whose file does not exist yet
   --allow-host NQN         allowed host NQN (repeatable; default: any host)
   The discovery subsystem nqn.2014-08.org.nvmexpress.discovery always exists and lists the others.
@@ -69,6 +75,8 @@ Limits (to exercise negotiation):
   --ioccsz N               I/O command capsule size in 16-byte units (default 260)
   --max-io-queues N        I/O queues per controller (default 8)
   --kas N                  keep-alive granularity in 100 ms units (default 10)
+  --zasl N                 zoned namespaces' Zone Append size limit, 2^N x 4 KiB (default 0:
+                           the MDTS; at most --mdts)
 
 NVMe/TCP (with --transport tcp):
   --maxh2cdata BYTES       ICResp MAXH2CDATA, the most data per H2CData PDU: a multiple of
@@ -96,6 +104,10 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   corrupt-reftag=LBA       the same with the reference tag
   corrupt-storage-tag=LBA  the same with the storage tag (a format with sts=BITS)
   skip-pi-checks=LBA       a read of block LBA skips the PI checks PRCHK asks for
+  zone-offline=LBA         at start, the zone holding block LBA of every zoned namespace is
+                           offline (reads and writes fail with Zone Is Offline)
+  zone-read-only=LBA       the same, read only (writes fail with Zone Is Read Only)
+  zone-full=LBA            the same, full (writes fail with Zone Is Full; reads give zeroes)
   drop-after=N             disconnect all queues after N commands in total
   delay-ms=N               delay every completion by N ms
   stop-answering-after=N   after N commands, accept but never answer
@@ -223,6 +235,15 @@ std::uint32_t Limits::max_transfer_bytes() const {
     const std::uint64_t bytes = std::uint64_t{kPageSize} << mdts;
     return bytes > wire::kMaxKeyedSglLength ? wire::kMaxKeyedSglLength
                                             : static_cast<std::uint32_t>(bytes);
+}
+
+std::uint32_t Limits::zone_append_limit_bytes() const {
+    const std::uint32_t largest = max_transfer_bytes();
+    if (zasl == 0) {
+        return largest;
+    }
+    const std::uint64_t bytes = std::uint64_t{kPageSize} << zasl;
+    return bytes < largest ? static_cast<std::uint32_t>(bytes) : largest;
 }
 
 std::string_view help_text() {
@@ -467,6 +488,9 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
                 throw UsageError("--no-c2h-success takes no value");
             }
             config.tcp.c2h_success = false;
+        } else if (option == "--zasl") {
+            config.limits.zasl =
+                static_cast<std::uint8_t>(parse_number(take(), "--zasl", kMaxMdts));
         } else if (option == "--ana-state") {
             const auto [index, state] = parse_port_ana_state(take(), "--ana-state");
             config.ana_states.emplace_back(index, state);
@@ -519,6 +543,11 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     }
     if (config.transport != Transport::tcp && !tcp_only.empty()) {
         throw UsageError(std::string(tcp_only) + " is NVMe/TCP only (--transport tcp)");
+    }
+    if (config.limits.zasl != 0 && config.limits.mdts != 0 &&
+        config.limits.zasl > config.limits.mdts) {
+        throw UsageError("--zasl " + std::to_string(config.limits.zasl) + " is above --mdts " +
+                         std::to_string(config.limits.mdts) + " (a Zone Append is one transfer)");
     }
     for (const auto& [nqn, keys] : config.dhchap.hosts) {
         if (!keys.host_key) {

@@ -30,6 +30,16 @@ inline constexpr std::uint32_t kDefaultLbaSize = 512;
 inline constexpr std::uint64_t kMaxPorts = 64;        // --port given at most this often
 inline constexpr std::uint64_t kMaxDelayMs = 600000;  // the faults' delays: ten minutes at most
 
+// A zoned namespace (the Zoned Namespace command set; RAM only, no metadata):
+// its zones, their capacity and the open and active resource limits.
+struct ZonedConfig {
+    std::uint64_t zone_bytes = 0;      // ZSZE × LBA size; SIZE is a whole number of zones
+    std::uint64_t capacity_bytes = 0;  // ZCAP × LBA size of each sequential zone (≤ zone_bytes)
+    std::optional<std::uint32_t> max_open;    // none: no limit
+    std::optional<std::uint32_t> max_active;  // none: no limit
+    std::uint32_t conventional = 0;           // the first zones take writes anywhere
+};
+
 struct NamespaceConfig {
     enum class Backing : std::uint8_t { ram, file };
     Backing backing = Backing::ram;
@@ -45,6 +55,7 @@ struct NamespaceConfig {
     wire::PiGuard pi_guard = wire::PiGuard::crc16;
     bool pi_first = false;
     std::uint8_t storage_tag_bits = 0;  // STS; every storage tag bit is checked (LBSTM all ones)
+    std::optional<ZonedConfig> zoned;
 
     wire::BlockFormat block_format() const {
         return {lba_size, metadata_size, pi_type, pi_guard, pi_first, storage_tag_bits};
@@ -70,6 +81,8 @@ struct Limits {
     std::uint32_t ioccsz = 260;            // 16-byte units: 64-byte SQE + 4 KiB in-capsule data
     std::uint16_t max_io_queues = 8;
     std::uint16_t kas = 10;  // keep-alive granularity, 100 ms units
+    // ZASL of zoned namespaces: the largest Zone Append, 2^zasl × 4 KiB; 0: MDTS.
+    std::uint8_t zasl = 0;
 
     std::uint16_t effective_maxcmd() const {
         return maxcmd != 0 ? maxcmd : static_cast<std::uint16_t>(mqes + 1u);
@@ -77,6 +90,8 @@ struct Limits {
     // Largest data transfer of one command in bytes (MDTS 0 = no limit: the
     // 24-bit keyed SGL length bounds it then).
     std::uint32_t max_transfer_bytes() const;
+    // Largest Zone Append in bytes: 2^zasl pages, or the largest transfer.
+    std::uint32_t zone_append_limit_bytes() const;
 };
 
 // NVMe/TCP's own settings (--transport tcp only).
@@ -108,6 +123,14 @@ struct CorruptPiFault {
     std::uint64_t lba = 0;
 };
 
+// zone-offline/-read-only/-full=LBA: at start, the zone holding block LBA of
+// every zoned namespace is put in that state.
+struct ZoneFault {
+    enum class Kind : std::uint8_t { offline, read_only, full };
+    Kind kind = Kind::offline;
+    std::uint64_t lba = 0;
+};
+
 struct FaultConfig {
     std::optional<std::uint16_t> reject_connect;  // NVMe/RDMA CM reject STS
     std::optional<wire::Status> connect_status;
@@ -118,6 +141,7 @@ struct FaultConfig {
     // checks, as a controller that does not check would (the host's own check
     // is then what finds a corrupted block).
     std::vector<std::uint64_t> skip_pi_checks;
+    std::vector<ZoneFault> zone_faults;
     std::optional<std::uint64_t> drop_after;
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;

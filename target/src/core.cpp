@@ -41,6 +41,11 @@ Namespace* Subsystem::find_namespace(std::uint32_t nsid) {
     return &namespaces[nsid - 1];
 }
 
+bool Subsystem::has_zoned_namespace() const {
+    return std::any_of(namespaces.begin(), namespaces.end(),
+                       [](const Namespace& ns) { return ns.zones != nullptr; });
+}
+
 Completion connect_invalid_parameter(bool in_data, std::uint16_t offset) {
     Completion done;
     done.status = Status::fabrics(FabricsStatus::connect_invalid_parameters, true);
@@ -64,6 +69,10 @@ CommandCore::CommandCore(const TargetConfig& config, Stats& stats)
             ns.format = nc.block_format();
             ns.storage = open_storage(nc);
             ns.blocks = ns.storage->size_bytes() / ns.format.extended_bytes();
+            if (nc.zoned) {
+                ns.zones = std::make_unique<ZoneSet>(zone_layout(nc));
+                apply_zone_faults(ns);
+            }
             subsystem->namespaces.push_back(std::move(ns));
         }
         subsystems_.push_back(std::move(subsystem));
@@ -487,11 +496,14 @@ std::vector<std::uint16_t> CommandCore::expired_controllers(Clock::time_point no
 
 // ---- properties ------------------------------------------------------------
 
-std::uint64_t capabilities_value(const Limits& limits) {
+std::uint64_t capabilities_value(const Limits& limits, bool io_command_sets) {
     wire::Capabilities::Fields f;
     f.mqes = limits.mqes;
     f.timeout = kReadyTimeout500ms;
     f.command_sets = 1u << wire::Capabilities::kCssNvmBit;  // NVM only: no CSI lists needed
+    if (io_command_sets) {
+        f.command_sets |= 1u << wire::Capabilities::kCssIoCommandSetsBit;
+    }
     return wire::Capabilities::make(f).raw;
 }
 
@@ -503,7 +515,7 @@ Completion CommandCore::execute_property_get(Controller& ctrl, const Sqe& sqe) {
     std::uint64_t value = 0;
     switch (property) {
         case wire::Property::cap:
-            value = capabilities_value(config_.limits);
+            value = capabilities_value(config_.limits, ctrl.subsystem->has_zoned_namespace());
             break;
         case wire::Property::vs:
             value = kReportedVersion.raw;
@@ -552,10 +564,14 @@ void CommandCore::update_cc(Controller& ctrl, std::uint32_t value) {
         ctrl.cc = 0;
     };
     if (new_cc.enabled() && !old_cc.enabled()) {
+        // CSS 110b (the I/O command sets CAP names) only where CAP names them.
+        const bool command_set_ok =
+            new_cc.command_set() == wire::CommandSetSelected::nvm ||
+            (new_cc.command_set() == wire::CommandSetSelected::io_command_sets &&
+             ctrl.subsystem->has_zoned_namespace());
         const bool valid = new_cc.iosqes() == wire::kSqEntrySizeShift &&
                            new_cc.iocqes() == wire::kCqEntrySizeShift && new_cc.mps() == 0 &&
-                           new_cc.arbitration() == 0 &&
-                           new_cc.command_set() == wire::CommandSetSelected::nvm;
+                           new_cc.arbitration() == 0 && command_set_ok;
         if (!valid) {
             std::fprintf(stderr,
                          "nvmeof-target: controller %u: CC 0x%08x refused, setting CSTS.CFS\n",

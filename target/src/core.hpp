@@ -27,6 +27,7 @@
 #include "nvmeof/wire/status.hpp"
 #include "stats.hpp"
 #include "storage.hpp"
+#include "zones.hpp"
 
 namespace nvmeof::target {
 
@@ -37,6 +38,7 @@ struct Namespace {
     wire::BlockFormat format;  // each block's data, then its metadata, in the store
     std::uint64_t blocks = 0;
     std::unique_ptr<Storage> storage;
+    std::unique_ptr<ZoneSet> zones;  // a zoned namespace's; null for the NVM command set's
 };
 
 struct Subsystem {
@@ -47,6 +49,10 @@ struct Subsystem {
 
     bool allows(std::string_view hostnqn) const;
     Namespace* find_namespace(std::uint32_t nsid);
+    // A zoned namespace here makes its controllers report the I/O command sets
+    // (CAP.CSS bit 6, CNS 0x1C, the CSI descriptor, the effects log); without
+    // one they answer as they always have.
+    bool has_zoned_namespace() const;
 };
 
 struct Controller {
@@ -193,6 +199,12 @@ class CommandCore {
     Completion execute_get_log_page(Controller& ctrl, const wire::Sqe& sqe,
                                     std::span<std::uint8_t> data);
     Completion execute_io(Controller& ctrl, const wire::Sqe& sqe, std::span<std::uint8_t> data);
+    // io_zoned.cpp: a zoned namespace's command; nothing when it is to run as
+    // on any namespace, its zone checks passed.
+    std::optional<Completion> execute_zoned(Subsystem& subsystem, Namespace& ns,
+                                            const wire::Sqe& sqe, std::span<std::uint8_t> data);
+    // At start: the zone-* faults put their zones in their states.
+    void apply_zone_faults(Namespace& ns);
     // Compare: the stored blocks, read as a Read would (PI checks included),
     // against the host's data; Compare Failure (SCT 2 SC 0x85) where they differ.
     Completion compare(Namespace& ns, const wire::Sqe& sqe, std::span<const std::uint8_t> data);

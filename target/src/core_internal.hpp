@@ -26,7 +26,17 @@ inline DataPlan failed_plan(wire::GenericStatus status) {
     return plan;
 }
 
-std::uint64_t capabilities_value(const Limits& limits);
+// CAP; with `io_command_sets`, CSS bit 6 (I/O command sets) besides the NVM command set.
+std::uint64_t capabilities_value(const Limits& limits, bool io_command_sets = false);
+
+// io_zoned.cpp: a zoned namespace's zones as its configuration lays them out.
+ZoneLayout zone_layout(const NamespaceConfig& config);
+// Zone Append, Zone Management Send and Receive.
+bool is_zone_command(wire::IoOpcode opcode);
+// The fields of a zoned namespace's command checked before any data moves:
+// a Zone Append's size (ZASL) and range, a report's action, filter, length and
+// SLBA. Success for every other command.
+wire::Status check_zone_command(const Namespace& ns, const wire::Sqe& sqe, const Limits& limits);
 
 // Success for 0, else Internal Error (the errno logged).
 Completion storage_status(int error);

@@ -134,6 +134,11 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
         faults.corrupt_pi.push_back({field, parse_number(value, what, max64)});
     } else if (name == "skip-pi-checks") {
         faults.skip_pi_checks.push_back(parse_number(value, what, max64));
+    } else if (name == "zone-offline" || name == "zone-read-only" || name == "zone-full") {
+        const ZoneFault::Kind kind = name == "zone-offline"     ? ZoneFault::Kind::offline
+                                     : name == "zone-read-only" ? ZoneFault::Kind::read_only
+                                                                : ZoneFault::Kind::full;
+        faults.zone_faults.push_back({kind, parse_number(value, what, max64)});
     } else if (name == "drop-after") {
         faults.drop_after = parse_number(value, what, max64);
     } else if (name == "delay-ms") {

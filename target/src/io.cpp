@@ -1,12 +1,14 @@
 // CommandCore: NVM I/O commands (Read, Write, Compare, Flush, Write Zeroes,
 // Dataset Management) and the I/O faults; io_protection.cpp runs those of
-// namespaces with protection information.
+// namespaces with protection information, io_zoned.cpp those of zoned
+// namespaces (Zone Append, Zone Management Send and Receive, the zone checks).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "core_internal.hpp"
 #include "nvmeof/wire/io.hpp"
+#include "nvmeof/wire/zns.hpp"
 
 namespace nvmeof::target {
 
@@ -39,12 +41,17 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
     // The commands whose blocks cross the wire (Compare's as a Write's).
     const bool is_rw =
         opcode == IoOpcode::read || opcode == IoOpcode::write || opcode == IoOpcode::compare;
+    // The Zoned Namespace command set's own commands: a zoned namespace's only.
+    const bool zone_command = is_zone_command(opcode);
     if (!is_rw && opcode != IoOpcode::flush && opcode != IoOpcode::write_zeroes &&
-        opcode != IoOpcode::dataset_management) {
+        opcode != IoOpcode::dataset_management && !zone_command) {
         return failed_plan(GenericStatus::invalid_opcode);
     }
     DataPlan plan;
     Namespace* ns = ctrl.subsystem->find_namespace(sqe.nsid);
+    if (zone_command && (ns == nullptr || ns->zones == nullptr)) {
+        return failed_plan(GenericStatus::invalid_opcode);
+    }
     if (ns == nullptr && !(opcode == IoOpcode::flush && sqe.nsid == wire::kBroadcastNsid)) {
         return failed_plan(GenericStatus::invalid_namespace_or_format);
     }
@@ -87,6 +94,19 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
                 wire::dsm_range_count(sqe) * static_cast<std::uint32_t>(sizeof(wire::DsmRange));
             plan.minimum_length = true;  // nvmet accepts a longer SGL
             break;
+        case IoOpcode::zone_append:
+            transfer_bytes = std::uint64_t{wire::command_block_count(sqe)} * ns->format.data_bytes;
+            plan.direction = DataDirection::host_to_controller;
+            plan.length = static_cast<std::uint32_t>(
+                std::min<std::uint64_t>(transfer_bytes, wire::kMaxKeyedSglLength + 1ull));
+            plan.length_rule = "NLB blocks";
+            break;
+        case IoOpcode::zone_management_receive:
+            plan.direction = DataDirection::controller_to_host;
+            plan.length = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                wire::parse_zone_management_receive(sqe).length, wire::kMaxKeyedSglLength + 1ull));
+            plan.length_rule = "NUMD + 1 dwords";
+            break;
         default:
             break;
     }
@@ -106,7 +126,14 @@ DataPlan CommandCore::plan_io(QueueState& queue, Controller& ctrl, const Sqe& sq
             return plan;
         }
     }
-    if (opcode == IoOpcode::write && plan.source == DataSource::in_capsule) {
+    if (zone_command) {
+        plan.status = check_zone_command(*ns, sqe, config_.limits);
+        if (!plan.status.ok()) {
+            return plan;
+        }
+    }
+    if ((opcode == IoOpcode::write || opcode == IoOpcode::zone_append) &&
+        plan.source == DataSource::in_capsule) {
         ++stats_.in_capsule_writes;
     }
 
@@ -153,6 +180,11 @@ Completion CommandCore::execute_io(Controller& ctrl, const Sqe& sqe, std::span<s
     Namespace* ns = subsystem.find_namespace(sqe.nsid);
     if (ns == nullptr) {
         return Completion{Status::generic(GenericStatus::invalid_namespace_or_format, true)};
+    }
+    if (ns->zones != nullptr) {
+        if (std::optional<Completion> done = execute_zoned(subsystem, *ns, sqe, data)) {
+            return *done;
+        }
     }
     const std::uint32_t block_bytes = ns->format.extended_bytes();
     const std::uint64_t offset = wire::command_slba(sqe) * block_bytes;

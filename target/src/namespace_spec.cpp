@@ -1,5 +1,6 @@
 // --namespace specs: ram:SIZE[:LBA], file:PATH[:LBA], where LBA is 512, 4096
-// or DATA+MD followed by the protection options (docs/target-cli.md).
+// or DATA+MD followed by the protection options, and a RAM namespace's zones,
+// ram:SIZE[:LBA]:zoned=... (docs/target-cli.md).
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -161,6 +162,84 @@ void parse_protection_options(std::span<const std::string_view> options, const s
     }
 }
 
+constexpr std::string_view kZonedOption = "zoned=";
+constexpr std::uint64_t kMaxZoneCount = std::numeric_limits<std::uint32_t>::max();
+
+// The zone options of ZONE_SIZE[,cap=BYTES][,max_open=N][,max_active=N][,conv=N],
+// checked against the namespace's size and LBA.
+ZonedConfig parse_zoned(std::string_view text, const std::string& what, const NamespaceConfig& ns) {
+    if (ns.metadata_size != 0) {
+        throw UsageError(what + ": a zoned namespace takes no metadata (LBA 512 or 4096)");
+    }
+    const std::vector<std::string_view> fields = split_all(text, ',');
+    ZonedConfig zoned;
+    zoned.zone_bytes = parse_size(fields[0], what + ": zone size");
+    std::optional<std::uint64_t> capacity;
+    std::optional<std::uint64_t> conventional;
+    for (const std::string_view field : std::span(fields).subspan(1)) {
+        const auto eq = field.find('=');
+        const std::string_view key = field.substr(0, eq);
+        const std::string_view value =
+            eq == std::string_view::npos ? std::string_view{} : field.substr(eq + 1);
+        const bool known =
+            key == "cap" || key == "max_open" || key == "max_active" || key == "conv";
+        if (!known || value.empty()) {
+            throw UsageError(what + ": unknown zone option " + quoted(field) +
+                             " (expected cap=BYTES, max_open=N, max_active=N or conv=N)");
+        }
+        const bool twice = (key == "cap" && capacity) || (key == "max_open" && zoned.max_open) ||
+                           (key == "max_active" && zoned.max_active) ||
+                           (key == "conv" && conventional);
+        if (twice) {
+            throw UsageError(what + ": \"" + std::string(key) + "\" is given twice");
+        }
+        const std::string about = what + ": " + std::string(key);
+        if (key == "cap") {
+            capacity = parse_size(value, about);
+        } else if (key == "conv") {
+            conventional = parse_number(value, about, kMaxZoneCount);
+        } else {
+            const auto limit =
+                static_cast<std::uint32_t>(parse_number(value, about, kMaxZoneCount));
+            if (limit == 0) {
+                throw UsageError(about + " must be at least 1");
+            }
+            (key == "max_open" ? zoned.max_open : zoned.max_active) = limit;
+        }
+    }
+    if (zoned.zone_bytes % ns.lba_size != 0) {
+        throw UsageError(what + ": the zone size " + std::to_string(zoned.zone_bytes) +
+                         " is not a multiple of the LBA size " + std::to_string(ns.lba_size));
+    }
+    if (ns.size_bytes % zoned.zone_bytes != 0) {
+        throw UsageError(what + ": SIZE " + std::to_string(ns.size_bytes) +
+                         " is not a whole number of zones of " + std::to_string(zoned.zone_bytes) +
+                         " bytes");
+    }
+    const std::uint64_t zones = ns.size_bytes / zoned.zone_bytes;
+    if (zones > kMaxZoneCount) {
+        throw UsageError(what + ": " + std::to_string(zones) + " zones, more than " +
+                         std::to_string(kMaxZoneCount));
+    }
+    zoned.capacity_bytes = capacity.value_or(zoned.zone_bytes);
+    if (zoned.capacity_bytes > zoned.zone_bytes || zoned.capacity_bytes % ns.lba_size != 0) {
+        throw UsageError(what + ": cap=" + std::to_string(zoned.capacity_bytes) +
+                         " must be a multiple of the LBA size " + std::to_string(ns.lba_size) +
+                         " no larger than the zone size " + std::to_string(zoned.zone_bytes));
+    }
+    zoned.conventional = static_cast<std::uint32_t>(conventional.value_or(0));
+    if (zoned.conventional >= zones) {
+        throw UsageError(what + ": conv=" + std::to_string(zoned.conventional) +
+                         " leaves no sequential zone (" + std::to_string(zones) + " zones in all)");
+    }
+    if (zoned.max_open && zoned.max_active && *zoned.max_open > *zoned.max_active) {
+        throw UsageError(what + ": max_open=" + std::to_string(*zoned.max_open) +
+                         " is above max_active=" + std::to_string(*zoned.max_active) +
+                         " (an open zone is an active one)");
+    }
+    return zoned;
+}
+
 }  // namespace
 
 NamespaceConfig parse_namespace(std::string_view spec) {
@@ -168,7 +247,17 @@ NamespaceConfig parse_namespace(std::string_view spec) {
     NamespaceConfig ns;
     if (spec.starts_with("ram:")) {
         ns.backing = NamespaceConfig::Backing::ram;
-        const std::vector<std::string_view> parts = split_all(spec.substr(4), ':');
+        std::vector<std::string_view> parts = split_all(spec.substr(4), ':');
+        std::optional<std::string_view> zoned;
+        if (parts.size() > 1 && parts.back().starts_with(kZonedOption)) {
+            zoned = parts.back().substr(kZonedOption.size());
+            parts.pop_back();
+        }
+        for (const std::string_view part : parts) {
+            if (part.starts_with(kZonedOption)) {
+                throw UsageError(what + ": zoned= comes last (ram:SIZE[:LBA]:zoned=ZONE_SIZE...)");
+            }
+        }
         ns.size_bytes = parse_size(parts[0], what);
         if (parts.size() > 1) {
             parse_block_format(parts[1], what, ns);
@@ -178,12 +267,18 @@ NamespaceConfig parse_namespace(std::string_view spec) {
             throw UsageError(what + ": size must be a non-zero multiple of the LBA size " +
                              std::to_string(ns.lba_size));
         }
+        if (zoned) {
+            ns.zoned = parse_zoned(*zoned, what, ns);
+        }
     } else if (spec.starts_with("file:")) {
         ns.backing = NamespaceConfig::Backing::file;
         // The path may hold colons: the LBA is the last part that is one
         // ("512", "4096") or, when protection options follow it, the last
         // "DATA+MD" part.
         const std::vector<std::string_view> parts = split_all(spec.substr(5), ':');
+        if (parts.back().starts_with(kZonedOption)) {
+            throw UsageError(what + ": zoned namespaces are RAM only (ram:SIZE[:LBA]:zoned=...)");
+        }
         std::size_t lba_at = 0;  // 0: the whole text is the path
         for (std::size_t i = parts.size(); i-- > 1;) {
             if (is_extended_lba_text(parts[i])) {

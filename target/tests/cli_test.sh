@@ -18,7 +18,9 @@ for option in --listen --port --subsystem --namespace --size --allow-host --mdts
     --crqsize --ioccsz --max-io-queues --kas --fault --stats reject-connect connect-status \
     fail-io fail-lba drop-after delay-ms stop-answering-after ignore-io outage-after port-down-after \
     corrupt-guard corrupt-apptag corrupt-reftag pi1 guard64 --maxh2cdata --c2h-pdu-bytes \
-    --no-c2h-success reset-after reset-mid-transfer short-pdu corrupt-pdu r2t-delay-ms; do
+    --no-c2h-success reset-after reset-mid-transfer short-pdu corrupt-pdu r2t-delay-ms \
+    zoned= max_open max_active conv= \
+    --zasl zone-offline zone-read-only zone-full; do
     grep -q -- "$option" "$work/out" || fail "--help does not document $option"
 done
 
@@ -50,6 +52,13 @@ bad_run "WHAT one of stall, close" --transport tcp --subsystem nqn.a --fault sho
 bad_run "unknown fault" --transport tcp --subsystem nqn.a --fault reset-before=2
 bad_run "does not exist" --subsystem nqn.a --namespace "file:$work/missing.img"
 bad_run "memory available" --subsystem nqn.a --namespace ram:1048576G
+bad_run "not a whole number of zones" --subsystem nqn.a --namespace ram:1M:zoned=384K
+bad_run "unknown zone option" --subsystem nqn.a --namespace ram:1M:zoned=64K,open=2
+bad_run "is above max_active" --subsystem nqn.a --namespace ram:1M:zoned=64K,max_open=4,max_active=2
+bad_run "takes no metadata" --subsystem nqn.a --namespace ram:1M:512+8:zoned=64K
+bad_run "RAM only" --subsystem nqn.a --namespace "file:$work/z.img:zoned=64K"
+bad_run "zone-offline" --subsystem nqn.a --fault zone-offline=x
+bad_run "--zasl" --subsystem nqn.a --mdts 2 --zasl 3
 
 [ "$failures" -eq 0 ] || exit 1
 echo "cli_test: OK"

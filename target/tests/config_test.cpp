@@ -366,6 +366,77 @@ TEST(Config, NamespaceProtectionErrors) {
               0u);
 }
 
+TEST(Config, ZonedNamespaces) {
+    const TargetConfig c =
+        parse({"--subsystem", "nqn.a", "--namespace", "ram:64M:4096:zoned=1M", "--namespace",
+               "ram:1M:zoned=64K,cap=48K,max_open=2,max_active=4,conv=1", "--namespace", "ram:1M",
+               "--zasl", "3", "--fault", "zone-offline=5", "--fault", "zone-read-only=0x80",
+               "--fault", "zone-full=256"});
+    const auto& namespaces = c.subsystems[0].namespaces;
+    ASSERT_EQ(namespaces.size(), 3u);
+    ASSERT_TRUE(namespaces[0].zoned);
+    EXPECT_EQ(namespaces[0].lba_size, 4096u);
+    EXPECT_EQ(namespaces[0].zoned->zone_bytes, 1u << 20);
+    EXPECT_EQ(namespaces[0].zoned->capacity_bytes, 1u << 20);  // the zone size by default
+    EXPECT_FALSE(namespaces[0].zoned->max_open);
+    EXPECT_FALSE(namespaces[0].zoned->max_active);
+    EXPECT_EQ(namespaces[0].zoned->conventional, 0u);
+    const ZonedConfig& z = *namespaces[1].zoned;
+    EXPECT_EQ(namespaces[1].lba_size, 512u);
+    EXPECT_EQ(z.zone_bytes, 64u << 10);
+    EXPECT_EQ(z.capacity_bytes, 48u << 10);
+    EXPECT_EQ(z.max_open, 2u);
+    EXPECT_EQ(z.max_active, 4u);
+    EXPECT_EQ(z.conventional, 1u);
+    EXPECT_FALSE(namespaces[2].zoned);
+    EXPECT_EQ(c.limits.zasl, 3);
+    ASSERT_EQ(c.faults.zone_faults.size(), 3u);
+    EXPECT_EQ(c.faults.zone_faults[0].kind, ZoneFault::Kind::offline);
+    EXPECT_EQ(c.faults.zone_faults[0].lba, 5u);
+    EXPECT_EQ(c.faults.zone_faults[1].kind, ZoneFault::Kind::read_only);
+    EXPECT_EQ(c.faults.zone_faults[1].lba, 128u);
+    EXPECT_EQ(c.faults.zone_faults[2].kind, ZoneFault::Kind::full);
+}
+
+TEST(Config, ZonedNamespaceErrors) {
+    const auto error = [](std::string_view spec) {
+        return error_of({"--subsystem", "nqn.a", "--namespace", spec});
+    };
+    const std::pair<const char*, const char*> cases[] = {
+        {"ram:1M:zoned=", "zone size: \"\" is not a number"},
+        {"ram:1M:zoned=0", "must not be zero"},
+        {"ram:1M:zoned=x", "not a number"},
+        {"ram:1M:zoned=1000", "not a multiple of the LBA size 512"},
+        {"ram:1M:4096:zoned=6K", "not a multiple of the LBA size 4096"},
+        {"ram:1M:zoned=384K", "is not a whole number of zones of 393216 bytes"},
+        {"ram:1M:zoned=64K,cap=128K", "no larger than the zone size"},
+        {"ram:1M:zoned=64K,cap=1000", "a multiple of the LBA size"},
+        {"ram:1M:zoned=64K,conv=16", "conv=16 leaves no sequential zone (16 zones in all)"},
+        {"ram:1M:zoned=64K,max_open=0", "max_open must be at least 1"},
+        {"ram:1M:zoned=64K,max_open=4,max_active=2", "max_open=4 is above max_active=2"},
+        {"ram:1M:zoned=64K,max_open=2,max_open=3", "\"max_open\" is given twice"},
+        {"ram:1M:zoned=64K,bogus=1", "unknown zone option \"bogus=1\""},
+        {"ram:1M:zoned=64K,cap", "unknown zone option \"cap\""},
+        {"ram:1M:512+8:zoned=64K", "a zoned namespace takes no metadata"},
+        {"ram:1M:512+8:pi1:zoned=64K", "a zoned namespace takes no metadata"},
+        {"ram:1M:zoned=64K:512", "zoned= comes last"},
+        {"file:/tmp/z.img:zoned=64K", "zoned namespaces are RAM only"},
+    };
+    for (const auto& [spec, expected] : cases) {
+        const std::string message = error(spec);
+        EXPECT_NE(message.find(expected), std::string::npos) << spec << ": " << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << spec;
+        EXPECT_EQ(message.rfind("--namespace " + std::string(spec), 0), 0u) << message;
+    }
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--mdts", "2", "--zasl", "3"})
+                  .find("--zasl 3 is above --mdts 2"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--zasl", "13"}).find("above the maximum 12"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--subsystem", "nqn.a", "--fault", "zone-full=x"}).find("not a number"),
+              std::string::npos);
+}
+
 TEST(Config, CorruptProtectionFaults) {
     const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "corrupt-guard=7", "--fault",
                                   "corrupt-apptag=0x10", "--fault=corrupt-reftag=9", "--fault",

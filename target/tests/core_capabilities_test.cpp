@@ -1,8 +1,9 @@
-// Every field the target sets in Identify Controller and Identify Namespace is
-// a promise to the host. Capabilities.EveryReportedFieldIsListed fails when a
-// field starts being reported without an entry below, and each entry names the
-// test that uses what the field promises (in this file, or in core_test.cpp,
-// core_io_test.cpp and core_protection_test.cpp).
+// Every field the target sets in Identify Controller and Identify Namespace (and
+// in the Zoned Namespace command set's Identify data) is a promise to the host.
+// Capabilities.EveryReportedFieldIsListed fails when a field starts being
+// reported without an entry below, and each entry names the test that uses
+// what the field promises (in this file, or in core_test.cpp, core_io_test.cpp,
+// core_protection_test.cpp and core_zoned_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include "core_harness.hpp"
 #include "nvmeof/wire/ana.hpp"
 #include "nvmeof/wire/protection.hpp"
+#include "nvmeof/wire/zns.hpp"
 
 namespace nvmeof::target::testing {
 namespace {
@@ -46,6 +48,9 @@ const Field kControllerFields[] = {
           "Features.HostBehaviorSupport, Protection.IdentifyReportsTheFormat (CNS 05h)"),
     FIELD(IdentifyController, cntrltype, "Discovery.*"),
     FIELD(IdentifyController, aerl, "AsyncEvents.HeldThenLimited"),
+    FIELD(IdentifyController, lpa,
+          "Zoned.CommandsSupportedAndEffectsPerCommandSet (with a zoned namespace), "
+          "Capabilities.LogPagesAsLpaSays"),
     FIELD(IdentifyController, kas, "Features.NumberOfQueuesAndKeepAliveTimer, KeepAlive.*"),
     FIELD(IdentifyController, anatt, "Ana.* (the target moves states at once)"),
     FIELD(IdentifyController, anacap, "Ana.LogPageStateOffsetAndGroupsOnly"),
@@ -82,6 +87,18 @@ const Field kNamespaceFields[] = {
     FIELD(IdentifyNamespace, lbaf, "IoLba4096.GeometryAndTransfer, Protection.*"),
 };
 
+// CNS 0x05 and 0x06 of the Zoned Namespace command set (CSI 0x02).
+const Field kZonedNamespaceFields[] = {
+    FIELD(wire::IdentifyZonedNamespace, ozcs, "Zoned.ReadsOfUnwrittenBlocksAndAcrossZones"),
+    FIELD(wire::IdentifyZonedNamespace, mar, "Zoned.TooManyActiveZones"),
+    FIELD(wire::IdentifyZonedNamespace, mor,
+          "Zoned.TooManyOpenZones, Zoned.ImplicitOpenClosesTheZoneWrittenLongestAgo"),
+    FIELD(wire::IdentifyZonedNamespace, lbafe, "Zoned.ReportListsEveryZone (ZSZE)"),
+};
+const Field kZonedControllerFields[] = {
+    FIELD(wire::IdentifyZonedController, zasl, "Zoned.AppendAboveZaslIsRefused"),
+};
+
 #undef FIELD
 
 // The names of the listed fields covering each non-zero byte; "" where none does.
@@ -115,10 +132,28 @@ TargetConfig protected_config() {
     return config;
 }
 
+// A zoned namespace with every limit and a ZASL set.
+TargetConfig zoned_config() {
+    TargetConfig config = default_config();
+    ZonedConfig zoned;
+    zoned.zone_bytes = 64 << 10;
+    zoned.capacity_bytes = zoned.zone_bytes;
+    zoned.max_open = 2;
+    zoned.max_active = 3;
+    config.subsystems[0].namespaces[0].zoned = zoned;
+    config.limits.zasl = 1;
+    return config;
+}
+
 TEST(Capabilities, EveryReportedFieldIsListed) {
-    for (const bool with_pi : {false, true}) {
-        SCOPED_TRACE(with_pi ? "a namespace with PI" : "a plain namespace");
-        CoreHarness h(with_pi ? protected_config() : default_config());
+    enum class Kind { plain, with_pi, zoned };
+    for (const Kind kind : {Kind::plain, Kind::with_pi, Kind::zoned}) {
+        SCOPED_TRACE(kind == Kind::with_pi ? "a namespace with PI"
+                     : kind == Kind::zoned ? "a zoned namespace"
+                                           : "a plain namespace");
+        CoreHarness h(kind == Kind::with_pi ? protected_config()
+                      : kind == Kind::zoned ? zoned_config()
+                                            : default_config());
         QueueState admin = CoreHarness::new_queue(0);
         h.bring_up(admin);
         const Result controller = h.run(admin, wire::identify_command(wire::IdentifyCns::controller,
@@ -129,6 +164,18 @@ TEST(Capabilities, EveryReportedFieldIsListed) {
                                                               CoreHarness::keyed(4096)));
         ASSERT_TRUE(ns.status().ok());
         EXPECT_EQ(unlisted_bytes(ns.data, kNamespaceFields), std::vector<std::string>{});
+        if (kind != Kind::zoned) {
+            continue;
+        }
+        const Result zns = h.run(admin, wire::identify_command_set_namespace(
+                                            1, wire::kCsiZoned, CoreHarness::keyed(4096)));
+        ASSERT_TRUE(zns.status().ok());
+        EXPECT_EQ(unlisted_bytes(zns.data, kZonedNamespaceFields), std::vector<std::string>{});
+        const Result zns_controller = h.run(admin, wire::identify_command_set_controller(
+                                                       wire::kCsiZoned, CoreHarness::keyed(4096)));
+        ASSERT_TRUE(zns_controller.status().ok());
+        EXPECT_EQ(unlisted_bytes(zns_controller.data, kZonedControllerFields),
+                  std::vector<std::string>{});
     }
 }
 

@@ -17,6 +17,7 @@
 #include "nvmeof/wire/io.hpp"
 #include "nvmeof/wire/rdma_cm.hpp"
 #include "nvmeof/wire/tcp.hpp"
+#include "nvmeof/wire/zns.hpp"
 #include "target_driver.hpp"
 #include "wire.h"
 
@@ -223,6 +224,21 @@ void target_side(fz::TargetUnderTest& t, nvmeof::target::QueueState& admin) {
     record(io_seq, 3, wire::Sqe{});  // the I/O queue is lost
     record(io_seq, 1, wire::flush_command(1));
     write_seed("target_commands", "io", io_seq);
+
+    // The zoned namespace (NSID 3): writes at the write pointer, an append, a
+    // report, zone management.
+    Bytes zoned_seq;
+    record(zoned_seq, 1, wire::rw_command(wire::IoOpcode::write, 3, 16, 4, buffer, 512), {},
+           pattern(2048));
+    record(zoned_seq, 1, wire::zone_append_command(3, 16, 2, buffer, 512), {}, pattern(1024));
+    record(zoned_seq, 1,
+           wire::zone_management_receive_command(3, 0, wire::ZoneReceiveAction::report,
+                                                 wire::ZoneReportFilter::all, true, keyed(256)));
+    record(zoned_seq, 1, wire::zone_management_send_command(3, 32, wire::ZoneSendAction::open));
+    record(zoned_seq, 1,
+           wire::zone_management_send_command(3, 0, wire::ZoneSendAction::reset, true));
+    record(zoned_seq, 1, wire::rw_command(wire::IoOpcode::read, 3, 0, 8, buffer, 512));
+    write_seed("target_commands", "zoned", zoned_seq);
 }
 
 void discovery(fz::TargetUnderTest& t) {

@@ -29,7 +29,9 @@ inline constexpr std::uint16_t kIoHsqsize = 127;
 inline constexpr std::uint32_t kMaxKeyedLength = 0xFFFFFF;  // 24-bit length field
 
 // Two subsystems (one open to any host, one to kHostnqn only), namespaces of
-// 512- and 4096-byte blocks, small enough that LBA ranges hit their ends.
+// 512- and 4096-byte blocks, small enough that LBA ranges hit their ends, and
+// a zoned one (NSID 3: 8 zones of 8 KiB, the first conventional, two open and
+// three active at most).
 inline target::TargetConfig fuzz_config() {
     target::TargetConfig config;
     target::SubsystemConfig open;
@@ -41,6 +43,14 @@ inline target::TargetConfig fuzz_config() {
     large_blocks.size_bytes = 64 * 1024;
     large_blocks.lba_size = 4096;
     open.namespaces.push_back(large_blocks);
+    target::NamespaceConfig zoned;
+    zoned.size_bytes = 64 * 1024;
+    zoned.zoned = target::ZonedConfig{.zone_bytes = 8 * 1024,
+                                      .capacity_bytes = 6 * 1024,
+                                      .max_open = 2,
+                                      .max_active = 3,
+                                      .conventional = 1};
+    open.namespaces.push_back(zoned);
     config.subsystems.push_back(open);
     target::SubsystemConfig restricted;
     restricted.nqn = kRestrictedSubnqn;

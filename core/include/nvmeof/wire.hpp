@@ -16,3 +16,4 @@
 #include "nvmeof/wire/sgl.hpp"
 #include "nvmeof/wire/status.hpp"
 #include "nvmeof/wire/tcp.hpp"
+#include "nvmeof/wire/zns.hpp"

@@ -91,18 +91,36 @@ inline constexpr unsigned kNumdlShift = 16;
 inline constexpr std::uint32_t kNumdPartMask = 0xFFFF;
 inline constexpr unsigned kNumduShift = 16;
 inline constexpr std::uint32_t kDwordSize = 4;
+inline constexpr unsigned kLogPageCsiShift = 24;  // CDW14 bits 31:24: the command set (CSI)
 
 // Get Log Page reading `data.length()` bytes (a multiple of 4) at byte `offset`
-// (a multiple of 4). Throws std::invalid_argument otherwise.
+// (a multiple of 4), of the command set `csi` where the page is one per
+// command set (Commands Supported and Effects). Throws std::invalid_argument
+// otherwise.
 Sqe get_log_page_command(LogPageId lid, std::uint64_t offset, const SglDescriptor& data,
-                         std::uint32_t nsid = 0);
+                         std::uint32_t nsid = 0, std::uint8_t csi = 0);
 
 // The fields of a received Get Log Page command.
 struct LogPageRequest {
     LogPageId lid;
     std::uint64_t offset;
     std::uint64_t length;  // bytes, from NUMD
+    std::uint8_t csi = 0;
 };
 LogPageRequest parse_get_log_page(const Sqe& sqe);
+
+// Commands Supported and Effects (log page 0x05), one per command set: for
+// each admin opcode, and each I/O opcode of that command set, whether the
+// controller supports it and what it may change.
+inline constexpr std::size_t kEffectsEntries = 256;  // one per opcode
+struct CommandsSupportedEffectsLog {
+    std::uint32_t acs[kEffectsEntries];   // admin commands, by opcode
+    std::uint32_t iocs[kEffectsEntries];  // I/O commands, by opcode
+    std::uint8_t reserved2048[2048];
+};
+static_assert(sizeof(CommandsSupportedEffectsLog) == 4096);
+static_assert(offsetof(CommandsSupportedEffectsLog, iocs) == 1024);
+inline constexpr std::uint32_t kEffectsCommandSupported = 1u << 0;           // CSUPP
+inline constexpr std::uint32_t kEffectsLogicalBlockContentChange = 1u << 1;  // LBCC
 
 }  // namespace nvmeof::wire

@@ -28,6 +28,10 @@ enum class IoOpcode : std::uint8_t {
     compare = 0x05,
     write_zeroes = 0x08,
     dataset_management = 0x09,
+    // The Zoned Namespace command set's own (wire/zns.hpp).
+    zone_management_send = 0x79,
+    zone_management_receive = 0x7A,
+    zone_append = 0x7D,
 };
 
 inline constexpr std::uint8_t kFabricsOpcode = static_cast<std::uint8_t>(AdminOpcode::fabrics);

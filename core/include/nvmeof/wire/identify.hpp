@@ -1,6 +1,7 @@
 // Identify (admin opcode 0x06): the command, and the data structures it returns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -16,18 +17,30 @@ enum class IdentifyCns : std::uint8_t {
     controller = 0x01,
     active_namespace_list = 0x02,
     namespace_descriptors = 0x03,
-    io_command_set_namespace = 0x05,  // the command set's own namespace data (CSI in CDW11)
+    io_command_set_namespace = 0x05,     // the command set's own namespace data (CSI in CDW11)
+    io_command_set_controller = 0x06,    // the command set's own controller data (CSI in CDW11)
+    io_command_set_combinations = 0x1C,  // the I/O command set combinations of CNTID
 };
 
 inline constexpr std::uint32_t kIdentifyCnsMask = 0xFF;
-inline constexpr unsigned kIdentifyCsiShift = 24;  // CDW11 bits 31:24
-inline constexpr std::uint8_t kCsiNvm = 0;
-inline constexpr unsigned kIdentifyCntidShift = 16;
+inline constexpr unsigned kIdentifyCsiShift = 24;    // CDW11 bits 31:24
+inline constexpr unsigned kIdentifyCntidShift = 16;  // CDW10 bits 31:16
+
+// Command Set Identifiers (CSI): Identify CDW11, Get Log Page CDW14 and the
+// namespace identification descriptor of type csi.
+inline constexpr std::uint8_t kCsiNvm = 0x00;    // the NVM command set
+inline constexpr std::uint8_t kCsiZoned = 0x02;  // the Zoned Namespace command set (wire/zns.hpp)
 
 // Identify with CNS `cns` for `nsid`, data returned through `data` (4096 bytes).
 Sqe identify_command(IdentifyCns cns, std::uint32_t nsid, const SglDescriptor& data);
 inline IdentifyCns identify_cns(const Sqe& sqe) {
     return static_cast<IdentifyCns>(sqe.cdw10 & kIdentifyCnsMask);
+}
+inline std::uint8_t identify_csi(const Sqe& sqe) {
+    return static_cast<std::uint8_t>(sqe.cdw11 >> kIdentifyCsiShift);
+}
+inline std::uint16_t identify_cntid(const Sqe& sqe) {
+    return static_cast<std::uint16_t>(sqe.cdw10 >> kIdentifyCntidShift);
 }
 
 // Identify Controller SGLS bits the initiator relies on.
@@ -40,6 +53,8 @@ inline constexpr std::uint16_t kOncsCompare = 1u << 0;
 inline constexpr std::uint16_t kOncsDatasetManagement = 1u << 2;
 inline constexpr std::uint16_t kOncsWriteZeroes = 1u << 3;
 inline constexpr std::uint8_t kVwcPresent = 1u << 0;
+// LPA bit 1: the Commands Supported and Effects log page (wire/admin.hpp).
+inline constexpr std::uint8_t kLpaCommandsSupportedEffects = 1u << 1;
 inline constexpr std::uint32_t kCapsuleUnit = 16;  // IOCCSZ, IORCSZ, ICDOFF are in 16-byte units
 
 // Identify Controller KAS (keep-alive granularity) counts in these units.
@@ -247,6 +262,22 @@ static_assert(offsetof(IdentifyNvmNamespace, elbaf) == 12);
 
 // Identify (CNS 0x05) of `nsid` for the command set `csi`.
 Sqe identify_command_set_namespace(std::uint32_t nsid, std::uint8_t csi, const SglDescriptor& data);
+// Identify (CNS 0x06): the controller's data for the command set `csi`.
+Sqe identify_command_set_controller(std::uint8_t csi, const SglDescriptor& data);
+// Identify (CNS 0x1C): the I/O command set combinations controller `cntlid` supports.
+Sqe identify_command_set_combinations(std::uint16_t cntlid, const SglDescriptor& data);
+
+// CNS 0x1C: up to 512 I/O command set combinations, each a vector of command
+// sets (bit n: CSI n) that may be enabled together; an all-zero vector ends
+// the list. The I/O Command Set Profile feature selects one by its index
+// (index 0 unless a host sets another).
+inline constexpr std::size_t kIoCommandSetCombinations = 512;
+inline constexpr std::uint64_t kIocsNvm = std::uint64_t{1} << kCsiNvm;
+inline constexpr std::uint64_t kIocsZoned = std::uint64_t{1} << kCsiZoned;
+struct IoCommandSetCombinations {
+    std::uint64_t vector[kIoCommandSetCombinations];
+};
+static_assert(sizeof(IoCommandSetCombinations) == kIdentifyDataSize);
 
 // What the initiator needs from Identify Namespace, validated.
 struct NamespaceGeometry {

@@ -95,6 +95,20 @@ enum class NvmCommandStatus : std::uint8_t {
     command_size_limit_exceeded = 0x83,
 };
 
+// SCT 1 for the I/O commands of the Zoned Namespace command set (Read, Write,
+// Write Zeroes, Zone Append, Zone Management Send and Receive of a zoned
+// namespace: wire/zns.hpp). No number is shared with NvmCommandStatus.
+enum class ZonedStatus : std::uint8_t {
+    zone_boundary_error = 0xB8,
+    zone_is_full = 0xB9,
+    zone_is_read_only = 0xBA,
+    zone_is_offline = 0xBB,
+    zone_invalid_write = 0xBC,
+    too_many_active_zones = 0xBD,
+    too_many_open_zones = 0xBE,
+    invalid_zone_state_transition = 0xBF,
+};
+
 // SCT 2.
 enum class MediaStatus : std::uint8_t {
     write_fault = 0x80,
@@ -157,6 +171,9 @@ class Status {
     static constexpr Status fabrics(FabricsStatus code, bool dnr = false) {
         return make(StatusCodeType::command_specific, static_cast<std::uint8_t>(code), dnr);
     }
+    static constexpr Status zoned(ZonedStatus code, bool dnr = false) {
+        return make(StatusCodeType::command_specific, static_cast<std::uint8_t>(code), dnr);
+    }
     static constexpr Status path(PathStatus code, bool dnr = false) {
         return make(StatusCodeType::path, static_cast<std::uint8_t>(code), dnr);
     }
@@ -182,6 +199,9 @@ class Status {
         return type() == StatusCodeType::generic && code() == static_cast<std::uint8_t>(s);
     }
     constexpr bool is(FabricsStatus s) const {
+        return type() == StatusCodeType::command_specific && code() == static_cast<std::uint8_t>(s);
+    }
+    constexpr bool is(ZonedStatus s) const {
         return type() == StatusCodeType::command_specific && code() == static_cast<std::uint8_t>(s);
     }
     constexpr bool is(MediaStatus s) const {
