@@ -1,5 +1,11 @@
 """Starts nvmeof-target on loopback under softverbs for the Python API tests.
-This process must itself run under softverbs-run (meson test does that)."""
+This process must itself run under softverbs-run (meson test does that).
+
+NVMEOF_TEST_TRANSPORT=tcp runs the same suite over NVMe/TCP: the target
+listens with --transport tcp (no softverbs under it) and every controller
+connects with transport="tcp" unless a test names its transport itself.
+Tests of what only NVMe/RDMA has (GPU memory) skip there, with RDMA_ONLY."""
+import functools
 import json
 import os
 import re
@@ -11,6 +17,20 @@ from contextlib import contextmanager
 
 import pytest
 
+import nvmeof.controller
+
+TRANSPORT = os.environ.get("NVMEOF_TEST_TRANSPORT", "rdma")
+RDMA_ONLY = "NVMe/RDMA only (this run is over NVMe/TCP)"
+
+if TRANSPORT == "tcp":
+    _connect_over_rdma = nvmeof.controller.Controller.__init__
+
+    @functools.wraps(_connect_over_rdma)
+    def _connect_over_tcp(self, *args, transport="tcp", **options):
+        _connect_over_rdma(self, *args, transport=transport, **options)
+
+    nvmeof.controller.Controller.__init__ = _connect_over_tcp
+
 TARGET = os.environ["NVMEOF_TARGET_BIN"]
 SOFTVERBS_RUN = os.environ["NVMEOF_SOFTVERBS_RUN"]
 NQN = "nqn.2026-12.io.nvmeof:python"
@@ -21,6 +41,7 @@ class Target:
     def __init__(self, proc, address, port, stats_path, log):
         self.proc, self.address, self.port, self.stats_path = proc, address, port, stats_path
         self.nqn = NQN
+        self.transport = TRANSPORT
         self._log = log
 
     def stats(self):
@@ -44,7 +65,8 @@ class Target:
 @contextmanager
 def start_target(*extra, namespace="ram:16M:512", port=0, env=None):
     stats = os.path.join(tempfile.gettempdir(), f"nvmeof-python-stats-{os.getpid()}-{time.monotonic_ns()}.json")
-    cmd = [SOFTVERBS_RUN, TARGET, "--listen", "127.0.0.1", "--port", str(port),
+    runner = [SOFTVERBS_RUN] if TRANSPORT == "rdma" else []
+    cmd = [*runner, TARGET, "--transport", TRANSPORT, "--listen", "127.0.0.1", "--port", str(port),
            "--subsystem", NQN, "--namespace", namespace, "--stats", stats, *extra]
     # The target logs every controller to stderr: a file, since a pipe nobody
     # reads until the end would stop it after a few hundred connections.
@@ -95,7 +117,8 @@ _skipped = []
 
 def _allowed_skip(report):
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    return TORCH_MISSING in reason and os.environ.get("NVMEOF_TEST_TORCH") == "absent"
+    return ((TORCH_MISSING in reason and os.environ.get("NVMEOF_TEST_TORCH") == "absent") or
+            (RDMA_ONLY in reason and TRANSPORT == "tcp"))
 
 
 def pytest_runtest_logreport(report):

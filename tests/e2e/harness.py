@@ -51,9 +51,12 @@ class Target:
 
 
 @contextmanager
-def target(workdir, namespace="ram:128M", extra=(), port=0):
+def target(workdir, namespace="ram:128M", extra=(), port=0, transport="rdma"):
+    """nvmeof-target on loopback: over softverbs (rdma), or over the kernel's
+    TCP (tcp: no softverbs-run needed, none used)."""
     stats = os.path.join(workdir, f"target-stats-{time.monotonic_ns()}.json")
-    cmd = [SOFTVERBS_RUN, TARGET, "--listen", "127.0.0.1", "--port", str(port),
+    runner = [SOFTVERBS_RUN] if transport == "rdma" else []
+    cmd = [*runner, TARGET, "--transport", transport, "--listen", "127.0.0.1", "--port", str(port),
            "--subsystem", NQN, "--namespace", namespace, "--stats", stats, *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
