@@ -5,7 +5,8 @@
 #     64-bit guard), an attach through our discovery service, and NVMe/TCP (nvmeof-target
 #     --transport tcp, with and without digests);
 #   - our fio engine (plain, and a PI malloc bdev with pi_act=0), nvmeof-discover and the Python
-#     package against SPDK's nvmf_tgt.
+#     package against SPDK's nvmf_tgt, over RDMA and over NVMe/TCP (the engine with and
+#     without digests).
 # SPDK is built once per source archive (the peer's build.sh) into a cache outside the clone,
 # keyed by the archive's sha256. Prints one line per check and a closing summary:
 #   ok     NAME (S s)
@@ -36,8 +37,9 @@ softverbs_run=$build/softverbs/softverbs-run
 all=(spdk-plugin-to-ours-plain spdk-plugin-to-ours-pi512+8-pract1 spdk-plugin-to-ours-pi4096+8-pract1
      spdk-plugin-to-ours-type1-pract0 spdk-plugin-to-ours-type3-pract0 spdk-plugin-to-ours-guard64
      spdk-plugin-discovery spdk-plugin-to-ours-tcp spdk-plugin-to-ours-tcp-digests ours-to-nvmf_tgt-plain ours-to-nvmf_tgt-pi ours-to-nvmf_tgt-type3
+     ours-to-nvmf_tgt-tcp ours-to-nvmf_tgt-tcp-digests
      discover-to-nvmf_tgt
-     python-to-nvmf_tgt)
+     python-to-nvmf_tgt python-to-nvmf_tgt-tcp)
 checks=("$@")
 [ ${#checks[@]} -gt 0 ] || checks=("${all[@]}")
 for c in "${checks[@]}"; do
@@ -228,6 +230,7 @@ tgt_sock=/run/nvmeof-spdk-checks-$$.sock
 rpc() { timeout -k 5 "$step_timeout" /usr/bin/python3 "$spdk/scripts/rpc.py" -s "$tgt_sock" "$@" >> "$out/rpc.log" 2>&1; }
 start_nvmf_tgt() {
     tgt_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    tgt_tcp_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     LD_LIBRARY_PATH="$spdk_libs" "$peer/spdk-ns.sh" "$softverbs_run" "$spdk/build/bin/nvmf_tgt" \
         -m 0x1 -u -r "$tgt_sock" > "$out/nvmf_tgt.log" 2>&1 &
     tgt_pid=$!
@@ -241,12 +244,14 @@ start_nvmf_tgt() {
     local disc=nqn.2014-08.org.nvmexpress.discovery
     rpc framework_wait_init &&
         rpc nvmf_create_transport -t RDMA &&
+        rpc nvmf_create_transport -t TCP &&
         rpc bdev_malloc_create -b plain0 32 4096 &&
         rpc bdev_malloc_create -b pi0 32 4096 -m 8 -i -t 1 &&
         rpc bdev_malloc_create -b pi3 32 4096 -m 8 -i -t 3 &&
         rpc nvmf_create_subsystem "$tgt_plain" -a -s SPDK0001 &&
         rpc nvmf_subsystem_add_ns "$tgt_plain" plain0 &&
         rpc nvmf_subsystem_add_listener "$tgt_plain" -t rdma -a 127.0.0.1 -s "$tgt_port" &&
+        rpc nvmf_subsystem_add_listener "$tgt_plain" -t tcp -a 127.0.0.1 -s "$tgt_tcp_port" &&
         rpc nvmf_create_subsystem "$tgt_pi" -a -s SPDK0002 &&
         rpc nvmf_subsystem_add_ns "$tgt_pi" pi0 &&
         rpc nvmf_subsystem_add_listener "$tgt_pi" -t rdma -a 127.0.0.1 -s "$tgt_port" &&
@@ -256,7 +261,7 @@ start_nvmf_tgt() {
         rpc nvmf_subsystem_add_listener "$disc" -t rdma -a 127.0.0.1 -s "$tgt_port" ||
         { tgt_state="nvmf_tgt's configuration failed: $(grep -m1 -i 'error\|exception' "$out/rpc.log")"; return 1; }
     tgt_state=up
-    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain, $tgt_pi and $tgt_pi3 on 127.0.0.1:$tgt_port ($((SECONDS - started)) s)"
+    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain, $tgt_pi and $tgt_pi3 on 127.0.0.1:$tgt_port (RDMA), $tgt_plain on 127.0.0.1:$tgt_tcp_port (TCP) ($((SECONDS - started)) s)"
 }
 stop_nvmf_tgt() {
     [ -n "$tgt_pid" ] || return 0
@@ -268,6 +273,15 @@ stop_nvmf_tgt() {
 check_ours_plain() {
     engine plain --subnqn="$tgt_plain" --rw=randwrite --bs=4k --size=4M --iodepth=16 "${verify[@]}"
 }
+# NVMe/TCP: randrw from 512 B to 4 MiB (above nvmf_tgt's 128 KiB MDTS: split; writes above its
+# in-capsule size answered by R2Ts), four jobs on two I/O queues each, without and with digests.
+check_ours_tcp() {
+    local digest=${1:-NONE}
+    engine "tcp-$digest" --subnqn="$tgt_plain" --trtype=tcp --trsvcid="$tgt_tcp_port" \
+        --digest_enable="$digest" --nr_io_queues=2 --rw=randrw --bssplit=512/10:4k/40:64k/20:1m/20:4m/10 \
+        --iodepth=32 --numjobs=4 --size=6M --offset_increment=6M "${verify[@]}"
+}
+check_ours_tcp_digests() { check_ours_tcp BOTH; }
 # pi_act=0 in the data-only layout (bs 4k on 4096+8): the engine generates the PI in its own
 # bounce area after fio checksummed the data, so fio's verify works here.
 check_ours_pi() {
@@ -301,6 +315,11 @@ check_python() {
     step "python3 python_roundtrip.py" "$log/python.log" env PYTHONPATH="$build/python" PYTHONDONTWRITEBYTECODE=1 \
         "$softverbs_run" /usr/bin/python3 "$here/python_roundtrip.py" 127.0.0.1 "$tgt_port" "$tgt_plain"
 }
+check_python_tcp() {
+    step "python3 python_roundtrip.py (tcp)" "$log/python.log" env PYTHONPATH="$build/python" \
+        PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$here/python_roundtrip.py" 127.0.0.1 "$tgt_tcp_port" \
+        "$tgt_plain" tcp
+}
 
 # --- running the checks ------------------------------------------------------------------------
 function_of() {
@@ -319,6 +338,9 @@ function_of() {
         ours-to-nvmf_tgt-type3) echo check_ours_pi3 ;;
         discover-to-nvmf_tgt) echo check_discover ;;
         python-to-nvmf_tgt) echo check_python ;;
+        python-to-nvmf_tgt-tcp) echo check_python_tcp ;;
+        ours-to-nvmf_tgt-tcp) echo check_ours_tcp ;;
+        ours-to-nvmf_tgt-tcp-digests) echo check_ours_tcp_digests ;;
     esac
 }
 
