@@ -115,7 +115,7 @@ class ControllerImpl final : public detail::QueueFailureListener {
     // A queue failed, seen wherever (a poll, a post, a deadline): a live
     // controller that reconnects starts its outage now (reconnect.cpp), so a
     // caller refused busy drives the reconnect instead of retrying forever.
-    void queue_failed(detail::RdmaQueue& queue) noexcept override;
+    void queue_failed(detail::HostQueue& queue) noexcept override;
 
   private:
     using Clock = std::chrono::steady_clock;

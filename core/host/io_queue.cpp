@@ -10,9 +10,11 @@
 namespace nvmeof {
 namespace {
 
-// The queue a handle points to: every QueueImpl is an RdmaQueue.
-detail::RdmaQueue* rdma(QueueImpl* queue) noexcept {
-    return static_cast<detail::RdmaQueue*>(queue);
+// The queue a handle points to: every QueueImpl is an RdmaQueue. A handle
+// always has one, so the cast is a reference's (a pointer's would test for
+// null: QueueImpl is not at offset 0 of a HostQueue, which has a vtable).
+detail::RdmaQueue& rdma(QueueImpl* queue) noexcept {
+    return static_cast<detail::RdmaQueue&>(*queue);
 }
 
 std::string hex(std::uint64_t value) {
@@ -70,43 +72,43 @@ Request::~Request() {
 
 void Request::release() noexcept {
     if (queue_ != nullptr) {
-        rdma(queue_)->release_request(cid_);
+        rdma(queue_).release_request(cid_);
         queue_ = nullptr;
     }
 }
 
 bool Request::done() const noexcept {
-    return queue_ != nullptr && rdma(queue_)->request_done(cid_);
+    return queue_ != nullptr && rdma(queue_).request_done(cid_);
 }
 
 const Response& Request::response() const {
     if (!done()) {
         throw Error("request " + std::to_string(cid_) + " is not done yet");
     }
-    return rdma(queue_)->request_response(cid_);
+    return rdma(queue_).request_response(cid_);
 }
 
 SubmitResult IoQueue::submit(const Namespace& ns, const Transfer& transfer, Post post) noexcept {
-    return rdma(queue_)->submit(ns.ref(), transfer, post);
+    return rdma(queue_).submit(ns.ref(), transfer, post);
 }
 
 void IoQueue::commit() noexcept {
-    rdma(queue_)->commit();
+    rdma(queue_).commit();
 }
 std::size_t IoQueue::deferred() const noexcept {
-    return rdma(queue_)->deferred();
+    return rdma(queue_).deferred();
 }
 
 std::size_t IoQueue::poll(std::span<Completion> out) noexcept {
     std::size_t failed = 0;
-    return rdma(queue_)->take_completions(out, failed);
+    return rdma(queue_).take_completions(out, failed);
 }
 std::size_t IoQueue::poll(std::span<Completion> out, std::size_t& failed) noexcept {
-    return rdma(queue_)->take_completions(out, failed);
+    return rdma(queue_).take_completions(out, failed);
 }
 
 const CompletionStatus& IoQueue::last_error() const noexcept {
-    return rdma(queue_)->last_error();
+    return rdma(queue_).last_error();
 }
 
 Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner) {
@@ -114,37 +116,37 @@ Request IoQueue::submit(const wire::Sqe& command, const MemoryRegion* data_owner
         throw InvalidArgument("the data owner memory region is not registered");
     }
     check_data_owner(command.dptr, data_owner);
-    return Request(queue_, rdma(queue_)->submit_command(command));
+    return Request(queue_, rdma(queue_).submit_command(command));
 }
 
 void IoQueue::make_progress() noexcept {
-    rdma(queue_)->poll_cq();
+    rdma(queue_).poll_cq();
 }
 
 std::uint16_t IoQueue::qid() const noexcept {
-    return rdma(queue_)->qid();
+    return rdma(queue_).qid();
 }
 std::size_t IoQueue::capacity() const noexcept {
-    return rdma(queue_)->capacity();
+    return rdma(queue_).capacity();
 }
 std::size_t IoQueue::free_slots() const noexcept {
-    return rdma(queue_)->free_cids();
+    return rdma(queue_).free_cids();
 }
 std::size_t IoQueue::in_flight() const noexcept {
-    return rdma(queue_)->in_flight();
+    return rdma(queue_).in_flight();
 }
 std::size_t IoQueue::near_completion() const noexcept {
-    return rdma(queue_)->transfers_near_completion();
+    return rdma(queue_).transfers_near_completion();
 }
 std::size_t IoQueue::held() const noexcept {
-    return rdma(queue_)->held();
+    return rdma(queue_).held();
 }
 bool IoQueue::failed() const noexcept {
-    return rdma(queue_)->failed();
+    return rdma(queue_).failed();
 }
 
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {
-    return rdma(queue_)->pieces(ns.ref(), transfer);
+    return rdma(queue_).pieces(ns.ref(), transfer);
 }
 
 }  // namespace nvmeof

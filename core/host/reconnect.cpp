@@ -98,7 +98,7 @@ std::string ControllerImpl::failure_text() const {
     return "a queue failed";
 }
 
-void ControllerImpl::queue_failed(RdmaQueue& queue) noexcept {
+void ControllerImpl::queue_failed(HostQueue& queue) noexcept {
     if (state_ != ControllerState::live || !reconnect_enabled()) {
         return;  // a reconnect attempt, a close or an outage under way sees it itself
     }
