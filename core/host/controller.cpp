@@ -181,6 +181,7 @@ MemoryRegion ControllerImpl::register_region(void* address, std::size_t length, 
     } catch (const std::system_error& e) {
         throw Error(std::string("memory registration failed: ") + e.what());
     }
+    record->registered = true;
     record->lkey = record->mr->lkey;
     record->rkey = record->mr->rkey;
     return track(std::move(record));
