@@ -64,14 +64,13 @@
 #include "nvmeof/wire/io.hpp"
 #include "transport/command_fields.hpp"
 #include "transport/connect_deadline.hpp"
-#include "transport/invariant.hpp"
 #include "transport/host_queue.hpp"
+#include "transport/invariant.hpp"
 #include "transport/peer_address.hpp"
 #include "transport/queue_core.hpp"
 #include "verbs/resources.hpp"
 
 namespace nvmeof::detail {
-
 
 class RdmaQueue final : public HostQueue {
   public:
@@ -119,8 +118,7 @@ class RdmaQueue final : public HostQueue {
                                  std::uint32_t* tid, Post post = Post::now) noexcept override;
     // Finished transfers into `out`: those finished earlier, then what one
     // poll_cq() finishes. `failed`: how many of those did not succeed.
-    std::size_t take_completions(std::span<Completion> out,
-                                 std::size_t& failed) noexcept override;
+    std::size_t take_completions(std::span<Completion> out, std::size_t& failed) noexcept override;
     // Low level; throws TransportError. Returns the command's cid.
     std::uint16_t submit_command(const wire::Sqe& command,
                                  Deadline deadline = Deadline::request_timeout) override;
