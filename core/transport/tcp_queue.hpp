@@ -24,6 +24,9 @@
 //     caller's memory first; every whole PDU received is handled in one pass
 //     (CapsuleResp and C2HData with SUCCESS complete commands, R2T starts
 //     H2CData, C2HTermReq or anything malformed ends the connection).
+//   the core's steps instantiated (tcp_queue_datapath.cpp); commands built
+//     off the common path (tcp_queue_dataless.cpp: flush, write zeroes,
+//     deallocate, and a low-level command's keyed SGL translated for TCP).
 // Failure (tcp_queue_recovery.cpp): the socket is shut down and the output
 // dropped before the core fails or holds what is outstanding, so no memory
 // of a caller is read or written once fail() returns.

@@ -807,6 +807,37 @@ TEST(TcpQueueFake, APeerClosingMidReadFailsDisconnected) {
     EXPECT_EQ(buffer[0], 0x5A);  // what came was placed
 }
 
+TEST(TcpQueueFake, ADataDigestMismatchFailsTheCommandNotTheQueue) {
+    LogCapture log;
+    FakeController fake([&](int fd) {
+        FakeController::initialize(fd, wire::tcp_ic_resp(0, {false, true}, 128 * 1024));
+        wire::TcpCapsuleCmd capsule{};
+        FakeController::read_capsule(fd, capsule, nullptr);
+        // 16 bytes with SUCCESS, and a DDGST that is not theirs.
+        const wire::TcpDataHeader data =
+            wire::tcp_c2h_data(capsule.sqe.command_id, 0, 16, true, true, {false, true}, 0);
+        const std::uint8_t bytes[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+        const std::uint32_t wrong = ~wire::tcp_digest(bytes, sizeof bytes);
+        FakeController::write_all(fd, &data, sizeof data);
+        FakeController::write_all(fd, bytes, sizeof bytes);
+        FakeController::write_all(fd, &wrong, sizeof wrong);
+        FakeController::read_to_end(fd);
+    });
+    auto q = std::make_unique<TcpQueue>(queue_config(0, 0), fake.peer(),
+                                        detail::TcpSettings{{false, true}});
+    q->connect(1 << 20, TcpQueue::kAdminInCapsuleBytes);
+    ASSERT_TRUE(q->digests().data);
+    std::uint8_t buffer[16] = {};
+    const Response r =
+        run(*q, wire::identify_command(
+                    wire::IdentifyCns::controller, 0,
+                    wire::keyed_data_block(reinterpret_cast<std::uint64_t>(buffer), 16, 0)));
+    EXPECT_EQ(r.status.transport, TransportErrc::none);
+    EXPECT_TRUE(r.status.nvme.is(wire::GenericStatus::data_transfer_error)) << describe(r.status);
+    EXPECT_FALSE(q->failed());
+    EXPECT_EQ(log.count("C2HData DDGST does not match its data"), 1u);
+}
+
 TEST(TcpQueueFake, AControllerThatNeverAnswersTimesOut) {
     FakeController fake([&](int fd) {
         FakeController::initialize(fd, FakeController::good_ic_resp());
