@@ -137,6 +137,7 @@ std::shared_ptr<MemoryRecord> register_gpu_memory(const RegistrationTarget& targ
         ordering = make_cuda_ordering(cu, owner != nullptr ? owner : current, device);
     }
     record->ordering = std::move(ordering);
+    record->registered = true;
     record->lkey = record->mr->lkey;
     record->rkey = record->mr->rkey;
     return record;

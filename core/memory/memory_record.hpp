@@ -23,9 +23,10 @@ struct MemoryRecord {
     // path's common case checks this one field.
     const void* host_owner = nullptr;
     verbs::MemoryRegion mr;
-    // Registered with a controller whose transport needs no keys (NVMe/TCP
-    // moves the bytes itself): alive without an MR, lkey and rkey 0.
-    bool unkeyed = false;
+    // Registered for this process's transports: the RDMA registration sets it
+    // with `mr`; a transport that needs no registration of its own (NVMe/TCP
+    // moves the bytes itself) sets it alone. close() clears it.
+    bool registered = false;
     void* owned = nullptr;  // memory from Controller::allocate, freed with the record
     // GPU memory: the datapath calls `ordering` (one predictable branch on `kind`
     // for host memory, nothing else).
@@ -43,15 +44,15 @@ struct MemoryRecord {
     MemoryRecord& operator=(const MemoryRecord&) = delete;
     ~MemoryRecord() { close(); }
 
-    bool alive() const noexcept { return unkeyed || static_cast<bool>(mr); }
+    bool alive() const noexcept { return registered; }
     // Deregisters (the PD must still exist) and frees owned memory. Idempotent.
     void close() noexcept {
-        if (alive() && retire_sends != nullptr) {
+        if (registered && retire_sends != nullptr) {
             retire_sends(retire_context);
         }
-        unkeyed = false;
         retire_sends = nullptr;
         retire_context = nullptr;
+        registered = false;
         mr.reset();
         owner = nullptr;
         host_owner = nullptr;  // `ordering` stays with the record: transfers may still hold it

@@ -89,4 +89,7 @@ class HostTransport {
     virtual void close() noexcept = 0;
 };
 
+// The NVMe/TCP one (tcp_host_transport.cpp), for create().
+std::unique_ptr<HostTransport> make_tcp_transport(const TransportSettings& settings);
+
 }  // namespace nvmeof::detail

@@ -90,6 +90,7 @@ class RdmaHostTransport final : public HostTransport {
         } catch (const std::system_error& e) {
             throw Error(std::string("memory registration failed: ") + e.what());
         }
+        record.registered = true;
         record.lkey = record.mr->lkey;
         record.rkey = record.mr->rkey;
     }
@@ -164,8 +165,7 @@ class RdmaHostTransport final : public HostTransport {
 
 std::unique_ptr<HostTransport> HostTransport::create(const TransportSettings& settings) {
     if (settings.transport == Transport::tcp) {
-        throw ConnectError(ConnectFailure::invalid_options, "options",
-                           "transport tcp: the NVMe/TCP host is not built yet");
+        return make_tcp_transport(settings);
     }
     return std::make_unique<RdmaHostTransport>();
 }

@@ -81,6 +81,18 @@ TEST(Golden, InCapsuleDescriptorIsDataBlockOffset) {
     EXPECT_EQ(d, expected);
 }
 
+TEST(Golden, TransportDataBlockIsType5SubtypeA) {
+    const auto d = bytes_of(w::transport_data_block(0x00020000));
+    const std::array<std::uint8_t, 16> expected = {0,    0,    0,    0, 0, 0, 0, 0,
+                                                   0x00, 0x00, 0x02, 0, 0, 0, 0, 0x5A};
+    EXPECT_EQ(d, expected);
+    const w::SglDescriptor none = w::transport_data_block(0);
+    EXPECT_EQ(none.type(), w::SglType::transport_data_block);
+    EXPECT_EQ(none.subtype(), w::SglSubtype::transport_specific);
+    EXPECT_EQ(none.length(), 0u);
+    EXPECT_EQ(w::transport_data_block(4096).length(), 4096u);
+}
+
 TEST(Golden, RdmaCmServiceIdForPort4420) {
     EXPECT_EQ(w::rdma_cm_service_id(4420), 0x0000000001061144ull);
 }

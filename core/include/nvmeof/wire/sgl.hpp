@@ -1,4 +1,5 @@
-// SGL descriptors as NVMe/RDMA uses them (the 16-byte "SGL1" in every capsule).
+// SGL descriptors as NVMe/RDMA and NVMe/TCP use them (the 16-byte "SGL1" in
+// every capsule).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,10 @@ inline constexpr std::uint8_t kKeyedDataBlockInvalidate =
     sgl_identifier(SglType::keyed_data_block, SglSubtype::invalidate_key);  // 0x4F
 inline constexpr std::uint8_t kDataBlockOffset =
     sgl_identifier(SglType::data_block, SglSubtype::offset);  // 0x01, in-capsule data
+// NVMe/TCP: data the transport moves outside the capsule (R2T/H2CData for
+// host-to-controller data, C2HData the other way). Linux and SPDK send 0x5A.
+inline constexpr std::uint8_t kTransportDataBlock =
+    sgl_identifier(SglType::transport_data_block, SglSubtype::transport_specific);  // 0x5A
 
 // Generic 16-byte descriptor. Bytes 8..14 depend on the type: keyed descriptors
 // hold a 24-bit length then a 32-bit key, unkeyed ones a 32-bit length.
@@ -107,6 +112,15 @@ inline SglDescriptor in_capsule_data(std::uint32_t offset, std::uint32_t length)
     d.address = offset;
     store_le<std::uint32_t>(d.body, length);
     d.identifier = kDataBlockOffset;
+    return d;
+}
+
+// NVMe/TCP's Transport SGL Data Block: `length` bytes the transport moves
+// itself (address 0, no key). Length 0: a command without data.
+inline SglDescriptor transport_data_block(std::uint32_t length) {
+    SglDescriptor d{};
+    store_le<std::uint32_t>(d.body, length);
+    d.identifier = kTransportDataBlock;
     return d;
 }
 
