@@ -166,9 +166,7 @@ class Controller:
         write from it first waits for the work queued in that context; a read
         into it is flushed before it returns. Buffer.registration_path says how
         it was registered ("dma-buf" or "peermem"). NVMe/RDMA only for now:
-        NotImplementedError on a controller over TCP."""
-        if self.transport == "tcp":
-            raise NotImplementedError("GPU memory over NVMe/TCP is not supported yet")
+        ValueError on a controller over TCP."""
         return self._core.register_gpu(array)
 
     # --- queues ---------------------------------------------------------------

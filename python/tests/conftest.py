@@ -22,14 +22,24 @@ import nvmeof.controller
 TRANSPORT = os.environ.get("NVMEOF_TEST_TRANSPORT", "rdma")
 RDMA_ONLY = "NVMe/RDMA only (this run is over NVMe/TCP)"
 
+# For tests of what only NVMe/RDMA has (GPU memory, softverbs' port mapping of
+# the documented snippets, the reference package's RDMA-only examples).
+rdma_only = pytest.mark.skipif(TRANSPORT == "tcp", reason=RDMA_ONLY)
+
 if TRANSPORT == "tcp":
-    _connect_over_rdma = nvmeof.controller.Controller.__init__
+    _Controller = nvmeof.controller.Controller
+    _init, _connect = _Controller.__init__, _Controller.connect.__func__
 
-    @functools.wraps(_connect_over_rdma)
-    def _connect_over_tcp(self, *args, transport="tcp", **options):
-        _connect_over_rdma(self, *args, transport=transport, **options)
+    @functools.wraps(_init)
+    def _init_over_tcp(self, *args, transport="tcp", **options):
+        _init(self, *args, transport=transport, **options)
 
-    nvmeof.controller.Controller.__init__ = _connect_over_tcp
+    @functools.wraps(_connect)
+    def _connect_over_tcp(cls, *args, transport="tcp", **options):
+        return _connect(cls, *args, transport=transport, **options)
+
+    _Controller.__init__ = _init_over_tcp
+    _Controller.connect = classmethod(_connect_over_tcp)
 
 TARGET = os.environ["NVMEOF_TARGET_BIN"]
 SOFTVERBS_RUN = os.environ["NVMEOF_SOFTVERBS_RUN"]

@@ -21,7 +21,7 @@ import pytest
 import nvmeof
 from nvmeof import protocol
 
-from conftest import SOFTVERBS_RUN, start_target
+from conftest import SOFTVERBS_RUN, rdma_only, start_target
 
 LOOPBACK = "127.0.0.1"
 EXAMPLE_READ_WRITE = os.environ["NVMEOF_EXAMPLE_READ_WRITE"]  # examples/read_write.cpp, built
@@ -58,6 +58,7 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
+@rdma_only
 def test_documented_snippet_runs_verbatim_and_matches_the_cpp_api():
     # The snippet connects to the default port 4420: softverbs maps it to a free
     # TCP port (SOFTVERBS_PORT_OFFSET) so parallel test runs cannot collide.
@@ -90,6 +91,7 @@ def test_documented_snippet_runs_verbatim_and_matches_the_cpp_api():
     assert stats["bytes"]["read"] == 2 * 4096
 
 
+@rdma_only
 def test_documented_snippet_reads_what_was_written(target):
     expected = pattern(4096, 1)
     with connect(target) as writer:
@@ -429,14 +431,15 @@ INTERRUPTED_CONNECT = """\
 import os, sys, time
 import nvmeof
 address, nqn, port, unused_port = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+transport = os.environ.get("NVMEOF_TEST_TRANSPORT", "rdma")
 try:  # the RDMA stack's lasting descriptors are opened by a first, failing, connect
-    nvmeof.Controller.connect(address, nqn, port=unused_port, timeout=5.0)
+    nvmeof.Controller.connect(address, nqn, port=unused_port, timeout=5.0, transport=transport)
 except nvmeof.ConnectError:
     pass
 before = sorted(os.listdir("/proc/self/fd"))
 print("connecting", flush=True)
 try:
-    nvmeof.Controller.connect(address, nqn, port=port, timeout=8.0)
+    nvmeof.Controller.connect(address, nqn, port=port, timeout=8.0, transport=transport)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     # The software device closes a connection's socket from its own thread,
@@ -684,6 +687,7 @@ def fake_cuda_with_current_context(path):
     return cuda
 
 
+@rdma_only
 def test_register_gpu(target):
     fake_cuda = os.environ["NVMEOF_TEST_FAKE_CUDA"]
     with connect(target) as controller:
@@ -783,6 +787,7 @@ class FakeDlpackArray(FakeCudaArray):
         return _capsule_new(ctypes.addressof(managed), ctypes.cast(_DLTENSOR_NAME, ctypes.c_char_p), None)
 
 
+@rdma_only
 def test_register_gpu_by_dlpack(target):
     fake_cuda = os.environ["NVMEOF_TEST_FAKE_CUDA"]
     with connect(target) as controller:

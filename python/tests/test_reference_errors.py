@@ -12,7 +12,7 @@ import pytest
 import nvmeof
 from nvmeof import protocol
 
-from conftest import start_target
+from conftest import TRANSPORT, start_target
 
 LOOPBACK = "127.0.0.1"
 # The target's default CAP.MQES (0's based) is 127: 128 entries.
@@ -44,7 +44,8 @@ def test_nothing_listening_is_an_oserror_with_econnrefused():
                                           port=free_tcp_port(), timeout=5.0)
     assert error.errno == errno.ECONNREFUSED, (error.errno, str(error))
     assert isinstance(error, nvmeof.ConnectError) and isinstance(error, nvmeof.Error)
-    assert error.cause == "no_listener" and error.step == "RDMA-CM connect"
+    step = "TCP connect" if TRANSPORT == "tcp" else "RDMA-CM connect"
+    assert error.cause == "no_listener" and error.step == step
     assert "nothing listens" in str(error)
 
 

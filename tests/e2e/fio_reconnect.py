@@ -1,6 +1,7 @@
 """Reconnect and multipath through fio (issue 14): a target killed and started
 again, a path lost for good, fast_io_fail_tmo and ctrl_loss_tmo, over
-softverbs. Short timers keep each case well under 30 s. Run one case:
+softverbs, or over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp (the same cases and
+bounds). Short timers keep each case well under 30 s. Run one case:
 fio_reconnect.py NAME."""
 import json
 import os
@@ -14,12 +15,14 @@ from pathlib import Path
 import harness as h
 
 SLACK_S = 1.0  # the issue's bound: ctrl_loss_tmo + 1 s
+TRANSPORT = os.environ.get("NVMEOF_E2E_TRANSPORT", "rdma")
 RECONNECTED = re.compile(r"reconnected after an outage of (\d+) ms")
 
 
 def launch(wd, ports, namespace, extra=(), env=None):
     """nvmeof-target on `ports` (0: any); returns the process and the real ports."""
-    cmd = [h.SOFTVERBS_RUN, h.TARGET, "--listen", "127.0.0.1"]
+    runner = [h.SOFTVERBS_RUN] if TRANSPORT == "rdma" else []
+    cmd = [*runner, h.TARGET, "--transport", TRANSPORT, "--listen", "127.0.0.1"]
     for port in ports:
         cmd += ["--port", str(port)]
     cmd += ["--subsystem", h.NQN, "--namespace", namespace, *extra]
@@ -52,6 +55,7 @@ def job_file(wd, name, options, traddr, runtime, rw="randrw", verify=True):
     verify_lines = "verify=crc32c\nverify_fatal=1\nverify_backlog=32\nverify_state_save=0\n" if verify else ""
     h.write_job(path, f"""[global]
 ioengine=external:${{NVMEOF_ENGINE}}
+trtype={TRANSPORT}
 traddr={traddr}
 subnqn=${{NVMEOF_SUBNQN}}
 {options}
@@ -241,10 +245,14 @@ def test_idle_drop():
     the bound."""
     wd = h.workdir()
     bound_s = 60
-    proc, (port,) = launch(wd, [0], "ram:64M", env={"SOFTVERBS_FAULTS": "drop,after=2500"})
+    if TRANSPORT == "tcp":  # the target resets the connection once its answer is out
+        proc, (port,) = launch(wd, [0], "ram:64M", ["--fault", "reset-after=1200"])
+    else:
+        proc, (port,) = launch(wd, [0], "ram:64M", env={"SOFTVERBS_FAULTS": "drop,after=2500"})
     path = f"{wd}/idle.fio"
     h.write_job(path, f"""[idle]
 ioengine=external:${{NVMEOF_ENGINE}}
+trtype={TRANSPORT}
 traddr=127.0.0.1:{port}
 subnqn=${{NVMEOF_SUBNQN}}
 ctrl_loss_tmo_ms=30000
