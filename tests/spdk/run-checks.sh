@@ -224,6 +224,7 @@ check_plugin_discovery() {
 tgt_plain=nqn.2016-06.io.spdk:cnode1
 tgt_pi=nqn.2016-06.io.spdk:cnode2
 tgt_pi3=nqn.2016-06.io.spdk:cnode3
+tgt_tcp=nqn.2016-06.io.spdk:cnode4   # 512-byte blocks, NVMe/TCP only
 tgt_pid=""
 tgt_state=""     # "", "up", or why it failed
 tgt_sock=/run/nvmeof-spdk-checks-$$.sock
@@ -248,10 +249,14 @@ start_nvmf_tgt() {
         rpc bdev_malloc_create -b plain0 32 4096 &&
         rpc bdev_malloc_create -b pi0 32 4096 -m 8 -i -t 1 &&
         rpc bdev_malloc_create -b pi3 32 4096 -m 8 -i -t 3 &&
+        rpc bdev_malloc_create -b tcp512 32 512 &&
         rpc nvmf_create_subsystem "$tgt_plain" -a -s SPDK0001 &&
         rpc nvmf_subsystem_add_ns "$tgt_plain" plain0 &&
         rpc nvmf_subsystem_add_listener "$tgt_plain" -t rdma -a 127.0.0.1 -s "$tgt_port" &&
         rpc nvmf_subsystem_add_listener "$tgt_plain" -t tcp -a 127.0.0.1 -s "$tgt_tcp_port" &&
+        rpc nvmf_create_subsystem "$tgt_tcp" -a -s SPDK0004 &&
+        rpc nvmf_subsystem_add_ns "$tgt_tcp" tcp512 &&
+        rpc nvmf_subsystem_add_listener "$tgt_tcp" -t tcp -a 127.0.0.1 -s "$tgt_tcp_port" &&
         rpc nvmf_create_subsystem "$tgt_pi" -a -s SPDK0002 &&
         rpc nvmf_subsystem_add_ns "$tgt_pi" pi0 &&
         rpc nvmf_subsystem_add_listener "$tgt_pi" -t rdma -a 127.0.0.1 -s "$tgt_port" &&
@@ -261,7 +266,7 @@ start_nvmf_tgt() {
         rpc nvmf_subsystem_add_listener "$disc" -t rdma -a 127.0.0.1 -s "$tgt_port" ||
         { tgt_state="nvmf_tgt's configuration failed: $(grep -m1 -i 'error\|exception' "$out/rpc.log")"; return 1; }
     tgt_state=up
-    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain, $tgt_pi and $tgt_pi3 on 127.0.0.1:$tgt_port (RDMA), $tgt_plain on 127.0.0.1:$tgt_tcp_port (TCP) ($((SECONDS - started)) s)"
+    echo "spdk: nvmf_tgt (pid $tgt_pid) serving $tgt_plain, $tgt_pi and $tgt_pi3 on 127.0.0.1:$tgt_port (RDMA), $tgt_plain and $tgt_tcp on 127.0.0.1:$tgt_tcp_port (TCP) ($((SECONDS - started)) s)"
 }
 stop_nvmf_tgt() {
     [ -n "$tgt_pid" ] || return 0
@@ -273,11 +278,12 @@ stop_nvmf_tgt() {
 check_ours_plain() {
     engine plain --subnqn="$tgt_plain" --rw=randwrite --bs=4k --size=4M --iodepth=16 "${verify[@]}"
 }
-# NVMe/TCP: randrw from 512 B to 4 MiB (above nvmf_tgt's 128 KiB MDTS: split; writes above its
-# in-capsule size answered by R2Ts), four jobs on two I/O queues each, without and with digests.
+# NVMe/TCP: randrw from 512 B to 4 MiB on 512-byte blocks (above nvmf_tgt's 128 KiB MDTS: split;
+# writes above its in-capsule size answered by R2Ts), four jobs on two I/O queues each, without
+# and with digests.
 check_ours_tcp() {
     local digest=${1:-NONE}
-    engine "tcp-$digest" --subnqn="$tgt_plain" --trtype=tcp --trsvcid="$tgt_tcp_port" \
+    engine "tcp-$digest" --subnqn="$tgt_tcp" --trtype=tcp --trsvcid="$tgt_tcp_port" \
         --digest_enable="$digest" --nr_io_queues=2 --rw=randrw --bssplit=512/10:4k/40:64k/20:1m/20:4m/10 \
         --iodepth=32 --numjobs=4 --size=6M --offset_increment=6M "${verify[@]}"
 }
