@@ -129,6 +129,17 @@ int CompletionStatus::error_number() const noexcept {
     if (miscompare()) {
         return EBADMSG;  // the data differs: neither an I/O error nor a PI error
     }
+    // The zone resource errors, as Linux's block layer reports them
+    // (BLK_STS_ZONE_OPEN_RESOURCE, BLK_STS_ZONE_ACTIVE_RESOURCE): closing or
+    // finishing a zone cures them. Every other zone status is EIO there too.
+    if (queue == wire::QueueKind::io) {
+        if (nvme.is(wire::ZonedStatus::too_many_open_zones)) {
+            return ETOOMANYREFS;
+        }
+        if (nvme.is(wire::ZonedStatus::too_many_active_zones)) {
+            return EOVERFLOW;
+        }
+    }
     return nvme.ok() ? 0 : EIO;
 }
 

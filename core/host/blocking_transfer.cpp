@@ -1,7 +1,8 @@
 // The blocking calls' one loop (Namespace::read/write/flush/..., and the
 // Python package's blocking transfers through Namespace::run): the transfer
 // is cut into commands of at most MDTS, handed round robin to the I/O queues
-// as they have room, and waited for, keep-alive and reconnecting driven
+// as they have room (a write on a zoned namespace and a Zone Append go
+// whole to one queue), and waited for, keep-alive and reconnecting driven
 // meanwhile. Its commands use the queues' internal records, which a caller
 // polling the same queues (fio, another thread's poll(span)) never takes.
 #include <thread>
@@ -27,7 +28,7 @@ struct PieceInFlight {
 }  // namespace
 
 bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
-                                  const BetweenPolls& between_polls) {
+                                  const BetweenPolls& between_polls, std::uint64_t* append_lba) {
     const auto pause = [&](std::chrono::microseconds nap) {
         if (between_polls) {
             between_polls();  // the caller's other threads run here
@@ -55,9 +56,12 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
     const std::uint32_t block_bytes = ns.buffer_block_bytes(t.protection);
     // A read, write or compare is cut at one command's worth, so its pieces can go to
     // different queues; the other operations go whole to one queue, which
-    // splits them where it has to.
+    // splits them where it has to. So do a Zone Append (never split) and a
+    // write on a zoned namespace: its queue sends the pieces in order, where
+    // queues side by side would race them to the zone's write pointer.
+    const bool whole = !has_data || t.op == Op::zone_append || (ns.zoned && t.op == Op::write);
     const std::uint64_t per_piece =
-        has_data ? max_blocks_per_command(limits_.max_transfer_bytes, block_bytes) : t.blocks;
+        whole ? t.blocks : max_blocks_per_command(limits_.max_transfer_bytes, block_bytes);
     std::vector<PieceInFlight> in_flight;
     CompletionStatus first_error;
     std::uint64_t submitted = 0;
@@ -101,7 +105,7 @@ bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
             if (!piece.queue->transfer_finished(piece.tid)) {
                 return false;
             }
-            const CompletionStatus status = piece.queue->take_transfer(piece.tid);
+            const CompletionStatus status = piece.queue->take_transfer(piece.tid, append_lba);
             if (!status.ok() && first_error.ok()) {
                 first_error = status;
             }

@@ -31,7 +31,9 @@ NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept {
             info.format,
             info.format.reftag_mask(),
             {info.format.transfer_block_bytes(false), info.format.transfer_block_bytes(true)},
-            info.format.pi_type != PiType::none};
+            info.format.pi_type != PiType::none,
+            info.zoned,
+            info.zoned ? info.zones.zone_append_max_bytes : 0};
 }
 }  // namespace detail
 
@@ -59,11 +61,14 @@ void check_transfer(const NamespaceInfo& ns, const Transfer& t) {
                               std::to_string(t.blocks) + ") is outside the namespace (" +
                               std::to_string(ns.size_lbas) + " blocks)");
     }
+    const std::uint32_t block_bytes = ns.buffer_block_bytes(t.protection);
+    if (t.op == Op::zone_append) {
+        check_zone_append(ns, t.slba, t.blocks, block_bytes);
+    }
     if (!carries_data(t.op) || t.memory == nullptr) {
         return;  // a missing or closed region is the submission's to refuse
     }
     const std::uint64_t size = t.memory->size();
-    const std::uint32_t block_bytes = ns.buffer_block_bytes(t.protection);
     if (!buffer_range_fits(t.blocks, block_bytes, t.offset, size)) {
         throw InvalidArgument(what + ": " + std::to_string(t.blocks) + " blocks of " +
                               std::to_string(block_bytes) + " bytes at buffer offset " +
@@ -161,6 +166,15 @@ NamespaceInfo ControllerImpl::read_namespace(std::uint32_t nsid) {
         throw Error("namespace " + std::to_string(nsid) + ": one block of " +
                     std::to_string(info.format.extended_bytes()) +
                     " bytes is more than the controller's maximum transfer");
+    }
+    info.csi = namespace_command_set(nsid);
+    if (info.csi == wire::kCsiZoned) {
+        info.zoned = true;
+        info.zones = read_zoned_namespace(nsid, id, info);
+    } else if (info.csi != wire::kCsiNvm) {
+        throw Error("namespace " + std::to_string(nsid) + " belongs to I/O command set " +
+                    std::to_string(info.csi) +
+                    " (CSI), which this host does not support (NVM and zoned only)");
     }
     return info;
 }
@@ -395,6 +409,10 @@ MemoryRegion Controller::allocate(std::size_t bytes) {
     if (!impl_) {
         throw Error("controller was moved from");
     }
+    return impl_->allocate(bytes);
+}
+
+MemoryRegion ControllerImpl::allocate(std::size_t bytes) {
     const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     const std::size_t rounded = (bytes + page - 1) / page * page;
     if (bytes == 0) {
@@ -405,7 +423,7 @@ MemoryRegion Controller::allocate(std::size_t bytes) {
         throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
     }
     std::memset(memory, 0, rounded);
-    return impl_->register_region(memory, bytes, memory);
+    return register_region(memory, bytes, memory);
 }
 
 MemoryRegion Controller::register_memory(void* address, std::size_t length) {

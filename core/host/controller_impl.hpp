@@ -13,6 +13,7 @@
 #include "memory/memory_record.hpp"
 #include "nvmeof/controller.hpp"
 #include "nvmeof/wire/ana.hpp"
+#include "nvmeof/wire/identify.hpp"
 #include "nvmeof/wire/registers.hpp"
 #include "transport/connect_deadline.hpp"
 #include "transport/host_queue.hpp"
@@ -61,6 +62,14 @@ enum class IdlePreparation : std::uint8_t { armed, work_waiting, cannot_wait, sl
 // What a Namespace keeps ready for the data path (Namespace::ref()).
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
 
+// zones.cpp: InvalidArgument, naming `what`, unless the namespace is zoned.
+void require_zoned(const NamespaceInfo& ns, const char* what);
+// A Zone Append's rules in words (check_transfer): a zoned namespace whose
+// controller supports it, `zslba` starting a zone, the blocks within the
+// Zone Append limit (never split).
+void check_zone_append(const NamespaceInfo& ns, std::uint64_t zslba, std::uint64_t blocks,
+                       std::uint32_t block_bytes);
+
 }  // namespace nvmeof::detail
 
 namespace nvmeof {
@@ -86,13 +95,23 @@ class ControllerImpl final : public detail::QueueFailureListener {
 
     NamespaceInfo identify_namespace(std::uint32_t nsid);
     MemoryRegion register_region(void* address, std::size_t length, void* owned);
+    // Controller::allocate: page-aligned, zero-filled, registered.
+    MemoryRegion allocate(std::size_t bytes);
     // The registration itself is core/gpu's (gpu/gpu_registration.hpp).
     MemoryRegion register_gpu(void* device_ptr, std::size_t bytes,
                               std::shared_ptr<GpuOrdering> ordering);
     // The blocking calls' loop (blocking_transfer.cpp); throws on failure,
     // but for a Compare the controller found different (Compare Failure): false.
+    // `append_lba`: where a Zone Append's written LBA goes.
     bool run_transfer(const NamespaceInfo& ns, const Transfer& transfer,
-                      const BetweenPolls& between_polls = {});
+                      const BetweenPolls& between_polls = {}, std::uint64_t* append_lba = nullptr);
+    // A low-level I/O command (zone management) on an I/O queue with a free
+    // command ID, waited for as run_transfer waits; throws wire::NvmeError
+    // for an error status, TransportError when its queue failed (low-level
+    // commands are not held through a reconnect). `data_owner`: the memory
+    // its keyed SGL reaches (zones.cpp).
+    Response run_io_command(const wire::Sqe& command, const MemoryRegion* data_owner,
+                            const BetweenPolls& between_polls);
 
     const Limits& limits() const { return limits_; }
     detail::HostQueue& io(std::size_t index);
@@ -129,6 +148,19 @@ class ControllerImpl final : public detail::QueueFailureListener {
                state_ == detail::ControllerState::reconnecting;
     }
     NamespaceInfo read_namespace(std::uint32_t nsid);
+
+    // zoned_identify.cpp: I/O command sets and zoned namespaces.
+    // Where CC.CSS is 110b: the I/O command set combination holding NVM and
+    // ZNS (Identify CNS 0x1C), selected if it is not index 0.
+    void select_command_sets();
+    // The CSI of namespace `nsid` (its identification descriptors).
+    std::uint8_t namespace_command_set(std::uint32_t nsid);
+    // Identify CNS 0x05 of CSI 2, and the controller's Zone Append limit.
+    ZonedInfo read_zoned_namespace(std::uint32_t nsid, const wire::IdentifyNamespace& id,
+                                   const NamespaceInfo& info);
+    // ZASL (CNS 0x06 of CSI 2) in bytes, 0 where Zone Append is not supported
+    // (the CSI 2 Commands Supported and Effects log); read once per association.
+    std::uint64_t zone_append_limit();
 
     // reconnect.cpp
     bool reconnect_enabled() const noexcept;
@@ -219,6 +251,11 @@ class ControllerImpl final : public detail::QueueFailureListener {
     std::optional<Request> async_event_;  // the Asynchronous Event Request outstanding (ANA)
     bool ana_reporting_ = false;          // Identify CMIC bit 3
     bool extended_lba_formats_ = false;   // Identify CTRATT bit 15: guard types in CNS 0x05
+    bool io_command_sets_ = false;        // CC.CSS 110b (CAP.CSS bit 6)
+    std::uint8_t lpa_ = 0;                // Identify LPA
+    // ZASL in bytes (0: MDTS), or unsupported; per association.
+    std::optional<std::uint64_t> zone_append_limit_;
+    bool zone_append_supported_ = false;
     wire::AnaState ana_state_ = wire::AnaState::optimized;  // of the path in use
     std::uint64_t ana_change_count_ = 0;
 

@@ -168,7 +168,9 @@ void ControllerImpl::associate() {
     admin_->mark_live();
     enable();
     identify_controller();
+    zone_append_limit_.reset();  // read again from this association's controller
     if (!limits_.discovery) {
+        select_command_sets();
         enable_extended_lba_formats();
         create_io_queues();  // a discovery controller has none (Linux skips them too)
     }
@@ -282,9 +284,14 @@ void ControllerImpl::enable() {
             ConnectFailure::unsupported_controller, "Property Get CAP",
             "minimum memory page size " + std::to_string(cap_.min_page_size()) + " is above 4096");
     }
-    const auto css = cap_.supports_nvm_command_set() || !cap_.supports_io_command_sets()
-                         ? wire::CommandSetSelected::nvm
-                         : wire::CommandSetSelected::io_command_sets;
+    // I/O command sets where CAP.CSS bit 6 offers them, as Linux's host does:
+    // a zoned namespace is served only then, and CC.CSS 110b serves NVM
+    // namespaces as 000b does (select_command_sets() picks the combination).
+    io_command_sets_ = cap_.supports_io_command_sets();
+    const auto css = io_command_sets_ ? wire::CommandSetSelected::io_command_sets
+                                      : wire::CommandSetSelected::nvm;
+    limits_.io_command_sets = io_command_sets_;
+    limits_.command_set_combination = 0;
     wire::ControllerConfig::Fields fields;
     fields.command_set = css;
     property_set(wire::Property::cc, wire::ControllerConfig::make(fields).raw, "Property Set CC");
@@ -348,6 +355,7 @@ void ControllerImpl::identify_controller() {
     limits_.mqes_entries = cap_.max_queue_entries();
     limits_.namespaces = id.nn;
     limits_.oncs = id.oncs;
+    lpa_ = id.lpa;
     limits_.kas = id.kas;
     limits_.kas_ms = id.kas * wire::kKasUnitMs;
     limits_.keep_alive_ms = options_.keep_alive_ms;

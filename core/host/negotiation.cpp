@@ -66,4 +66,18 @@ std::uint64_t max_transfer_bytes(std::uint64_t mdts) {
     return mdts == 0 ? keyed : std::min(mdts, keyed);
 }
 
+std::optional<std::uint16_t> command_set_combination(const wire::IoCommandSetCombinations& list,
+                                                     std::uint64_t wanted) {
+    for (std::size_t index = 0; index < wire::kIoCommandSetCombinations; ++index) {
+        const std::uint64_t vector = list.vector[index];
+        if (vector == 0) {
+            break;  // the end of the list
+        }
+        if ((vector & wanted) == wanted) {
+            return static_cast<std::uint16_t>(index);
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace nvmeof::detail

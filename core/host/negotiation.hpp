@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "nvmeof/wire/admin.hpp"
 #include "nvmeof/wire/common.hpp"
+#include "nvmeof/wire/identify.hpp"
 
 namespace nvmeof::detail {
 
@@ -39,5 +41,12 @@ std::uint32_t negotiate_io_queue_count(std::uint32_t requested, wire::QueueCount
 std::uint64_t mdts_bytes(std::uint8_t mdts, std::uint64_t min_page_size);
 // Bytes one command may carry: MDTS, capped by the 24-bit keyed SGL length.
 std::uint64_t max_transfer_bytes(std::uint64_t mdts_bytes);
+
+// The I/O command set combination (Identify CNS 0x1C) to run with, where
+// CC.CSS is 110b: index 0 (the one a controller starts with) when it holds
+// every command set of `wanted` (a vector: bit n for CSI n), else the first
+// that does; none when no combination holds them all.
+std::optional<std::uint16_t> command_set_combination(const wire::IoCommandSetCombinations& list,
+                                                     std::uint64_t wanted);
 
 }  // namespace nvmeof::detail

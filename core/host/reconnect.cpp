@@ -296,6 +296,15 @@ void ControllerImpl::check_still_fits(const Limits& before,
                                std::to_string(known.size_lbas) + " of " +
                                std::to_string(known.lba_size));
         }
+        if (now.zoned != known.zoned) {
+            throw NoLongerFits("after the reconnect, namespace " + std::to_string(known.nsid) +
+                               (now.zoned ? " is zoned" : " is no longer zoned"));
+        }
+        if (now.zones.zone_blocks != known.zones.zone_blocks ||
+            now.zones.zone_append_max_bytes < known.zones.zone_append_max_bytes) {
+            throw NoLongerFits("after the reconnect, namespace " + std::to_string(known.nsid) +
+                               " has another zone size or a smaller Zone Append limit");
+        }
         const BlockFormat& a = now.format;
         const BlockFormat& b = known.format;
         if (a.metadata_bytes != b.metadata_bytes || a.pi_type != b.pi_type || a.guard != b.guard ||

@@ -25,9 +25,10 @@ inline constexpr wire::IoOpcode kOpcodeOf[] = {
     wire::IoOpcode::write_zeroes,
     wire::IoOpcode::dataset_management,
     wire::IoOpcode::compare,
+    wire::IoOpcode::zone_append,
 };
-static_assert(std::size(kOpcodeOf) == static_cast<std::size_t>(Op::compare) + 1,
-              "an opcode for every Op (compare is the last)");
+static_assert(std::size(kOpcodeOf) == static_cast<std::size_t>(Op::zone_append) + 1,
+              "an opcode for every Op (zone_append is the last)");
 
 inline wire::IoOpcode opcode_of(Op op) noexcept {
     return kOpcodeOf[static_cast<std::size_t>(op)];

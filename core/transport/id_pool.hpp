@@ -50,6 +50,11 @@ class IdPool {
         }
         return id;
     }
+    // The ID the next take() hands out (available() known to be non-zero).
+    std::uint16_t next() const noexcept {
+        NVMEOF_INVARIANT(free_count_ > 0, "next() of a pool with no free ID");
+        return free_[free_count_ - 1];
+    }
     void put(std::uint16_t id) noexcept {
         NVMEOF_INVARIANT(id < size_ && free_count_ < size_, "put() of an ID the pool cannot hold");
         if constexpr (NVMEOF_INVARIANTS) {

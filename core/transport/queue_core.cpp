@@ -56,6 +56,8 @@ void QueueCore::size_for(std::uint16_t capacity) {
     waiting_ = std::vector<std::uint32_t>(ring);
     waiting_next_ = std::vector<PieceCursor>(records);
     origin_ = std::vector<PieceCursor>(records);
+    append_lbas_ = std::vector<std::uint64_t>(records);
+    marked_tids_ = std::vector<std::uint32_t>(command_count_, kNoTransfer);
     replay_order_ = std::vector<std::uint32_t>(records);
 }
 
@@ -133,11 +135,61 @@ std::size_t QueueCore::hand_back(std::span<Completion> out, std::size_t& failed)
         finished_head_ = (finished_head_ + 1) & ring_mask_;
         out[i].user_data = transfer_at(tid).user_data;
         out[i].status = transfer_at(tid).status;
+        if (transfer_at(tid).op == Op::zone_append) {
+            out[i].append_lba = append_lbas_[tid];
+        }
         failed += out[i].status.ok() ? 0 : 1;
         release_transfer(tid);
     }
     finished_count_ -= n;
     return n;
+}
+
+void QueueCore::complete_marked_piece(std::uint16_t cid, const CompletionStatus& status,
+                                      std::uint64_t result) noexcept {
+    CommandState& command = command_at(cid);
+    const std::uint32_t tid = marked_tids_[cid];
+    const std::uint8_t flags = command.flags;
+    command.flags = 0;
+    cids_.put(cid);
+    TransferRecord& record = transfer_at(tid);
+    if (!status.ok() && record.status.ok()) {
+        record.status = status;  // the first error wins
+    }
+    if ((flags & kOrderedPiece) != 0) {
+        ordered_piece_answered(tid);
+        return;
+    }
+    // A Zone Append, the transfer's one piece: its LBA goes with it.
+    NVMEOF_INVARIANT(record.pieces_left == 1, "a Zone Append is one piece");
+    append_lbas_[tid] = result;
+    set_pieces_left(record, 0);
+    if (!record.internal && sink_ != sink_end_) {
+        Completion& out = *sink_;
+        finish_transfer(tid);  // into the sink (host memory: no GPU read to flush)
+        out.append_lba = result;
+        return;
+    }
+    finish_transfer(tid);  // the finished ring (hand_back copies the LBA) or a blocking caller
+}
+
+void QueueCore::ordered_piece_answered(std::uint32_t tid) noexcept {
+    TransferRecord& record = transfer_at(tid);
+    PieceCursor& rest = waiting_next_[tid];
+    std::uint32_t left = record.pieces_left - 1;
+    if (!record.status.ok()) {
+        // The rest would land past a write pointer the failed piece did not
+        // move: it finishes with that error, the rest never sent.
+        left -= std::exchange(rest.unbuilt, 0);
+    }
+    set_pieces_left(record, left);
+    if (left == 0) {
+        finish_transfer(tid);
+        return;
+    }
+    origin_[tid] = rest;  // a replay starts at the first piece not answered
+    // Behind whatever waits already: after_poll() builds it once IDs are free.
+    enqueue_waiting(tid);
 }
 
 // --- outages (a controller reconnecting; off the data path) ---------------
@@ -196,15 +248,26 @@ void QueueCore::hold_unfinished() noexcept {
     waiting_head_ = 0;
     for (std::size_t cid = 0; cid < command_count_; ++cid) {
         CommandState& command = command_at(cid);
-        if ((command.flags & kInFlight) == 0 || command.tid == kNoTransfer) {
+        if ((command.flags & kInFlight) == 0) {
             continue;
         }
-        TransferRecord& record = transfer_at(command.tid);
-        const bool own_cid = command.tid == cid;
+        const std::uint32_t tid =
+            (command.flags & kMarkedPiece) != 0 ? marked_tids_[cid] : command.tid;
+        if (tid == kNoTransfer) {
+            continue;  // a low-level request: failed back
+        }
+        TransferRecord& record = transfer_at(tid);
+        const bool own_cid = tid == cid;
         // (A one-command transfer in flight has no answer yet: its record's
         // status is written when it finishes.)
         if (!own_cid && !record.status.ok()) {
             continue;  // already failed by the target: it completes with that error
+        }
+        if (record.op == Op::zone_append) {
+            // Not idempotent: sent again it would append the blocks twice if
+            // the controller ran it before the failure. It fails back (one
+            // still waiting for an ID, never sent, was held above).
+            continue;
         }
         if (!record.held) {
             record.held = true;
@@ -248,8 +311,11 @@ bool QueueCore::transfer_finished(std::uint32_t tid) const noexcept {
     return tid < id_states_.size() && transfer_at(tid).finished();
 }
 
-CompletionStatus QueueCore::take_transfer(std::uint32_t tid) noexcept {
+CompletionStatus QueueCore::take_transfer(std::uint32_t tid, std::uint64_t* append_lba) noexcept {
     CompletionStatus status = transfer_at(tid).status;
+    if (append_lba != nullptr && transfer_at(tid).op == Op::zone_append) {
+        *append_lba = append_lbas_[tid];
+    }
     if (transfer_at(tid).gpu_read != nullptr) [[unlikely]] {
         // A blocking read into GPU memory: visible to the owner before it returns.
         if (const int result = transfer_at(tid).gpu_read->after_read(); result != 0) {
@@ -349,8 +415,9 @@ void QueueCore::check_counters_now() const noexcept {
         const std::uint8_t flags = command.flags;
         if ((flags & kInFlight) != 0) {
             NVMEOF_INVARIANT((flags & kAnswered) == 0, "a command both in flight and answered");
-            NVMEOF_INVARIANT((flags & kLowLevel) != 0 || command.tid != kNoTransfer,
-                             "a transfer's piece in flight names its transfer");
+            NVMEOF_INVARIANT(
+                (flags & (kLowLevel | kMarkedPiece)) != 0 || command.tid != kNoTransfer,
+                "a transfer's piece in flight names its transfer");
             NVMEOF_INVARIANT((flags & kAbandoned) == 0 || (flags & kLowLevel) != 0,
                              "only a low-level request is abandoned");
             ++c.commands_in_flight;

@@ -72,6 +72,16 @@
 // keeps its cid and SQE and is re-sent as built, so the common path records
 // nothing for a replay; a general-path one is built again from its start
 // (origin_).
+//
+// Zoned namespaces (NamespaceRef::ordered_writes): a split write goes one
+// piece at a time, as a zone takes writes at its write pointer only; each
+// next piece joins the FIFO when the one before it is answered, and a replay
+// starts at the first piece not answered. Those pieces and Zone Appends are
+// marked (PieceKind::ordered, append): their command names no transfer
+// (marked_tids_ does), so that their answers take the out-of-line path of
+// errors and low-level commands (complete_with_status), and the answers of
+// every other piece test nothing more. A Zone Append keeps its CQE's DW0/DW1
+// (append_lbas_), is never split, and fails back rather than being held.
 #pragma once
 
 #include <chrono>
@@ -127,6 +137,15 @@ enum class OutagePolicy : std::uint8_t {
     lost,       // the controller gave up: submissions fail (ENODEV)
 };
 
+// How a transfer's pieces are built and sent.
+enum class PieceKind : std::uint8_t {
+    plain,     // together, as IDs and send room allow
+    as_built,  // a replay: the one command is still built at its cid
+    // Marked pieces (build_marked_piece), one at a time:
+    ordered,  // a split write on a zoned namespace, each once the one before it is answered
+    append,   // a Zone Append, whose answer's DW0/DW1 is kept
+};
+
 // Where a transfer's next piece starts; advanced as pieces are built.
 struct PieceCursor {
     std::uint64_t slba = 0;
@@ -149,7 +168,7 @@ struct PieceCursor {
     std::uint8_t reftag_step = 0;  // type 1 and 2 count the tag up with the blocks
     bool protected_blocks = false;
     Op op = Op::flush;
-    bool as_built = false;  // a replay: the one command is still built at its cid
+    PieceKind kind = PieceKind::plain;
 };
 
 // (clang-format mangles the requires-expression)
@@ -230,9 +249,10 @@ class QueueCore : public QueueImpl {
     std::size_t pieces(const NamespaceRef& ns, const Transfer& transfer) const noexcept;
 
     // --- what owners take back outside polling (queue_core.cpp) ---
-    // Internal transfers (blocking callers): finished yet? Then take its status.
+    // Internal transfers (blocking callers): finished yet? Then take its status
+    // (and a Zone Append's LBA into `append_lba`).
     bool transfer_finished(std::uint32_t tid) const noexcept;
-    CompletionStatus take_transfer(std::uint32_t tid) noexcept;
+    CompletionStatus take_transfer(std::uint32_t tid, std::uint64_t* append_lba = nullptr) noexcept;
     // A low-level request (IoQueue::submit(Sqe)), by its cid.
     bool request_done(std::uint16_t cid) const noexcept;
     const Response& request_response(std::uint16_t cid) const noexcept;
@@ -284,6 +304,30 @@ class QueueCore : public QueueImpl {
     [[gnu::noinline]] SubmitResult submit_general(B& backend, const NamespaceRef& ns,
                                                   const Transfer& t, std::uint32_t* tid,
                                                   Post post) noexcept;
+    // How submit_general cut a checked transfer.
+    struct PieceCount {
+        std::uint32_t block_bytes = 0;  // per block in the buffer
+        std::uint64_t per_piece = 0;    // blocks per command
+        std::size_t count = 0;          // commands
+    };
+    // submit_general's for a Zone Append or any transfer of a zoned namespace.
+    template <QueueBackend B>
+    [[gnu::noinline]] SubmitResult submit_zoned(B& backend, const NamespaceRef& ns,
+                                                const Transfer& t, std::uint32_t* tid,
+                                                Post post) noexcept;
+    // Both: checked, cut, and (kZoned) the kind of its pieces chosen, a Zone
+    // Append that would split refused.
+    template <bool kZoned, QueueBackend B>
+    [[gnu::always_inline]] inline SubmitResult submit_checked(B& backend, const NamespaceRef& ns,
+                                                              const Transfer& t, std::uint32_t* tid,
+                                                              Post post) noexcept;
+    // The record, the cursor and the pieces of a checked transfer (both
+    // submits inline it, submit_general with PieceKind::plain alone).
+    template <QueueBackend B>
+    [[gnu::always_inline]] inline SubmitResult submit_pieces(B& backend, const NamespaceRef& ns,
+                                                             const Transfer& t, std::uint32_t* tid,
+                                                             Post post, const PieceCount& split,
+                                                             PieceKind kind) noexcept;
     template <QueueBackend B>
     std::uint16_t submit_command(B& backend, const wire::Sqe& command, Deadline deadline);
     // Finished transfers into `out`: those finished earlier, then what one
@@ -352,6 +396,17 @@ class QueueCore : public QueueImpl {
         kLowLevel = 1 << 3,
         kAnswered = 1 << 4,   // low-level request done, handle still alive
         kAbandoned = 1 << 5,  // low-level handle gone before completion
+        // A piece of an ordered transfer (NamespaceRef::ordered_writes): its
+        // answer sends the next piece (ordered_piece_answered).
+        kOrderedPiece = 1 << 6,
+        // A Zone Append: its CQE's DW0/DW1 go to append_lbas_[tid].
+        kKeepsResult = 1 << 7,
+        // Either, a marked piece: its transfer is marked_tids_[cid] and its
+        // tid kNoTransfer, so that its answer takes complete_response's status
+        // path (that of errors and low-level commands) to
+        // complete_marked_piece, and the paths of every other piece test
+        // nothing more.
+        kMarkedPiece = kOrderedPiece | kKeepsResult,
     };
     // A command's state, by cid.
     struct CommandState {
@@ -373,6 +428,11 @@ class QueueCore : public QueueImpl {
         bool finished() const noexcept { return pieces_left == 0 && !held; }
     };
 
+    // complete_response() past a success: an error status, a low-level
+    // request's answer, a marked piece's (out of line: the hot path keeps its
+    // registers).
+    template <QueueBackend B>
+    [[gnu::noinline]] bool complete_with_status(B& backend, const wire::Cqe& cqe) noexcept;
     // The per-I/O helpers are named steps of one path, not calls: each is a
     // few stores, and the path's cost per I/O is what the instruction budget
     // (bench/instruction-budget.json) holds, so they are inlined where used.
@@ -446,6 +506,14 @@ class QueueCore : public QueueImpl {
     // A one-command transfer answered with success.
     [[gnu::always_inline]] inline void complete_one_command(std::uint16_t cid,
                                                             CommandState& command) noexcept;
+    // A marked piece answered, or failed back (`result`: the CQE's DW0/DW1):
+    // a Zone Append keeps it and finishes with it handed to the caller
+    // polling; an ordered piece goes on to ordered_piece_answered.
+    [[gnu::noinline]] void complete_marked_piece(std::uint16_t cid, const CompletionStatus& status,
+                                                 std::uint64_t result) noexcept;
+    // An ordered transfer's piece answered: the next one waits for an ID (in
+    // the FIFO), or, after an error, the rest is dropped and it finishes.
+    void ordered_piece_answered(std::uint32_t tid) noexcept;
     [[gnu::always_inline]] inline void finish_transfer(std::uint32_t tid) noexcept;
     // The deadline of every command built since the last clock read.
     void take_stamp(Clock::time_point now, std::uint32_t built) noexcept;
@@ -453,6 +521,12 @@ class QueueCore : public QueueImpl {
     // cids, deferred in the backend.
     template <QueueBackend B>
     void build_pieces(B& backend, std::uint32_t tid, PieceCursor& next, std::size_t count) noexcept;
+    // An ordered transfer's next piece, or a Zone Append: one piece built, its
+    // command marked (kOrderedPiece, kKeepsResult), its transfer kept in
+    // marked_tids_ (a free cid and send room known to be there).
+    template <QueueBackend B>
+    [[gnu::noinline]] void build_marked_piece(B& backend, std::uint32_t tid,
+                                              PieceCursor& c) noexcept;
     // Builds waiting pieces, oldest transfer first, at the free cids.
     template <QueueBackend B>
     void build_waiting(B& backend) noexcept;
@@ -532,8 +606,13 @@ class QueueCore : public QueueImpl {
     std::size_t waiting_count_ = 0;
     std::vector<PieceCursor> waiting_next_;  // by tid: where its rest starts
     // By tid: a general-path transfer's start, for a replay (a common-path
-    // one is re-sent as built).
+    // one is re-sent as built); an ordered one's first piece not yet answered.
     std::vector<PieceCursor> origin_;
+    // By tid: a Zone Append's LBA written (kKeepsResult), read where the
+    // record's op is Op::zone_append.
+    std::vector<std::uint64_t> append_lbas_;
+    // By cid: the transfer of a marked piece in flight (kMarkedPiece).
+    std::vector<std::uint32_t> marked_tids_;
     std::vector<std::uint32_t> replay_order_;  // scratch of replay_held(), sized once
     std::uint64_t next_sequence_ = 0;
     std::size_t held_count_ = 0;

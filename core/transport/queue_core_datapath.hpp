@@ -46,6 +46,12 @@ namespace queue_core {
 // Copied whole (two stores) rather than built field by field.
 inline constexpr CompletionStatus kSucceeded{};
 
+// The operations the common path takes: one command of read, write or
+// compare. A Zone Append goes the general path, where its LBA is kept.
+constexpr bool one_command_op(Op op) noexcept {
+    return op == Op::read || op == Op::write || op == Op::compare;
+}
+
 // Bytes per block in the transfer's buffer: the data (a power of two), and
 // on a namespace with metadata whatever of the metadata travels.
 inline std::uint32_t block_bytes_of(const NamespaceRef& ns, const Transfer& t) noexcept {
@@ -187,6 +193,10 @@ inline void QueueCore::complete_command(std::uint16_t cid,
         complete_piece(cid, command);
         return;
     }
+    if ((command.flags & kMarkedPiece) != 0) [[unlikely]] {
+        complete_marked_piece(cid, status, 0);  // failed back (fail_outstanding)
+        return;
+    }
     NVMEOF_INVARIANT((command.flags & (kInFlight | kLowLevel)) == (kInFlight | kLowLevel),
                      "a low-level answer for a command not in flight as a low-level one");
     responses_[cid].status = status;
@@ -201,7 +211,7 @@ inline void QueueCore::complete_command(std::uint16_t cid,
 template <QueueBackend B>
 bool QueueCore::fits_one_command(B& backend, const NamespaceRef& ns, const Transfer& t,
                                  const MemoryRecord* memory, std::uint64_t bytes) const noexcept {
-    return carries_data(t.op) && t.blocks - 1 < wire::kMaxBlocksPerCommand &&
+    return queue_core::one_command_op(t.op) && t.blocks - 1 < wire::kMaxBlocksPerCommand &&
            bytes <= max_transfer_bytes_ && t.slba < ns.size_lbas &&
            t.blocks <= ns.size_lbas - t.slba && memory != nullptr && memory->host_owner == owner_ &&
            t.offset <= memory->length && bytes <= memory->length - t.offset &&
@@ -278,6 +288,22 @@ SubmitResult QueueCore::submit_one_command(B& backend, const NamespaceRef& ns, c
 template <QueueBackend B>
 SubmitResult QueueCore::submit_general(B& backend, const NamespaceRef& ns, const Transfer& t,
                                        std::uint32_t* tid_out, Post post) noexcept {
+    if (t.op == Op::zone_append || ns.ordered_writes) [[unlikely]] {
+        // One test: the transfers of every other namespace go on as before.
+        return submit_zoned(backend, ns, t, tid_out, post);
+    }
+    return submit_checked<false>(backend, ns, t, tid_out, post);
+}
+
+template <QueueBackend B>
+SubmitResult QueueCore::submit_zoned(B& backend, const NamespaceRef& ns, const Transfer& t,
+                                     std::uint32_t* tid_out, Post post) noexcept {
+    return submit_checked<true>(backend, ns, t, tid_out, post);
+}
+
+template <bool kZoned, QueueBackend B>
+SubmitResult QueueCore::submit_checked(B& backend, const NamespaceRef& ns, const Transfer& t,
+                                       std::uint32_t* tid_out, Post post) noexcept {
     const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
     const std::uint32_t block_bytes = queue_core::block_bytes_of(ns, t);
     if (const int error = check_transfer(ns, t, memory, block_bytes); error != 0) {
@@ -289,6 +315,31 @@ SubmitResult QueueCore::submit_general(B& backend, const NamespaceRef& ns, const
     const std::uint64_t per_piece = blocks_per_piece(block_bytes, t.op);
     const std::size_t count =
         t.op == Op::flush || t.blocks <= per_piece ? 1 : plan_split(t.blocks, per_piece).pieces;
+    PieceKind kind = PieceKind::plain;
+    if constexpr (kZoned) {
+        if (t.op == Op::zone_append) {
+            // Never split (the controller picks where the blocks go): one
+            // command, within the namespace's Zone Append limit (0 where it
+            // is not zoned).
+            if (count != 1 || t.blocks * block_bytes > ns.zone_append_max_bytes) {
+                return refuse(SubmitResult::invalid, TransportErrc::invalid_argument, EINVAL, t.op);
+            }
+            kind = PieceKind::append;
+        } else if (count > 1 && (t.op == Op::write || t.op == Op::write_zeroes)) {
+            // A zone takes them at its write pointer: the first alone, each
+            // next once the one before it is answered (ordered_piece_answered).
+            kind = PieceKind::ordered;
+        }
+    }
+    return submit_pieces(backend, ns, t, tid_out, post, {block_bytes, per_piece, count}, kind);
+}
+
+template <QueueBackend B>
+SubmitResult QueueCore::submit_pieces(B& backend, const NamespaceRef& ns, const Transfer& t,
+                                      std::uint32_t* tid_out, Post post, const PieceCount& split,
+                                      PieceKind kind) noexcept {
+    const std::size_t count = split.count;
+    const MemoryRecord* memory = t.memory != nullptr ? t.memory->record() : nullptr;
     GpuOrdering* gpu_read = nullptr;
     if (memory != nullptr && memory->kind == MemoryKind::gpu) {
         // The target may read the memory as soon as the command leaves: the
@@ -307,24 +358,31 @@ SubmitResult QueueCore::submit_general(B& backend, const NamespaceRef& ns, const
     PieceCursor& next = origin_[tid];  // kept as is for a replay; pieces advance a copy
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
-    next.per_piece = per_piece;
+    next.per_piece = split.per_piece;
     next.address =
         memory != nullptr ? reinterpret_cast<std::uint64_t>(memory->address) + t.offset : 0;
     next.rkey = memory != nullptr ? memory->rkey : 0;
     next.lkey = memory != nullptr ? memory->lkey : 0;
     next.nsid = ns.nsid;
-    next.block_bytes = block_bytes;
+    next.block_bytes = split.block_bytes;
     set_protection_fields(next, ns, t);
     next.unbuilt = static_cast<std::uint32_t>(count);
     next.op = t.op;
-    next.as_built = false;
+    next.kind = kind;
     if (tid_out != nullptr) {
         *tid_out = tid;
     }
 
-    if (waiting_count_ == 0 && count <= cids_.available() && count <= backend.send_room()) {
+    // A marked transfer (an ordered one, a Zone Append) goes one piece at a time.
+    const std::size_t now = kind == PieceKind::plain ? count : 1;
+    if (waiting_count_ == 0 && now <= cids_.available() && now <= backend.send_room()) {
         PieceCursor cursor = next;
-        build_pieces(backend, tid, cursor, count);
+        if (kind == PieceKind::plain) {
+            build_pieces(backend, tid, cursor, count);
+        } else {
+            build_marked_piece(backend, tid, cursor);
+            waiting_next_[tid] = cursor;  // an ordered transfer's rest, unbuilt
+        }
     } else {
         // The rest waits behind any transfer already waiting, so pieces leave in order.
         waiting_next_[tid] = next;
@@ -343,7 +401,7 @@ void QueueCore::build_pieces(B& backend, std::uint32_t tid, PieceCursor& c,
                              std::size_t count) noexcept {
     for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t cid = 0;
-        if (c.as_built) {
+        if (c.kind == PieceKind::as_built) {
             cid = static_cast<std::uint16_t>(tid);
             NVMEOF_INVARIANT(kept_cids_ > 0, "a held transfer's cid counted kept");
             --kept_cids_;  // its command in flight again
@@ -355,7 +413,7 @@ void QueueCore::build_pieces(B& backend, std::uint32_t tid, PieceCursor& c,
         const std::uint64_t blocks = std::min(c.per_piece, c.blocks_left);
         // Apart from slba's update below: two plain updates, not one vector's.
         c.blocks_left -= blocks;
-        if (c.as_built) {
+        if (c.kind == PieceKind::as_built) {
             // A replay of a one-command transfer: its command is still built.
             backend.rebuild_as_built(cid);
         } else {
@@ -385,16 +443,37 @@ void QueueCore::build_pieces(B& backend, std::uint32_t tid, PieceCursor& c,
 }
 
 template <QueueBackend B>
+void QueueCore::build_marked_piece(B& backend, std::uint32_t tid, PieceCursor& c) noexcept {
+    // Marked after build_pieces, which knows nothing of it: the loop over
+    // every other transfer's pieces stays as it was.
+    const std::uint16_t cid = cids_.next();
+    build_pieces(backend, tid, c, 1);
+    CommandState& command = command_at(cid);
+    command.flags |= c.kind == PieceKind::ordered ? kOrderedPiece : kKeepsResult;
+    command.tid = kNoTransfer;
+    marked_tids_[cid] = tid;
+}
+
+template <QueueBackend B>
 void QueueCore::build_waiting(B& backend) noexcept {
     while (waiting_count_ > 0 && backend.send_room() > 0) {
         const std::uint32_t tid = waiting_[waiting_head_];
         PieceCursor& c = waiting_next_[tid];
-        const std::size_t ids = c.as_built ? 1 : cids_.available();  // as built: its own cid
+        const std::size_t ids =
+            c.kind == PieceKind::as_built ? 1 : cids_.available();  // as built: its own cid
         if (ids == 0) {
             return;
         }
-        build_pieces(backend, tid, c, std::min<std::size_t>({c.unbuilt, ids, backend.send_room()}));
-        if (c.unbuilt == 0) {
+        // An ordered transfer sends one piece and leaves the FIFO: its answer
+        // puts the transfer back (ordered_piece_answered).
+        const bool ordered = c.kind == PieceKind::ordered;
+        if (c.kind <= PieceKind::as_built) [[likely]] {
+            build_pieces(backend, tid, c,
+                         std::min<std::size_t>({c.unbuilt, ids, backend.send_room()}));
+        } else {
+            build_marked_piece(backend, tid, c);
+        }
+        if (c.unbuilt == 0 || ordered) {
             waiting_head_ = (waiting_head_ + 1) & ring_mask_;
             --waiting_count_;
         }
@@ -478,11 +557,19 @@ bool QueueCore::complete_response(B& backend, const wire::Cqe& cqe) noexcept {
         complete_piece(cid, command);
         return true;
     }
+    return complete_with_status(backend, cqe);
+}
+
+template <QueueBackend B>
+bool QueueCore::complete_with_status(B& backend, const wire::Cqe& cqe) noexcept {
+    const std::uint16_t cid = cqe.command_id;
+    CommandState& command = command_at(cid);
     CompletionStatus status;
-    status.nvme = nvme;
+    status.nvme = wire::Status::from_cqe_field(cqe.status);
     status.opcode = backend.sqe(cid).opcode;
     status.queue = config_.kind;
-    if (command.tid == kNoTransfer) {
+    const bool marked = (command.flags & kMarkedPiece) != 0;
+    if (command.tid == kNoTransfer && !marked) {
         responses_[cid].cqe = cqe;  // low-level requests hand the whole CQE back
     } else if (status.nvme.type() == wire::StatusCodeType::path && outage_ == OutagePolicy::hold)
         [[unlikely]] {
@@ -492,6 +579,10 @@ bool QueueCore::complete_response(B& backend, const wire::Cqe& cqe) noexcept {
         backend.fail(TransportErrc::path_error, ENOLINK,
                      "a path-related status (SCT 3) from the target");
         return false;
+    }
+    if (marked) [[unlikely]] {
+        complete_marked_piece(cid, status, cqe.result64());
+        return true;
     }
     complete_command(cid, status);
     return true;

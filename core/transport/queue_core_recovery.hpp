@@ -121,7 +121,7 @@ std::size_t QueueCore::replay_held(B& backend) noexcept {
             waiting_next_[tid] = PieceCursor{};
             waiting_next_[tid].unbuilt = 1;
             waiting_next_[tid].op = record.op;
-            waiting_next_[tid].as_built = true;
+            waiting_next_[tid].kind = PieceKind::as_built;
         }
         set_pieces_left(record, waiting_next_[tid].unbuilt);
         enqueue_waiting(tid);

@@ -29,6 +29,7 @@ void RdmaQueue::build_dataless(std::uint16_t cid, Op op, std::uint32_t nsid, std
         case Op::read:  // not here: set_data
         case Op::write:
         case Op::compare:
+        case Op::zone_append:
             sqe = wire::flush_command(nsid);
             break;
     }

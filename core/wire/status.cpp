@@ -188,7 +188,8 @@ NvmeError::NvmeError(Status status, std::string_view command, StatusContext cont
     : std::runtime_error(std::string(command) + " failed: " + describe(status, context)),
       status_(status),
       command_(command),
-      result_(result) {}
+      result_(result),
+      context_(context) {}
 
 void raise_for_status(const Cqe& cqe, const Sqe& command, QueueKind queue) {
     const Status status = Status::from_cqe_field(cqe.status);

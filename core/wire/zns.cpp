@@ -73,7 +73,7 @@ ZoneReceiveRequest parse_zone_management_receive(const Sqe& sqe) {
     return request;
 }
 
-ZoneReport parse_zone_report(std::span<const std::uint8_t> data) {
+ZoneReport parse_zone_report(std::span<const std::uint8_t> data, std::uint32_t extension_bytes) {
     if (data.size() < sizeof(ZoneReportHeader)) {
         throw std::runtime_error("a zone report of " + std::to_string(data.size()) +
                                  " bytes is shorter than its 64-byte header");
@@ -82,12 +82,58 @@ ZoneReport parse_zone_report(std::span<const std::uint8_t> data) {
     std::memcpy(&header, data.data(), sizeof header);
     ZoneReport report;
     report.nr_zones = header.nr_zones;
-    const std::size_t room = (data.size() - sizeof header) / sizeof(ZoneDescriptor);
+    const std::size_t stride = sizeof(ZoneDescriptor) + extension_bytes;
+    const std::size_t room = (data.size() - sizeof header) / stride;
     const auto count =
         static_cast<std::size_t>(std::min<std::uint64_t>(header.nr_zones, std::uint64_t{room}));
     report.zones.resize(count);
-    std::memcpy(report.zones.data(), data.data() + sizeof header, count * sizeof(ZoneDescriptor));
+    for (std::size_t i = 0; i < count; ++i) {
+        std::memcpy(&report.zones[i], data.data() + sizeof header + i * stride,
+                    sizeof(ZoneDescriptor));
+    }
     return report;
+}
+
+ZonedGeometry zoned_geometry(const IdentifyZonedNamespace& zns, std::uint8_t format_index) {
+    if (format_index >= kMaxLbaFormats) {
+        throw std::runtime_error("LBA format " + std::to_string(format_index) +
+                                 " has no zone format extension (LBAFE)");
+    }
+    const ZonedLbaFormatExtension& format = zns.lbafe[format_index];
+    if (format.zsze == 0) {
+        throw std::runtime_error("the zone size (ZSZE of LBA format " +
+                                 std::to_string(format_index) + ") is 0");
+    }
+    // MOR and MAR are 0's based, all ones for no limit.
+    const auto limit = [](std::uint32_t reported) {
+        return reported == kNoZoneResourceLimit ? 0u : reported + 1;
+    };
+    ZonedGeometry geometry;
+    geometry.zone_blocks = format.zsze;
+    geometry.max_open = limit(zns.mor);
+    geometry.max_active = limit(zns.mar);
+    geometry.descriptor_extension_bytes = std::uint32_t{format.zdes} * kZoneDescriptorExtensionUnit;
+    geometry.zoc = zns.zoc;
+    geometry.ozcs = zns.ozcs;
+    return geometry;
+}
+
+std::uint64_t zone_append_size_limit(std::uint8_t zasl, std::uint64_t min_page_size) {
+    if (zasl == 0) {
+        return 0;
+    }
+    constexpr unsigned kLargestShift = 40;  // beyond anything one command carries
+    return zasl >= kLargestShift ? std::uint64_t{1} << 52
+                                 : (std::uint64_t{1} << zasl) * min_page_size;
+}
+
+std::optional<std::uint8_t> namespace_csi(std::span<const std::uint8_t, kIdentifyDataSize> page) {
+    for (const NamespaceIdDescriptor& d : parse_namespace_descriptors(page)) {
+        if (d.type == NamespaceIdType::csi && d.id.size() == 1) {
+            return d.id[0];
+        }
+    }
+    return std::nullopt;
 }
 
 Sqe zone_append_command(std::uint32_t nsid, std::uint64_t zslba, std::uint32_t blocks,

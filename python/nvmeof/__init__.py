@@ -11,6 +11,7 @@ asynchronous transfers, keep-alive and reconnecting.
 
 Namespaces formatted with metadata and protection information are read and
 written with pract/prchk/apptag/apptag_mask/reftag/storage_tag (see nvmeof.protection).
+Zoned namespaces report their zones, take zone actions and appends (see nvmeof.zones).
 
 Blocking calls release the GIL. Threads may share a controller: each call
 into it is serialised, but a blocking read or write holds the controller only
@@ -25,12 +26,13 @@ from nvmeof.errors import (CommandTimeoutError, ConnectError, ConnectStatusError
                            InvalidArgumentError, NvmeError, ProtectionError, QueueFullError,
                            TransportError)
 from nvmeof.futures import TransferFuture
-from nvmeof import protection, protocol, rdma
+from nvmeof import protection, protocol, rdma, zones
 from nvmeof.protection import (BlockFormat, Prchk, crc16_t10dif, crc32c, crc64_nvme,
                                pi_generate, pi_verify)
 from nvmeof.protocol import (NVME_RDMA_PORT, Completion, ControllerInfo, NamespaceInfo,
                              NVMeStatusError)
 from nvmeof.rdma import HostBuffer, RDMAQueue
+from nvmeof.zones import Zone, ZoneAction, ZoneFilter, ZoneReport, ZoneState, ZoneType
 
 __all__ = [
     "__version__", "BlockFormat", "Buffer", "CommandTimeoutError", "Completion", "ConnectError",
@@ -38,5 +40,7 @@ __all__ = [
     "InvalidArgumentError", "IoQueue", "Namespace", "NamespaceInfo",
     "NvmeError", "NVMeStatusError", "NVME_RDMA_PORT", "Prchk", "ProtectionError",
     "QueueFullError", "RDMAQueue", "Request", "Response", "TransferFuture", "TransportError",
+    "Zone", "ZoneAction", "ZoneFilter", "ZoneReport", "ZoneState", "ZoneType",
     "crc16_t10dif", "crc32c", "crc64_nvme", "pi_generate", "pi_verify", "protection", "protocol", "rdma",
+    "zones",
 ]

@@ -4,6 +4,7 @@ from typing import Any, Optional, Union
 from nvmeof import protection as protection
 from nvmeof import protocol as protocol
 from nvmeof import rdma as rdma
+from nvmeof import zones as zones
 from nvmeof._core import Buffer as Buffer, IoQueue as IoQueue, Namespace as Namespace
 from nvmeof._core import Request as Request, Response as Response
 from nvmeof._core import BlockFormat as BlockFormat, crc16_t10dif as crc16_t10dif
@@ -20,6 +21,8 @@ from nvmeof.protocol import NVME_RDMA_PORT as NVME_RDMA_PORT, Completion as Comp
 from nvmeof.protocol import ControllerInfo as ControllerInfo, NamespaceInfo as NamespaceInfo
 from nvmeof.protocol import NVMeStatusError as NVMeStatusError
 from nvmeof.rdma import HostBuffer as HostBuffer, RDMAQueue as RDMAQueue
+from nvmeof.zones import Zone as Zone, ZoneAction as ZoneAction, ZoneFilter as ZoneFilter
+from nvmeof.zones import ZoneReport as ZoneReport, ZoneState as ZoneState, ZoneType as ZoneType
 
 __version__: str
 

@@ -283,6 +283,7 @@ py::dict limits_dict(const nvmeof::Limits& l) {
     d["model"] = l.model;
     d["serial"] = l.serial;
     d["firmware"] = l.firmware;
+    d["io_command_sets"] = l.io_command_sets;  // CC.CSS 110b: zoned namespaces served
     return d;
 }
 

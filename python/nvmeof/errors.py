@@ -100,7 +100,10 @@ class NvmeError(Error, OSError):
     errno EILSEQ for a failed end-to-end protection check (SCT 2, SC 0x82 guard,
     0x83 application tag, 0x84 reference tag), whose message names the check;
     EBADMSG for a Compare Failure (SCT 2, SC 0x85: compare_async's future has
-    the result False instead, as compare() returns it).
+    the result False instead, as compare() returns it); on a zoned namespace
+    ETOOMANYREFS for Too Many Open Zones and EOVERFLOW for Too Many Active Zones,
+    as Linux's block layer reports them (the other zone statuses, Zone Is Full
+    and the like, are EIO there too: `name` tells them apart).
 
     ``NvmeError(completion)`` builds one from a completion, as the reference does."""
 

@@ -150,10 +150,12 @@ void translate(std::exception_ptr error) {
         f["sc"] = e.status().code();
         f["dnr"] = e.status().do_not_retry();
         f["command"] = e.command();
-        f["name"] = std::string(nvmeof::wire::status_name(e.status()));
+        f["name"] = std::string(nvmeof::wire::status_name(e.status(), e.context()));
         // The core's errno: EILSEQ for a failed end-to-end check (as the Linux
-        // host reports it), EBADMSG for a Compare Failure, else EIO.
-        f["errno"] = nvmeof::CompletionStatus{.nvme = e.status()}.error_number();
+        // host reports it), EBADMSG for a Compare Failure, ETOOMANYREFS and
+        // EOVERFLOW for the zone resource errors on an I/O queue, else EIO.
+        f["errno"] =
+            nvmeof::CompletionStatus{.nvme = e.status(), .queue = e.context().queue}.error_number();
         raise_python("NvmeError", e.what(), f);
     } catch (const nvmeof::Error& e) {
         raise_python("Error", e.what(), py::dict());

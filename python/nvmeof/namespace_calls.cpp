@@ -92,10 +92,16 @@ void start_progress(ControllerState& state) {
 // caller has released the GIL. False for a Compare whose blocks differ.
 bool blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns,
                        const nvmeof::Transfer& transfer) {
-    std::unique_lock lock(state.mutex);
-    state.open();
-    nvmeof::Namespace bound = ns;
-    return bound.run(transfer, [&] {
+    return blocking_call(state, [&](const nvmeof::BetweenPolls& between_polls) {
+        nvmeof::Namespace bound = ns;
+        return bound.run(transfer, between_polls);
+    });
+}
+
+}  // namespace
+
+nvmeof::BetweenPolls unlocking(ControllerState& state, std::unique_lock<std::mutex>& lock) {
+    return [&state, &lock] {
         if (state.transfers.has_finished()) {
             state.progress_wake.notify_one();  // others' futures, found by this poll
         }
@@ -103,97 +109,71 @@ bool blocking_transfer(ControllerState& state, const nvmeof::Namespace& ns,
         std::this_thread::yield();
         lock.lock();
         state.open();  // closed or given up meanwhile: that is the call's error
-    });
+    };
 }
 
-// The keyword arguments of a read, write, compare or write zeroes that ask for end-to-end
-// protection (PRACT, PRCHK and the tags), as Python passes them.
-struct ProtectionArgs {
-    bool pract = false;
-    std::int64_t prchk = 0;
-    std::int64_t apptag = 0;
-    std::int64_t apptag_mask = 0xFFFF;
-    std::optional<std::int64_t> reftag;
-    std::uint64_t storage_tag = 0;
-
-    nvmeof::Protection of(const nvmeof::Namespace& ns) const {
-        return protection_from(ns.format(), pract, prchk, apptag, apptag_mask, reftag, storage_tag);
+nvmeof::Transfer PyNamespace::describe(nvmeof::Op op, Buffer& registered, std::uint64_t slba,
+                                       std::optional<std::uint64_t> blocks, std::uint64_t offset,
+                                       const ProtectionArgs& args) const {
+    if (registered.state != state) {
+        throw py::value_error("the buffer is registered with another controller");
     }
-};
-
-struct PyNamespace {
-    StatePtr state;
-    nvmeof::Namespace ns;
-
-    // The transfer a read, write or compare of `buffer` describes, checked.
-    // Blocks are as many bytes in the buffer as buffer_block_bytes(protection) says.
-    nvmeof::Transfer describe(nvmeof::Op op, Buffer& registered, std::uint64_t slba,
-                              std::optional<std::uint64_t> blocks, std::uint64_t offset,
-                              const ProtectionArgs& args) const {
-        if (registered.state != state) {
-            throw py::value_error("the buffer is registered with another controller");
-        }
-        const nvmeof::Protection protection = args.of(ns);
-        const std::uint64_t block_bytes = ns.info().buffer_block_bytes(protection);
-        // Given blocks are checked against the region by check_transfer below.
-        const std::uint64_t count =
-            blocks ? *blocks
-                   : blocks_in_buffer(registered.size, offset, block_bytes, std::nullopt, "");
-        if (count == 0) {
-            throw py::value_error("the buffer holds no whole block after offset " +
-                                  std::to_string(offset));
-        }
-        const nvmeof::Transfer transfer{op, slba, count, &registered.region, offset, 0, protection};
-        nvmeof::check_transfer(ns.info(), transfer);
-        return transfer;
+    const nvmeof::Protection protection = args.of(ns);
+    const std::uint64_t block_bytes = ns.info().buffer_block_bytes(protection);
+    // Given blocks are checked against the region by check_transfer below.
+    const std::uint64_t count =
+        blocks ? *blocks : blocks_in_buffer(registered.size, offset, block_bytes, std::nullopt, "");
+    if (count == 0) {
+        throw py::value_error("the buffer holds no whole block after offset " +
+                              std::to_string(offset));
     }
+    const nvmeof::Transfer transfer{op, slba, count, &registered.region, offset, 0, protection};
+    nvmeof::check_transfer(ns.info(), transfer);
+    return transfer;
+}
 
-    // False for a Compare whose blocks differ.
-    bool transfer(nvmeof::Op op, const py::object& buffer, std::uint64_t slba,
-                  std::optional<std::uint64_t> blocks, std::uint64_t offset,
-                  const ProtectionArgs& args) {
-        auto& registered = buffer_of(buffer);
-        const nvmeof::Transfer t = describe(op, registered, slba, blocks, offset, args);
-        const BufferInUse in_use(&registered);
-        return run(t);
-    }
+bool PyNamespace::transfer(nvmeof::Op op, const py::object& buffer, std::uint64_t slba,
+                           std::optional<std::uint64_t> blocks, std::uint64_t offset,
+                           const ProtectionArgs& args) {
+    auto& registered = buffer_of(buffer);
+    const nvmeof::Transfer t = describe(op, registered, slba, blocks, offset, args);
+    const BufferInUse in_use(&registered);
+    return run(t);
+}
 
-    py::object transfer_async(nvmeof::Op op, const py::object& buffer, std::uint64_t slba,
-                              std::optional<std::uint64_t> blocks, std::uint64_t offset,
-                              const ProtectionArgs& args) {
-        auto& registered = buffer_of(buffer);
-        const nvmeof::Transfer t = describe(op, registered, slba, blocks, offset, args);
-        return start(t, buffer);
-    }
+py::object PyNamespace::transfer_async(nvmeof::Op op, const py::object& buffer, std::uint64_t slba,
+                                       std::optional<std::uint64_t> blocks, std::uint64_t offset,
+                                       const ProtectionArgs& args) {
+    auto& registered = buffer_of(buffer);
+    const nvmeof::Transfer t = describe(op, registered, slba, blocks, offset, args);
+    return start(t, buffer);
+}
 
-    py::object start(const nvmeof::Transfer& t, const py::object& buffer) {
-        py::object future = py::module_::import("nvmeof.futures").attr("TransferFuture")();
-        future.attr("set_running_or_notify_cancel")();
-        Buffer* registered = buffer.is_none() ? nullptr : &buffer.cast<Buffer&>();
-        BufferInUse in_use(registered);
-        PyObject* owned_future = future.inc_ref().ptr();
-        PyObject* owned_buffer = buffer.is_none() ? nullptr : buffer.inc_ref().ptr();
-        try {
-            py::gil_scoped_release no_gil;
-            std::lock_guard lock(state->mutex);
-            state->transfers.add(state->open(), ns, t, owned_future, owned_buffer);
-            start_progress(*state);
-        } catch (...) {
-            Py_DECREF(owned_future);
-            Py_XDECREF(owned_buffer);
-            throw;
-        }
-        in_use.release();  // deliver() gives the count back
-        return future;
-    }
-
-    bool run(const nvmeof::Transfer& transfer) {
+py::object PyNamespace::start(const nvmeof::Transfer& t, const py::object& buffer) {
+    py::object future = py::module_::import("nvmeof.futures").attr("TransferFuture")();
+    future.attr("set_running_or_notify_cancel")();
+    Buffer* registered = buffer.is_none() ? nullptr : &buffer.cast<Buffer&>();
+    BufferInUse in_use(registered);
+    PyObject* owned_future = future.inc_ref().ptr();
+    PyObject* owned_buffer = buffer.is_none() ? nullptr : buffer.inc_ref().ptr();
+    try {
         py::gil_scoped_release no_gil;
-        return blocking_transfer(*state, ns, transfer);
+        std::lock_guard lock(state->mutex);
+        state->transfers.add(state->open(), ns, t, owned_future, owned_buffer);
+        start_progress(*state);
+    } catch (...) {
+        Py_DECREF(owned_future);
+        Py_XDECREF(owned_buffer);
+        throw;
     }
-};
+    in_use.release();  // deliver() gives the count back
+    return future;
+}
 
-}  // namespace
+bool PyNamespace::run(const nvmeof::Transfer& transfer) {
+    py::gil_scoped_release no_gil;
+    return blocking_transfer(*state, ns, transfer);
+}
 
 void deliver(std::vector<TransferBoard::Finished> finished) {
     py::gil_scoped_acquire gil;
@@ -206,6 +186,8 @@ void deliver(std::vector<TransferBoard::Finished> finished) {
         try {
             if (done.op == nvmeof::Op::compare && (done.status.ok() || done.status.miscompare())) {
                 future.attr("set_result")(done.status.ok());  // a Compare's answer
+            } else if (done.op == nvmeof::Op::zone_append && done.status.ok()) {
+                future.attr("set_result")(done.append_lba);  // where the blocks went
             } else if (done.status.ok()) {
                 future.attr("set_result")(py::none());
             } else {
@@ -401,6 +383,7 @@ void bind_namespace(py::module_& m) {
                        unsigned_argument(blocks, "blocks"), nullptr, 0, 0});
             },
             py::arg("slba"), py::arg("blocks"));
+    bind_zone_calls(cls);
 }
 
 }  // namespace nvmeof_python

@@ -14,10 +14,11 @@ namespace {
 // different queues; the other operations go whole to one queue, which splits
 // them itself where it has to. A command's worth counts the bytes per block
 // that travel: data, and the metadata unless PRACT strips PI that is all of it.
-std::uint64_t piece_blocks_for(const nvmeof::Controller& controller, nvmeof::Op op,
-                               std::uint32_t block_bytes) {
-    if (!nvmeof::carries_data(op)) {
-        return 0;
+std::uint64_t piece_blocks_for(const nvmeof::Controller& controller, const nvmeof::Namespace& ns,
+                               nvmeof::Op op, std::uint32_t block_bytes) {
+    if (!nvmeof::carries_data(op) || op == nvmeof::Op::zone_append ||
+        (ns.info().zoned && op == nvmeof::Op::write)) {
+        return 0;  // whole to one queue
     }
     const std::uint64_t per_command = controller.limits().max_transfer_bytes / block_bytes;
     return std::clamp<std::uint64_t>(per_command, 1, nvmeof::wire::kMaxBlocksPerCommand);
@@ -31,7 +32,7 @@ void TransferBoard::add(nvmeof::Controller& controller, const nvmeof::Namespace&
     const std::uint64_t token = next_token_++;
     Pending pending{ns, transfer};
     pending.block_bytes = ns.info().buffer_block_bytes(transfer.protection);
-    pending.piece_blocks = piece_blocks_for(controller, transfer.op, pending.block_bytes);
+    pending.piece_blocks = piece_blocks_for(controller, ns, transfer.op, pending.block_bytes);
     pending.future = future;
     pending.buffer = buffer;
     pending_.emplace(token, std::move(pending));
@@ -60,6 +61,7 @@ bool TransferBoard::progress(nvmeof::Controller& controller) {
                 if (!out[i].status.ok() && !pending.error) {
                     pending.error = out[i].status;
                 }
+                pending.append_lba = out[i].append_lba;  // read only for a Zone Append
                 if (pending.submitted && pending.outstanding == 0) {
                     note_done(found->first, pending);
                 }
@@ -140,7 +142,8 @@ void TransferBoard::fail(Pending& pending, const nvmeof::CompletionStatus& statu
 
 void TransferBoard::note_done(std::uint64_t token, Pending& pending) {
     finished_.push_back({pending.future, pending.buffer,
-                         pending.error.value_or(nvmeof::CompletionStatus{}), pending.rest.op});
+                         pending.error.value_or(nvmeof::CompletionStatus{}), pending.rest.op,
+                         pending.append_lba});
     --asynchronous_;
     pending_.erase(token);
 }
@@ -158,7 +161,7 @@ void TransferBoard::fail_all(const nvmeof::CompletionStatus& status) {
         if (!pending.error) {
             pending.error = status;
         }
-        finished_.push_back({pending.future, pending.buffer, *pending.error, pending.rest.op});
+        finished_.push_back({pending.future, pending.buffer, *pending.error, pending.rest.op, 0});
         --asynchronous_;
         it = pending_.erase(it);
     }

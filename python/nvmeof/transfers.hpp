@@ -7,11 +7,11 @@
 // transfer size, counting the metadata that travels with each block; an
 // explicit reference tag advanced piece by piece) handed out round robin to
 // the I/O queues, as the core's blocking loop does, so one large read keeps
-// every queue busy. Pieces that find no free slot wait in a backlog and go
-// out as completions free slots.
-// The progress thread polls while any transfer is pending and completes their
-// futures; the pieces travel on the queues' public transfers (poll(span), by
-// user_data), which the blocking loop's internal records never take.
+// every queue busy. A write on a zoned namespace and a Zone Append go whole
+// to one queue, as the blocking loop sends them (its pieces in order there). Pieces that find no
+// free slot wait in a backlog and go out as completions free slots. The progress thread polls while
+// any transfer is pending and completes their futures; the pieces travel on the queues' public
+// transfers (poll(span), by user_data), which the blocking loop's internal records never take.
 #pragma once
 
 #include <Python.h>
@@ -38,6 +38,7 @@ class TransferBoard {
         PyObject* buffer = nullptr;  // its Buffer, a new reference counted in use (may be null)
         nvmeof::CompletionStatus status;
         nvmeof::Op op = nvmeof::Op::read;  // a Compare's future has a result: True or False
+        std::uint64_t append_lba = 0;      // a Zone Append's result: the LBA written
     };
 
     // Files `transfer` of `ns` and submits what fits now. The board owns the
@@ -68,6 +69,7 @@ class TransferBoard {
         std::uint32_t outstanding = 0;   // pieces submitted and not yet polled
         bool submitted = false;          // nothing left to submit
         std::optional<nvmeof::CompletionStatus> error;  // the first failure
+        std::uint64_t append_lba = 0;                   // a Zone Append's, once done
         PyObject* future = nullptr;
         PyObject* buffer = nullptr;
     };

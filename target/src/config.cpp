@@ -113,6 +113,8 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   stop-answering-after=N   after N commands, accept but never answer
   ignore-io=N              the Nth I/O command (1-based, counted over all I/O queues) is
                            accepted but never answered; the others are
+  reorder-io=N             (RDMA) every Nth I/O command of a queue runs after one that
+                           arrived later (held until it finished, 5 ms at most)
   outage-after=N:MS        after N commands, drop every connection and stop listening for
                            MS ms, then listen again on the same ports (repeatable)
   port-down-after=N:INDEX  after N commands, stop listening on the INDEXth --port (0-based)
@@ -533,6 +535,9 @@ ParseOutcome parse_command_line(const std::vector<std::string_view>& args, Targe
     // CM REP to carry a CRQSIZE.
     if (config.transport == Transport::tcp && config.faults.reject_connect) {
         throw UsageError("--fault reject-connect is NVMe/RDMA only (--transport rdma)");
+    }
+    if (config.transport == Transport::tcp && config.faults.reorder_io) {
+        throw UsageError("--fault reorder-io is NVMe/RDMA only (--transport rdma)");
     }
     if (config.transport == Transport::tcp && config.limits.crqsize) {
         throw UsageError("--crqsize is NVMe/RDMA only (--transport rdma)");

@@ -29,6 +29,8 @@ inline constexpr int kUsageExitCode = 2;
 inline constexpr std::uint32_t kDefaultLbaSize = 512;
 inline constexpr std::uint64_t kMaxPorts = 64;        // --port given at most this often
 inline constexpr std::uint64_t kMaxDelayMs = 600000;  // the faults' delays: ten minutes at most
+// reorder-io: how long a held command waits for a later one before it runs anyway.
+inline constexpr std::uint32_t kReorderHoldMs = 5;
 
 // A zoned namespace (the Zoned Namespace command set; RAM only, no metadata):
 // its zones, their capacity and the open and active resource limits.
@@ -146,6 +148,11 @@ struct FaultConfig {
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;
     std::optional<std::uint64_t> ignore_io;  // the Nth I/O command is never answered
+    // reorder-io=N (NVMe/RDMA): every Nth I/O command of a queue is held back
+    // and run once a command that arrived after it on that queue has
+    // finished (or kReorderHoldMs later): the two run against their order
+    // of arrival.
+    std::optional<std::uint64_t> reorder_io;
     // outage-after=N:MS: after N commands, every connection dropped and no
     // listener for MS ms (a target restart without restarting the process).
     struct Outage {

@@ -147,6 +147,12 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
         faults.stop_answering_after = parse_number(value, what, max64);
     } else if (name == "ignore-io") {
         faults.ignore_io = parse_number(value, what, max64);
+    } else if (name == "reorder-io") {
+        const std::uint64_t every = parse_number(value, what, max64);
+        if (every == 0) {
+            throw UsageError(what + ": N is 1 or more (every Nth I/O command of a queue)");
+        }
+        faults.reorder_io = every;
     } else if (name == "outage-after") {
         const auto [after, ms] = split_once(value, ':');
         if (ms.empty()) {

@@ -19,6 +19,7 @@ struct TransportFaults {
     bool drop_done = false;
     bool stop_logged = false;
     bool delay_logged = false;
+    bool reorder_logged = false;
     bool r2t_delay_logged = false;
 };
 

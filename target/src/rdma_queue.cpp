@@ -54,6 +54,7 @@ struct RdmaQueue::Request {
     std::vector<std::uint8_t> buffer;
     verbs::MemoryRegion mr;
     Clock::time_point due{};
+    std::uint64_t sequence = 0;  // started_ when it was started (reorder-io)
     // The work requests of the host data's RDMA READ and of the response,
     // kept here until the pass posts them.
     ibv_sge read_sge{};
@@ -256,6 +257,10 @@ void RdmaQueue::handle_receive(std::uint32_t index, std::uint32_t byte_len) {
         post_receive(index);
         return;
     }
+    if (hold_for_reorder(capsule, byte_len)) {
+        post_receive(index);
+        return;
+    }
     Request* req = take_request();
     if (req == nullptr) {
         waiting_capsules_.emplace_back(capsule, capsule + byte_len);
@@ -292,6 +297,7 @@ void RdmaQueue::start_command(Request& req, const std::uint8_t* capsule, std::ui
         }
     };
     std::memcpy(&req.sqe, capsule, sizeof req.sqe);
+    req.sequence = ++started_;
     ++in_flight_;
     auto& max = nvme_.qid == 0 ? ctx_.stats.max_inflight_admin : ctx_.stats.max_inflight_io;
     max = std::max<std::uint64_t>(max, in_flight_);
@@ -383,7 +389,46 @@ void RdmaQueue::on_read_done(Request& req) {
     start_queued_reads();
 }
 
+bool RdmaQueue::hold_for_reorder(const std::uint8_t* capsule, std::uint32_t byte_len) {
+    const auto every = ctx_.config.faults.reorder_io;
+    if (!every || nvme_.qid == 0 || capsule[0] == wire::kFabricsOpcode) {
+        return false;
+    }
+    if (++io_received_ % *every != 0 || reordered_) {
+        return false;  // not its turn, or one is held already
+    }
+    if (!ctx_.faults.reorder_logged) {
+        ctx_.faults.reorder_logged = true;
+        std::fprintf(stderr,
+                     "nvmeof-target: fault: reorder-io=%llu: each I/O command of a queue "
+                     "numbered a multiple of %llu runs after one that arrived later\n",
+                     static_cast<unsigned long long>(*every),
+                     static_cast<unsigned long long>(*every));
+    }
+    ++ctx_.stats.faults_injected;
+    reordered_ = HeldCapsule{std::vector<std::uint8_t>(capsule, capsule + byte_len), started_,
+                             Clock::now() + std::chrono::milliseconds(kReorderHoldMs)};
+    return true;
+}
+
+void RdmaQueue::release_reordered() {
+    if (!reordered_ || state_ != State::live) {
+        return;
+    }
+    std::vector<std::uint8_t> capsule = std::move(reordered_->bytes);
+    reordered_.reset();
+    Request* req = take_request();
+    if (req == nullptr) {
+        waiting_capsules_.push_back(std::move(capsule));
+        return;
+    }
+    start_command(*req, capsule.data(), static_cast<std::uint32_t>(capsule.size()), 0xFFFFFFFF);
+}
+
 void RdmaQueue::finish(Request& req, const Completion& done) {
+    if (reordered_ && req.sequence > reordered_->after) {
+        release_reordered();  // a command that came after the held one has run
+    }
     req.done = done;
     responses_[req.index] = ctx_.core.make_cqe(nvme_, req.sqe, done);
     if (const auto delay = ctx_.config.faults.delay_ms) {
@@ -419,13 +464,17 @@ int RdmaQueue::deliver_async_events() {
 }
 
 Clock::time_point RdmaQueue::flush_delayed(Clock::time_point now) {
+    if (reordered_ && reordered_->due <= now) {
+        release_reordered();  // nothing came after it in time
+    }
     while (!delayed_.empty() && delayed_.front()->due <= now) {
         Request* req = delayed_.front();
         delayed_.pop_front();
         post_response(*req);
     }
     post_pass();
-    return delayed_.empty() ? Clock::time_point::max() : delayed_.front()->due;
+    const Clock::time_point held = reordered_ ? reordered_->due : Clock::time_point::max();
+    return std::min(held, delayed_.empty() ? Clock::time_point::max() : delayed_.front()->due);
 }
 
 void RdmaQueue::post_response(Request& req) {

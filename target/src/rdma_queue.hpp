@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core.hpp"
@@ -58,7 +59,8 @@ class RdmaQueue {
 
     // Polls the CQ and runs what completed; returns the completions handled.
     int poll();
-    // Posts responses whose delay (delay-ms fault) has passed; returns the
+    // Posts responses whose delay (delay-ms fault) has passed, and runs a
+    // command the reorder-io fault held past kReorderHoldMs; returns the
     // earliest still pending, or time_point::max().
     Clock::time_point flush_delayed(Clock::time_point now);
     void arm_cq();
@@ -88,6 +90,11 @@ class RdmaQueue {
     void post_pass();
     void on_send_done(Request& req);
     bool ensure_buffer(Request& req, std::size_t bytes);
+    // reorder-io: true when this I/O capsule is the Nth and is held back
+    // (copied; its receive buffer goes back up).
+    bool hold_for_reorder(const std::uint8_t* capsule, std::uint32_t byte_len);
+    // Runs the held capsule (a request slot, or behind the waiting capsules).
+    void release_reordered();
     Request* take_request();
     void fail(const char* what);
     std::string where() const;
@@ -113,6 +120,16 @@ class RdmaQueue {
     std::deque<Request*> queued_reads_;
     std::uint32_t reads_in_flight_ = 0;
     std::deque<Request*> delayed_;
+    // reorder-io: the capsule held back, run once a command started after it
+    // has finished (a request's `sequence` above `after`), or at `due`.
+    struct HeldCapsule {
+        std::vector<std::uint8_t> bytes;
+        std::uint64_t after = 0;
+        Clock::time_point due{};
+    };
+    std::optional<HeldCapsule> reordered_;
+    std::uint64_t io_received_ = 0;            // I/O capsules received (reorder-io's count)
+    std::uint64_t started_ = 0;                // commands started: each request's sequence
     std::uint32_t in_flight_ = 0;              // received and not yet answered
     std::vector<Request*> held_async_events_;  // Asynchronous Event Requests not yet answered
     ibv_send_wr* pass_head_ = nullptr;         // READs and responses of this pass, not yet posted

@@ -69,12 +69,13 @@ TEST(Config, LimitsListenAndStats) {
 }
 
 TEST(Config, Faults) {
-    const TargetConfig c =
-        parse({"--subsystem", "nqn.a", "--fault", "reject-connect=6", "--fault",
-               "connect-status=1/0x81", "--fault", "fail-io=3:2/0x81", "--fault",
-               "fail-lba=10-20:0/0x80", "--fault", "drop-after=50", "--fault", "delay-ms=5",
-               "--fault=stop-answering-after=7", "--fault", "ignore-io=9"});
+    const TargetConfig c = parse({"--subsystem", "nqn.a", "--fault", "reject-connect=6", "--fault",
+                                  "connect-status=1/0x81", "--fault", "fail-io=3:2/0x81", "--fault",
+                                  "fail-lba=10-20:0/0x80", "--fault", "drop-after=50", "--fault",
+                                  "delay-ms=5", "--fault=stop-answering-after=7", "--fault",
+                                  "ignore-io=9", "--fault", "reorder-io=4"});
     const FaultConfig& f = c.faults;
+    EXPECT_EQ(f.reorder_io, 4u);
     EXPECT_EQ(f.reject_connect, 6);
     ASSERT_TRUE(f.connect_status);
     EXPECT_EQ(f.connect_status->cqe_field(), 0x8000 | (1 << 9) | (0x81 << 1));
@@ -142,6 +143,10 @@ TEST(Config, Transport) {
         "--fault reject-connect is NVMe/RDMA only (--transport rdma)");
     EXPECT_EQ(error_of({"--transport", "tcp", "--crqsize", "8", "--subsystem", "nqn.a"}),
               "--crqsize is NVMe/RDMA only (--transport rdma)");
+    EXPECT_EQ(error_of({"--transport", "tcp", "--subsystem", "nqn.a", "--fault", "reorder-io=2"}),
+              "--fault reorder-io is NVMe/RDMA only (--transport rdma)");
+    EXPECT_EQ(error_of({"--subsystem", "nqn.a", "--fault", "reorder-io=0"}),
+              "--fault reorder-io=0: N is 1 or more (every Nth I/O command of a queue)");
 }
 
 TEST(Config, TcpSettings) {

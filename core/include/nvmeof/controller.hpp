@@ -64,6 +64,12 @@ struct Limits {
     // Features Host Behavior Support enabled them (LBAFEE), as SPDK and Linux do.
     bool extended_lba_formats = false;
     bool extended_lba_formats_enabled = false;
+    // CC.CSS 110b: where CAP.CSS bit 6 is set, the controller runs the I/O
+    // command sets (NVM, and zoned namespaces) of combination
+    // `command_set_combination` (Identify CNS 0x1C); false: CC.CSS 000b, NVM
+    // only.
+    bool io_command_sets = false;
+    std::uint16_t command_set_combination = 0;
 };
 
 // What reconnecting has done so far (Options::ctrl_loss_tmo).

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "nvmeof/base/namespace_ref.hpp"
 #include "nvmeof/memory.hpp"
 #include "nvmeof/protection.hpp"
+#include "nvmeof/zones.hpp"
 
 namespace nvmeof {
 
@@ -28,6 +30,11 @@ struct NamespaceInfo {
     // LBSTM: the storage tag bits a storage tag check compares (a format with
     // a storage tag).
     std::uint64_t storage_tag_mask = ~std::uint64_t{0};
+    // The namespace's I/O command set: the CSI of its namespace identification
+    // descriptors where the controller runs several (CC.CSS 110b), else 0 (NVM).
+    std::uint8_t csi = 0;
+    bool zoned = false;  // CSI 2, the Zoned Namespace command set
+    ZonedInfo zones{};   // where zoned
     std::uint64_t size_bytes() const { return size_lbas * lba_size; }
     std::uint32_t metadata_size() const { return format.metadata_bytes; }
     // Bytes per block in a transfer's buffer: data, plus the metadata unless
@@ -89,6 +96,45 @@ class Namespace {
     // used), with `between_polls` called each time it waits. Returns true, or
     // false for a Compare whose blocks differ (as compare()).
     bool run(const Transfer& transfer, const BetweenPolls& between_polls = {});
+
+    // --- zoned namespaces (info().zoned; InvalidArgument for any other) ---
+    // A write on a zoned namespace goes at a zone's write pointer: one cut
+    // into several commands (above MDTS) sends each only once the one before
+    // it completed, and a blocking write is not spread over the I/O queues.
+    // Zone errors are wire::NvmeError with the status named (Zone Is Full,
+    // Too Many Open Zones, ...; CompletionStatus::error_number() has their
+    // errnos).
+    //
+    // One Zone Management Receive into `buffer` (registered with this
+    // controller) from `buffer_offset`, `bytes` of it (default: the rest,
+    // rounded down to whole dwords; at least 64): the zones from the one
+    // holding `slba` on that options.filter lists, as many as fit.
+    ZoneReport report_zones_into(const MemoryRegion& buffer, std::uint64_t slba,
+                                 const ZoneReportOptions& options = {},
+                                 std::uint64_t buffer_offset = 0,
+                                 std::optional<std::uint64_t> bytes = std::nullopt,
+                                 const BetweenPolls& between_polls = {});
+    // Every zone from the one holding `slba` on that `filter` lists, at most
+    // `max_zones`, read a page at a time (partial reports) into `page` when
+    // given (registered, at least 128 bytes), else into up to 64 KiB the call
+    // allocates.
+    static constexpr std::uint64_t kAllZones = ~std::uint64_t{0};
+    std::vector<Zone> report_zones(std::uint64_t slba = 0, std::uint64_t max_zones = kAllZones,
+                                   ZoneFilter filter = ZoneFilter::all,
+                                   const MemoryRegion* page = nullptr,
+                                   const BetweenPolls& between_polls = {});
+    // Zone Management Send: `action` on the zone starting at `zslba`, or with
+    // ZoneSelect::all on every zone in a state it applies to.
+    void zone_action(ZoneAction action, std::uint64_t zslba, ZoneSelect select = ZoneSelect::one,
+                     const BetweenPolls& between_polls = {});
+    // Zone Append of `blocks` blocks (default: what fits in the buffer) to the
+    // zone starting at `zslba`; returns the first LBA the controller wrote
+    // them at. Never split: InvalidArgument above
+    // info().zones.zone_append_max_bytes (ZASL, or MDTS).
+    std::uint64_t zone_append(const MemoryRegion& buffer, std::uint64_t zslba,
+                              std::optional<std::uint64_t> blocks = std::nullopt,
+                              std::uint64_t buffer_offset = 0, const Protection& protection = {},
+                              const BetweenPolls& between_polls = {});
 
   private:
     // First: the data path's submit finds it at the Namespace's own address.

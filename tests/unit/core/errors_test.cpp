@@ -50,6 +50,44 @@ TEST(CompletionStatus, ErrnoTellsMiscompareFromProtectionAndOtherErrors) {
     EXPECT_EQ(s.error_number(), EIO);
 }
 
+TEST(CompletionStatus, ZoneStatusesAreNamedWithLinuxErrnos) {
+    // Each zone status named in one line; the resource errors with their own
+    // errno (Linux's BLK_STS_ZONE_OPEN_RESOURCE and _ACTIVE_RESOURCE), the
+    // rest EIO as Linux's nvme_error_status leaves them.
+    struct Case {
+        wire::ZonedStatus code;
+        const char* name;
+        int error;
+    };
+    const Case cases[] = {
+        {wire::ZonedStatus::zone_boundary_error, "Zone Boundary Error", EIO},
+        {wire::ZonedStatus::zone_is_full, "Zone Is Full", EIO},
+        {wire::ZonedStatus::zone_is_read_only, "Zone Is Read Only", EIO},
+        {wire::ZonedStatus::zone_is_offline, "Zone Is Offline", EIO},
+        {wire::ZonedStatus::zone_invalid_write, "Zone Invalid Write", EIO},
+        {wire::ZonedStatus::too_many_active_zones, "Too Many Active Zones", EOVERFLOW},
+        {wire::ZonedStatus::too_many_open_zones, "Too Many Open Zones", ETOOMANYREFS},
+        {wire::ZonedStatus::invalid_zone_state_transition, "Invalid Zone State Transition", EIO},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.name);
+        CompletionStatus s;
+        s.nvme = wire::Status::zoned(c.code, true);
+        s.opcode = static_cast<std::uint8_t>(wire::IoOpcode::write);
+        s.queue = wire::QueueKind::io;
+        EXPECT_EQ(s.error_number(), c.error);
+        const std::string text = describe(s);
+        EXPECT_NE(text.find(std::string("Write: ") + c.name + " (SCT 0x1"), std::string::npos)
+            << text;
+        EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    }
+    // The same codes on the admin queue mean nothing zoned.
+    CompletionStatus admin;
+    admin.nvme = wire::Status::zoned(wire::ZonedStatus::too_many_open_zones);
+    admin.queue = wire::QueueKind::admin;
+    EXPECT_EQ(admin.error_number(), EIO);
+}
+
 TEST(ConnectError, NamesCauseAndStep) {
     const ConnectError e(ConnectFailure::timeout, "waiting for CSTS.RDY", "CSTS.RDY stayed 0");
     EXPECT_EQ(e.cause(), ConnectFailure::timeout);

@@ -41,6 +41,17 @@ TEST(IdPool, RecyclesReleasedIds) {
     EXPECT_EQ(a, b);
 }
 
+TEST(IdPool, NextIsWhatTakeHandsOut) {
+    IdPool pool(3);
+    for (int i = 0; i < 3; ++i) {
+        const std::uint16_t next = pool.next();
+        EXPECT_EQ(pool.take(), next);
+    }
+    pool.put(1);
+    EXPECT_EQ(pool.next(), 1);
+    EXPECT_EQ(pool.take(), 1);
+}
+
 // The pool's bookkeeping is checked only in builds with -Dinvariants=true
 // (transport/invariant.hpp); a broken rule aborts with what broke.
 #if NVMEOF_INVARIANTS

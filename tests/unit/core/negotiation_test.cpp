@@ -98,3 +98,19 @@ TEST(Split, PiecesCoverTheTransferExactly) {
     EXPECT_EQ(plan_split(0, 256).pieces, 0u);
     EXPECT_EQ(plan_split(65536 * 3 + 1, 65536).pieces, 4u);
 }
+
+TEST(CommandSets, CombinationHoldingEveryCommandSetWanted) {
+    constexpr std::uint64_t kBoth = nvmeof::wire::kIocsNvm | nvmeof::wire::kIocsZoned;
+    nvmeof::wire::IoCommandSetCombinations list{};
+    EXPECT_EQ(command_set_combination(list, kBoth), std::nullopt);  // an empty list
+    list.vector[0] = kBoth;
+    EXPECT_EQ(command_set_combination(list, kBoth), 0u);  // the one a controller starts with
+    list.vector[0] = nvmeof::wire::kIocsNvm;
+    list.vector[1] = nvmeof::wire::kIocsZoned;  // no NVM in it
+    list.vector[2] = kBoth | (1u << 3);         // more than wanted is fine
+    EXPECT_EQ(command_set_combination(list, kBoth), 2u);
+    EXPECT_EQ(command_set_combination(list, nvmeof::wire::kIocsNvm), 0u);
+    list.vector[2] = 0;  // ends the list: index 3 is never read
+    list.vector[3] = kBoth;
+    EXPECT_EQ(command_set_combination(list, kBoth), std::nullopt);
+}

@@ -139,6 +139,63 @@ TEST(ZnsRoundTrip, ReportHoldsWhatTheBufferHolds) {
     EXPECT_EQ(w::parse_zone_report(page).zones.size(), 1u);
 }
 
+TEST(ZnsRoundTrip, ExtendedReportSkipsEachDescriptorsExtension) {
+    constexpr std::size_t kExtension = 64;  // ZDES 1
+    std::vector<std::uint8_t> page(64 + 3 * (64 + kExtension), 0xEE);
+    w::ZoneReportHeader header{};
+    header.nr_zones = 3;
+    std::memcpy(page.data(), &header, sizeof header);
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        const auto d = w::zone_descriptor(0x2, w::ZoneState::closed, i * 0x100, 0x80, i * 0x100 + 1,
+                                          w::kZoneDescriptorExtensionValid);
+        std::memcpy(page.data() + 64 + i * (64 + kExtension), &d, sizeof d);
+    }
+    const w::ZoneReport report = w::parse_zone_report(page, kExtension);
+    ASSERT_EQ(report.zones.size(), 3u);
+    EXPECT_EQ(report.zones[2].zslba, 0x200u);
+    EXPECT_EQ(report.zones[2].wp, 0x201u);
+    // Read as a plain report the second descriptor would be extension bytes.
+    EXPECT_NE(w::parse_zone_report(page).zones[1].zslba, 0x100u);
+}
+
+TEST(ZnsIdentify, GeometryOfTheFormatInUse) {
+    w::IdentifyZonedNamespace zns{};
+    zns.zoc = w::kZocVariableZoneCapacity;
+    zns.ozcs = w::kOzcsReadAcrossZoneBoundaries;
+    zns.mor = 3;                        // 0's based: four open zones
+    zns.mar = w::kNoZoneResourceLimit;  // no limit
+    zns.lbafe[0].zsze = 4096;
+    zns.lbafe[2].zsze = 256;
+    zns.lbafe[2].zdes = 2;
+    const w::ZonedGeometry g = w::zoned_geometry(zns, 2);
+    EXPECT_EQ(g.zone_blocks, 256u);
+    EXPECT_EQ(g.max_open, 4u);
+    EXPECT_EQ(g.max_active, 0u);
+    EXPECT_EQ(g.descriptor_extension_bytes, 128u);
+    EXPECT_EQ(g.zoc, w::kZocVariableZoneCapacity);
+    EXPECT_EQ(g.ozcs, w::kOzcsReadAcrossZoneBoundaries);
+    EXPECT_EQ(w::zoned_geometry(zns, 0).zone_blocks, 4096u);
+    EXPECT_THROW(w::zoned_geometry(zns, 1), std::runtime_error);  // ZSZE 0
+    EXPECT_THROW(w::zoned_geometry(zns, 64), std::runtime_error);
+    zns.mor = 0xFFFFFFFE;  // the largest limit still fits
+    EXPECT_EQ(w::zoned_geometry(zns, 0).max_open, 0xFFFFFFFFu);
+}
+
+TEST(ZnsIdentify, ZoneAppendSizeLimitAndNamespaceCsi) {
+    EXPECT_EQ(w::zone_append_size_limit(0, 4096), 0u);  // the MDTS
+    EXPECT_EQ(w::zone_append_size_limit(5, 4096), 128u * 1024);
+    EXPECT_EQ(w::zone_append_size_limit(1, 8192), 16u * 1024);
+    std::array<std::uint8_t, w::kIdentifyDataSize> page{};
+    EXPECT_EQ(w::namespace_csi(page), std::nullopt);
+    const std::uint8_t uuid[16] = {1, 2, 3};
+    std::size_t at = w::append_namespace_descriptor(page, 0, w::NamespaceIdType::uuid, uuid);
+    EXPECT_EQ(w::namespace_csi(page), std::nullopt);
+    const std::uint8_t zoned[1] = {w::kCsiZoned};
+    at = w::append_namespace_descriptor(page, at, w::NamespaceIdType::csi, zoned);
+    ASSERT_NE(at, 0u);
+    EXPECT_EQ(w::namespace_csi(page), w::kCsiZoned);
+}
+
 TEST(ZnsRoundTrip, AppendResultIsTheCqeResult) {
     w::Cqe cqe{};
     cqe.dw0 = 0x89ABCDEF;

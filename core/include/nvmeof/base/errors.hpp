@@ -130,8 +130,11 @@ struct CompletionStatus {
     }
     // An errno for callers that speak errno (fio, Python's OSError): 0; EILSEQ
     // for a failed end-to-end check (SCT 2 SC 0x82-0x84), EBADMSG for a
-    // Compare Failure (SCT 2 SC 0x85: the blocks differ from the buffer), EIO
-    // for any other NVMe error; or the transport's.
+    // Compare Failure (SCT 2 SC 0x85: the blocks differ from the buffer), on
+    // an I/O queue ETOOMANYREFS for Too Many Open Zones (SCT 1 SC 0xBE) and
+    // EOVERFLOW for Too Many Active Zones (0xBD), as Linux's block layer
+    // reports them; EIO for any other NVMe error (the other zone statuses
+    // among them, as in Linux); or the transport's.
     int error_number() const noexcept;
 };
 

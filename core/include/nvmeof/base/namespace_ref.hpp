@@ -28,6 +28,14 @@ struct NamespaceRef {
     // and tags apply (the format has PI).
     std::uint32_t block_bytes_by_pract[2] = {};
     bool pi = false;
+    // A zoned namespace: a write or Write Zeroes cut into several commands
+    // sends each only once the one before it completed (a zone takes writes
+    // at its write pointer alone). Tested on the general path only: a
+    // transfer in one command needs no order.
+    bool ordered_writes = false;
+    // The largest Zone Append in bytes of the buffer; 0: none (a namespace
+    // that is not zoned, or a controller without Zone Append).
+    std::uint64_t zone_append_max_bytes = 0;
     std::uint32_t buffer_block_bytes(const Protection& p) const noexcept {
         return block_bytes_by_pract[p.pract() ? 1 : 0];
     }

@@ -15,23 +15,32 @@ namespace nvmeof {
 
 // compare: the controller compares the blocks with the buffer's (Compare,
 // Identify ONCS bit 0); its data travels host to controller as a write's.
+// zone_append: a zoned namespace's Zone Append to the zone starting at slba;
+// the controller picks where in the zone (Completion::append_lba). Never cut
+// at MDTS: above one command's worth, or the namespace's Zone Append limit,
+// it is refused (invalid, EINVAL).
 // A new Op goes last, its opcode into the transport's kOpcodeOf table.
-enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate, compare };
+enum class Op : std::uint8_t { read, write, flush, write_zeroes, deallocate, compare, zone_append };
 
-// The operations whose blocks travel through a memory region (and are cut at
-// MDTS): read, write and compare; and of those, the ones that send them.
+// The operations whose blocks travel through a memory region: read, write,
+// compare and zone_append; and of those, the ones that send them.
 constexpr bool carries_data(Op op) noexcept {
-    return op == Op::read || op == Op::write || op == Op::compare;
+    // Two compares where the data path tests it: the dataless ones lie between.
+    static_assert(Op::write < Op::flush && Op::deallocate < Op::compare &&
+                  Op::compare < Op::zone_append);
+    return op <= Op::write || op >= Op::compare;
 }
 constexpr bool sends_data(Op op) noexcept {
-    return op == Op::write || op == Op::compare;
+    return op == Op::write || op == Op::compare || op == Op::zone_append;
 }
 
 // One logical transfer. Above the controller's maximum transfer size (MDTS) or
 // 65,536 blocks it is split into several commands (pieces); it completes once,
 // when every piece has, with the first error of any piece. Pieces that find no
 // free slot (a transfer may need more than the whole queue holds) wait in the
-// queue and are posted, in order, as poll() frees slots.
+// queue and are posted, in order, as poll() frees slots. On a zoned namespace
+// a split write or Write Zeroes has one piece in flight at a time, the next
+// sent once the one before it succeeded (none after an error).
 struct Transfer {
     Op op = Op::read;
     std::uint64_t slba = 0;
@@ -73,6 +82,10 @@ enum class Post : std::uint8_t { now, deferred };
 struct Completion {
     std::uint64_t user_data = 0;
     CompletionStatus status;
+    // Op::zone_append that succeeded: the first LBA the controller wrote the
+    // blocks at (its CQE's DW0 and DW1). Not written for other operations
+    // (the common path's completions store nothing more than they did).
+    std::uint64_t append_lba = 0;
 };
 
 }  // namespace nvmeof

@@ -14,7 +14,11 @@ enum class FeatureId : std::uint8_t {
     async_event_configuration = 0x0B,
     keep_alive_timer = 0x0F,
     host_behavior_support = 0x16,
+    // I/O Command Set Profile: CDW11 bits 8:0 select the I/O command set
+    // combination (Identify CNS 0x1C) by its index, where CC.CSS is 110b.
+    io_command_set_profile = 0x19,
 };
+inline constexpr std::uint32_t kIoCommandSetIndexMask = 0x1FF;
 
 inline constexpr std::uint32_t kFeatureIdMask = 0xFF;
 inline constexpr unsigned kFeatureSaveBit = 31;

@@ -253,11 +253,14 @@ class NvmeError : public std::runtime_error {
     Status status() const { return status_; }
     const std::string& command() const { return command_; }
     std::uint32_t result() const { return result_; }  // CQE DW0 (e.g. Connect IPO/IATTR)
+    // What the status means depends on (status_name(status(), context())).
+    StatusContext context() const { return context_; }
 
   private:
     Status status_;
     std::string command_;
     std::uint32_t result_;
+    StatusContext context_;
 };
 
 // Throws NvmeError unless cqe's status is success.

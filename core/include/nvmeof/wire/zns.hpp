@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -79,6 +80,28 @@ struct IdentifyZonedController {
     std::uint8_t reserved1[4095];
 };
 static_assert(sizeof(IdentifyZonedController) == kIdentifyDataSize);
+
+// What the initiator needs of a zoned namespace's Identify data (CNS 0x05,
+// CSI 0x02) for the LBA format in use (IdentifyNamespace::format_index()).
+struct ZonedGeometry {
+    std::uint64_t zone_blocks = 0;                 // ZSZE of the format in use
+    std::uint32_t max_open = 0;                    // MOR + 1; 0: no limit
+    std::uint32_t max_active = 0;                  // MAR + 1; 0: no limit
+    std::uint32_t descriptor_extension_bytes = 0;  // ZDES × 64
+    std::uint16_t zoc = 0;
+    std::uint16_t ozcs = 0;
+};
+// Throws std::runtime_error for a format index beyond the LBAFE table or a
+// zone size of 0.
+ZonedGeometry zoned_geometry(const IdentifyZonedNamespace& zns, std::uint8_t format_index);
+
+// ZASL in bytes: 2^ZASL units of the minimum memory page size; 0 for ZASL 0,
+// where the limit is the MDTS.
+std::uint64_t zone_append_size_limit(std::uint8_t zasl, std::uint64_t min_page_size);
+
+// The CSI a namespace identification descriptor list (CNS 0x03) carries, if
+// any (a descriptor of type csi, one byte long).
+std::optional<std::uint8_t> namespace_csi(std::span<const std::uint8_t, kIdentifyDataSize> page);
 
 // ---- Zones ------------------------------------------------------------------
 
@@ -208,8 +231,10 @@ struct ZoneReport {
     std::vector<ZoneDescriptor> zones;
 };
 // Reads the header and the descriptors the buffer holds (at most nr_zones).
-// Throws std::runtime_error for a buffer shorter than the header.
-ZoneReport parse_zone_report(std::span<const std::uint8_t> data);
+// `extension_bytes`: an extended report's descriptor extension size (ZDES ×
+// 64), which follows each descriptor and is skipped. Throws
+// std::runtime_error for a buffer shorter than the header.
+ZoneReport parse_zone_report(std::span<const std::uint8_t> data, std::uint32_t extension_bytes = 0);
 
 // ---- Zone Append (0x7D) -----------------------------------------------------
 
