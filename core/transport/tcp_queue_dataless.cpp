@@ -38,6 +38,7 @@ void TcpQueue::build_dataless(std::uint16_t cid, Op op, std::uint32_t nsid, std:
         case Op::read:  // not here: set_data
         case Op::write:
         case Op::compare:
+        case Op::zone_append:
             command = wire::flush_command(nsid);
             break;
     }
