@@ -10,7 +10,7 @@ import pytest
 import nvmeof
 from nvmeof import ZoneAction, ZoneFilter, ZoneState, ZoneType
 
-from conftest import start_target
+from conftest import rdma_only, start_target
 
 # 64 MiB of 4 KiB blocks, zones of 1 MiB (256 blocks) holding 768 KiB (192),
 # at most 4 open and 6 active.
@@ -191,6 +191,8 @@ def test_zone_resource_errors(zoned):
         assert raised.value.name == "Too Many Active Zones"
 
 
+# The target's reorder-io fault holds commands over NVMe/RDMA only.
+@rdma_only
 def test_split_writes_in_order_under_a_reordering_target(fresh_target_factory):
     # Every third command of a queue runs after the next one; whole zones of
     # eight commands each, four at once, arrive in order all the same.
