@@ -57,6 +57,7 @@ void QueueCore::size_for(std::uint16_t capacity) {
     waiting_next_ = std::vector<PieceCursor>(records);
     origin_ = std::vector<PieceCursor>(records);
     replay_order_ = std::vector<std::uint32_t>(records);
+    timed_out_sequence_ = std::vector<std::uint64_t>(records, kNoTimeout);
 }
 
 void QueueCore::reset_for_reopen() noexcept {
@@ -181,9 +182,10 @@ void QueueCore::hold_unfinished() noexcept {
         waiting_head_ = (waiting_head_ + 1) & ring_mask_;
         TransferRecord& record = transfer_at(tid);
         const std::uint32_t unbuilt = std::exchange(waiting_next_[tid].unbuilt, 0);
-        if (!record.status.ok()) {
-            // Already failed by the target: it finishes with that error once its
-            // built pieces are failed back (fail_outstanding() does that next).
+        if (!record.status.ok() || tid == failing_tid_) {
+            // Already failed by the target, or timed out again: it finishes with
+            // that error once its built pieces are failed back (fail_outstanding()
+            // does that next).
             set_pieces_left(record, record.pieces_left - unbuilt);
             if (record.pieces_left == 0) {
                 finish_transfer(tid);
@@ -198,6 +200,9 @@ void QueueCore::hold_unfinished() noexcept {
         CommandState& command = command_at(cid);
         if ((command.flags & kInFlight) == 0 || command.tid == kNoTransfer) {
             continue;
+        }
+        if (command.tid == failing_tid_) {
+            continue;  // timed out again after its replay: failed back, not held
         }
         TransferRecord& record = transfer_at(command.tid);
         const bool own_cid = command.tid == cid;
@@ -218,6 +223,18 @@ void QueueCore::hold_unfinished() noexcept {
             cids_.put(static_cast<std::uint16_t>(cid));  // a general path's piece
         }
     }
+}
+
+bool QueueCore::timed_out_again(std::uint32_t tid) noexcept {
+    if (tid == kNoTransfer || outage_ != OutagePolicy::hold) {
+        return false;  // a low-level request, or no reconnect: it fails anyway
+    }
+    const std::uint64_t sequence = transfer_at(tid).sequence;
+    if (timed_out_sequence_[tid] == sequence) {
+        return true;
+    }
+    timed_out_sequence_[tid] = sequence;
+    return false;
 }
 
 std::size_t QueueCore::fail_held(TransportErrc code, int sys_errno) noexcept {
