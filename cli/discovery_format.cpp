@@ -26,6 +26,7 @@ constexpr std::array<std::string_view, 6> kProviderNames{"",     "not specified"
                                                          "roce", "roce-v2",       "iwarp"};
 constexpr std::array<std::string_view, 3> kQpTypeNames{"", "connected", "datagram"};
 constexpr std::array<std::string_view, 2> kCmsNames{"", "rdma-cm"};
+constexpr std::array<std::string_view, 3> kSecurityTypeNames{"none", "tls", "tls13"};
 constexpr unsigned kLoopTransport = 254;
 
 std::string transport_name(const DiscoveryRecord& r) {
@@ -75,6 +76,10 @@ std::string eflags_name(std::uint16_t eflags) {
     add(wire::kEflagsDuplicateInformation, "duplicate discovery information");
     add(wire::kEflagsNoCdcConnectivity, "no cdc connectivity");
     return name;
+}
+
+std::string security_type_name(wire::TcpSecurityType type) {
+    return std::string(name_of(kSecurityTypeNames, static_cast<unsigned>(type)));
 }
 
 std::string pkey_text(std::uint16_t pkey) {
@@ -138,6 +143,8 @@ std::string format_discovery_log(const DiscoveryLog& log) {
             out += "rdma_cms:    " +
                    std::string(name_of(kCmsNames, static_cast<unsigned>(r.rdma.cms))) + "\n";
             out += "rdma_pkey: " + pkey_text(r.rdma.pkey) + "\n";
+        } else if (r.transport == wire::TransportType::tcp) {
+            out += "sectype: " + security_type_name(r.tcp.security_type) + "\n";
         }
     }
     return out;
@@ -166,6 +173,8 @@ std::string format_discovery_log_json(const DiscoveryLog& log) {
                   std::string(name_of(kQpTypeNames, static_cast<unsigned>(r.rdma.qp_type))));
             field("rdma_cms", std::string(name_of(kCmsNames, static_cast<unsigned>(r.rdma.cms))));
             field("rdma_pkey", std::to_string(r.rdma.pkey), false);
+        } else if (r.transport == wire::TransportType::tcp) {
+            field("sectype", security_type_name(r.tcp.security_type));
         }
         out += "\n    }";
     }

@@ -73,6 +73,8 @@ RULES = {
     # A transport registers GPU memory for its controller (RDMA: in its PD).
     "core/transport": {"transport", "gpu", "memory", "verbs", "socket", BASE, WIRE},
     "core/gpu": {"gpu", "memory", "verbs", BASE, WIRE},
+    # The handles reach their queue's final type (transport/queue_dispatch.hpp:
+    # RdmaQueue, TcpQueue), whose headers name verbs and socket types.
     "core/host": {"host", "transport", "gpu", "memory", "verbs", "socket", "auth", API, BASE, WIRE},
     # The engine uses the public API only: it knows nothing of capsules.
     "engine": {API},

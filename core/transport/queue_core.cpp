@@ -59,6 +59,7 @@ void QueueCore::size_for(std::uint16_t capacity) {
     append_lbas_ = std::vector<std::uint64_t>(records);
     marked_tids_ = std::vector<std::uint32_t>(command_count_, kNoTransfer);
     replay_order_ = std::vector<std::uint32_t>(records);
+    timed_out_sequence_ = std::vector<std::uint64_t>(records, kNoTimeout);
 }
 
 void QueueCore::reset_for_reopen() noexcept {
@@ -233,9 +234,10 @@ void QueueCore::hold_unfinished() noexcept {
         waiting_head_ = (waiting_head_ + 1) & ring_mask_;
         TransferRecord& record = transfer_at(tid);
         const std::uint32_t unbuilt = std::exchange(waiting_next_[tid].unbuilt, 0);
-        if (!record.status.ok()) {
-            // Already failed by the target: it finishes with that error once its
-            // built pieces are failed back (fail_outstanding() does that next).
+        if (!record.status.ok() || tid == failing_tid_) {
+            // Already failed by the target, or timed out again: it finishes with
+            // that error once its built pieces are failed back (fail_outstanding()
+            // does that next).
             set_pieces_left(record, record.pieces_left - unbuilt);
             if (record.pieces_left == 0) {
                 finish_transfer(tid);
@@ -255,6 +257,9 @@ void QueueCore::hold_unfinished() noexcept {
             (command.flags & kMarkedPiece) != 0 ? marked_tids_[cid] : command.tid;
         if (tid == kNoTransfer) {
             continue;  // a low-level request: failed back
+        }
+        if (tid == failing_tid_) {
+            continue;  // timed out again after its replay: failed back, not held
         }
         TransferRecord& record = transfer_at(tid);
         const bool own_cid = tid == cid;
@@ -281,6 +286,18 @@ void QueueCore::hold_unfinished() noexcept {
             cids_.put(static_cast<std::uint16_t>(cid));  // a general path's piece
         }
     }
+}
+
+bool QueueCore::timed_out_again(std::uint32_t tid) noexcept {
+    if (tid == kNoTransfer || outage_ != OutagePolicy::hold) {
+        return false;  // a low-level request, or no reconnect: it fails anyway
+    }
+    const std::uint64_t sequence = transfer_at(tid).sequence;
+    if (timed_out_sequence_[tid] == sequence) {
+        return true;
+    }
+    timed_out_sequence_[tid] = sequence;
+    return false;
 }
 
 std::size_t QueueCore::fail_held(TransportErrc code, int sys_errno) noexcept {

@@ -129,6 +129,12 @@ const char* queue_state_name(QueueState state);
 // each is idempotent, so re-sending one that already executed stores the same
 // blocks again. Low-level commands (anything a caller built itself: compare,
 // fused pairs, admin commands) fail back, since executing one twice may differ.
+// A transfer whose own command timed out is re-sent once: if a command of it
+// times out again after the replay, it fails (ETIMEDOUT) instead of being
+// held again. A target that answers the reconnect but never that command in
+// time would otherwise keep it in outages forever (each reconnect ends its
+// outage, so ctrl_loss_tmo never passes); the kernel bounds a request's
+// retries too (nvme_max_retries).
 enum class OutagePolicy : std::uint8_t {
     fail,       // no reconnect: a failure fails every transfer back
     hold,       // a failure keeps every unfinished transfer for replay_held();
@@ -381,6 +387,10 @@ class QueueCore : public QueueImpl {
     std::size_t replay_held(B& backend) noexcept;
     template <QueueBackend B>
     void check_deadlines(B& backend, Clock::time_point now) noexcept;
+    // A command of transfer `tid` (kNoTransfer: a low-level request) got no
+    // answer in time: true when that transfer had timed out before, was held
+    // and re-sent (it fails now); else remembered, when transfers are held.
+    bool timed_out_again(std::uint32_t tid) noexcept;
 
     QueueConfig config_;
     QueueState state_ = QueueState::resolving;
@@ -616,6 +626,14 @@ class QueueCore : public QueueImpl {
     std::vector<std::uint32_t> replay_order_;  // scratch of replay_held(), sized once
     std::uint64_t next_sequence_ = 0;
     std::size_t held_count_ = 0;
+    // By tid: the sequence of the transfer there whose command last timed out
+    // while transfers are held (kNoTimeout: none); sequences are never reused,
+    // so a later transfer at the same tid never matches.
+    static constexpr std::uint64_t kNoTimeout = ~std::uint64_t{0};
+    std::vector<std::uint64_t> timed_out_sequence_;
+    // While the failure check_deadlines() starts is handled: the transfer
+    // that timed out again, failed back instead of held (kNoTransfer: none).
+    std::uint32_t failing_tid_ = kNoTransfer;
 
     // Deadlines by stamp (the header comment): a ring of the latest clock reads'.
     static constexpr std::uint32_t kStampRing = 1024;  // a power of two

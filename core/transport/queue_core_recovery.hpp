@@ -38,11 +38,21 @@ void QueueCore::check_deadlines(B& backend, Clock::time_point now) noexcept {
         }
         if (command.deadline <= now) {
             const auto id = static_cast<std::uint16_t>(cid);
-            log_error("qid %u: command ID %zu (%s) got no answer within %lld ms",
+            // The queue fails either way; a transfer re-sent after timing out
+            // once fails with it rather than being held again (queue_core.hpp,
+            // OutagePolicy).
+            // (A marked piece's transfer is kept by cid, its tid kNoTransfer.)
+            const std::uint32_t tid =
+                (command.flags & kMarkedPiece) != 0 ? marked_tids_[cid] : command.tid;
+            const bool again = timed_out_again(tid);
+            log_error("qid %u: command ID %zu (%s) got no answer within %lld ms%s",
                       unsigned{config_.qid}, cid,
                       std::string(wire::command_name(backend.sqe(id), config_.kind)).c_str(),
-                      static_cast<long long>(config_.request_timeout.count()));
+                      static_cast<long long>(config_.request_timeout.count()),
+                      again ? ", again after it was re-sent: its I/O fails, not held again" : "");
+            failing_tid_ = again ? tid : kNoTransfer;
             backend.fail(TransportErrc::timeout, ETIMEDOUT, "request timed out");
+            failing_tid_ = kNoTransfer;
             return;
         }
         earliest = std::min(earliest, command.deadline);

@@ -1,5 +1,6 @@
 #include "nvmeof/wire/discovery.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace nvmeof::wire {
@@ -31,6 +32,10 @@ DiscoveryLogEntry discovery_entry(const DiscoveryRecord& record) {
         e.tsas.prtype = static_cast<std::uint8_t>(record.rdma.provider_type);
         e.tsas.cms = static_cast<std::uint8_t>(record.rdma.cms);
         e.tsas.pkey = record.rdma.pkey;
+    } else if (record.transport == TransportType::tcp) {
+        TcpTransportAddress tcp{};
+        tcp.sectype = static_cast<std::uint8_t>(record.tcp.security_type);
+        std::memcpy(&e.tsas, &tcp, sizeof tcp);
     }
     return e;
 }
@@ -55,6 +60,11 @@ DiscoveryRecord parse_discovery_entry(const DiscoveryLogEntry& e) {
         r.rdma.pkey = e.tsas.pkey;
     } else {
         r.rdma = {};
+    }
+    if (r.transport == TransportType::tcp) {
+        TcpTransportAddress tcp;
+        std::memcpy(&tcp, &e.tsas, sizeof tcp);
+        r.tcp.security_type = static_cast<TcpSecurityType>(tcp.sectype);
     }
     return r;
 }

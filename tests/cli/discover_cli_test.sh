@@ -1,10 +1,15 @@
 #!/bin/sh
-# discover_cli_test.sh SOFTVERBS_RUN TARGET DISCOVER
-# Runs nvmeof-discover over softverbs against nvmeof-target serving two
-# subsystems and compares its output with what `nvme discover` prints; then the
-# JSON output, a port nothing listens on, TCP's default port, and bad usage.
+# discover_cli_test.sh SOFTVERBS_RUN TARGET DISCOVER [rdma|tcp]
+# Runs nvmeof-discover over softverbs (rdma, the default) or NVMe/TCP (tcp: the
+# target's discovery service over TCP, no softverbs) against nvmeof-target
+# serving two subsystems and compares its output with what `nvme discover`
+# prints for that transport; then the JSON output and a port nothing listens
+# on; over rdma also TCP's default port and bad usage.
 set -eu
-run=$1 target=$2 discover=$3
+run=$1 target=$2 discover=$3 transport=${4:-rdma}
+# "$@" from here on: what every program runs under (softverbs-run over RDMA,
+# nothing over TCP).
+if [ "$transport" = rdma ]; then set -- "$run"; else set --; fi
 work=$(mktemp -d)
 pid=
 cleanup() {
@@ -21,15 +26,16 @@ fail() {
     exit 1
 }
 
-"$run" "$target" --port 0 --subsystem nqn.2026-12.io.nvmeof:first --namespace ram:1M \
+"$@" "$target" --transport "$transport" --port 0 --subsystem nqn.2026-12.io.nvmeof:first --namespace ram:1M \
     --subsystem nqn.2026-12.io.nvmeof:second --namespace ram:1M >"$work/target.out" 2>"$work/target.err" &
 pid=$!
 . "$(dirname "$0")/../../tools/target-ready.sh"
 port=$(target_port "$work/target.out" "$pid" 200) ||
     fail "the target exited or said nothing for 20 s: $(tail -n 1 "$work/target.err")"
 
-# 1. The normal output, line for line as nvme-cli prints it.
-"$run" "$discover" -t rdma -a 127.0.0.1 -s "$port" --timeout-ms 10000 >"$work/out" 2>"$work/err" ||
+# 1. The normal output, line for line as nvme-cli prints it (nvme-print-stdout.c:
+# the transport's TSAS lines last, rdma_* for rdma, sectype for tcp).
+"$@" "$discover" -t "$transport" -a 127.0.0.1 -s "$port" --timeout-ms 10000 >"$work/out" 2>"$work/err" ||
     fail "nvmeof-discover exit $?"
 {
     printf '\nDiscovery Log Number of Records 2, Generation counter 1\n'
@@ -37,7 +43,7 @@ port=$(target_port "$work/target.out" "$pid" 200) ||
         [ "$i" -eq 0 ] && nqn=nqn.2026-12.io.nvmeof:first || nqn=nqn.2026-12.io.nvmeof:second
         cat <<EOT
 =====Discovery Log Entry $i======
-trtype:  rdma
+trtype:  $transport
 adrfam:  ipv4
 subtype: nvme subsystem
 treq:    not required
@@ -46,20 +52,21 @@ trsvcid: $port
 subnqn:  $nqn
 traddr:  127.0.0.1
 eflags:  none
-rdma_prtype: not specified
-rdma_qptype: connected
-rdma_cms:    rdma-cm
-rdma_pkey: 0x0000
 EOT
+        if [ "$transport" = tcp ]; then
+            echo "sectype: none"
+        else
+            printf 'rdma_prtype: not specified\nrdma_qptype: connected\nrdma_cms:    rdma-cm\nrdma_pkey: 0x0000\n'
+        fi
     done
 } >"$work/expected"
 diff -u "$work/expected" "$work/out" >&2 || fail "output differs from nvme discover's layout"
 [ ! -s "$work/err" ] || fail "stderr is not empty"
 
 # 2. JSON, as nvme-cli's --output-format=json.
-"$run" "$discover" -a 127.0.0.1 -s "$port" --output-format=json >"$work/out" 2>"$work/err" ||
+"$@" "$discover" -t "$transport" -a 127.0.0.1 -s "$port" --output-format=json >"$work/out" 2>"$work/err" ||
     fail "nvmeof-discover -o json exit $?"
-python3 - "$work/out" "$port" <<'EOT' || fail "JSON output is wrong"
+python3 - "$work/out" "$port" "$transport" <<'EOT' || fail "JSON output is wrong"
 import json, sys
 log = json.load(open(sys.argv[1]))
 assert log["genctr"] == 1, log
@@ -67,9 +74,13 @@ records = log["records"]
 assert [r["subnqn"] for r in records] == ["nqn.2026-12.io.nvmeof:first",
                                          "nqn.2026-12.io.nvmeof:second"], records
 for r in records:
-    assert r["trtype"] == "rdma" and r["adrfam"] == "ipv4" and r["subtype"] == "nvme subsystem", r
+    assert r["trtype"] == sys.argv[3] and r["adrfam"] == "ipv4" and r["subtype"] == "nvme subsystem", r
     assert r["trsvcid"] == sys.argv[2] and r["traddr"] == "127.0.0.1" and r["portid"] == 1, r
-    assert r["rdma_qptype"] == "connected" and r["rdma_cms"] == "rdma-cm" and r["rdma_pkey"] == 0, r
+    if sys.argv[3] == "tcp":
+        assert r["sectype"] == "none" and not any(k.startswith("rdma_") for k in r), r
+    else:
+        assert r["rdma_qptype"] == "connected" and r["rdma_cms"] == "rdma-cm" and r["rdma_pkey"] == 0, r
+        assert "sectype" not in r, r
 EOT
 
 kill "$pid"
@@ -79,13 +90,17 @@ pid=
 # 3. Nothing listens there now: one line naming address:port, exit 1, in time.
 start=$(date +%s)
 rc=0
-"$run" "$discover" -a 127.0.0.1 -s "$port" --timeout-ms 2000 >"$work/out" 2>"$work/err" || rc=$?
+"$@" "$discover" -t "$transport" -a 127.0.0.1 -s "$port" --timeout-ms 2000 >"$work/out" 2>"$work/err" || rc=$?
 elapsed=$(($(date +%s) - start))
 [ "$rc" -eq 1 ] || fail "nothing listening: exit $rc, expected 1"
 [ ! -s "$work/out" ] || fail "nothing listening: stdout is not empty"
 [ "$(wc -l <"$work/err")" -eq 1 ] || fail "nothing listening: not one line on stderr"
 grep -q "^nvmeof-discover: 127.0.0.1:$port: " "$work/err" || fail "nothing listening: address:port not named"
 [ "$elapsed" -le 4 ] || fail "nothing listening: took ${elapsed}s with --timeout-ms 2000"
+if [ "$transport" = tcp ]; then
+    echo "discover_cli_test: ok (tcp)"
+    exit 0
+fi
 
 # 4. -t tcp without -s goes to NVMe/TCP's discovery port, 8009 (as nvme-cli):
 # nothing of this test listens there, so one line naming it, exit 1.

@@ -93,6 +93,27 @@ TEST(DiscoveryFormat, AddresslessRecordHasNoFamilyAndTcpHasNoRdmaFields) {
     EXPECT_EQ(text.find("rdma_"), std::string::npos);
 }
 
+// As nvme-cli: a tcp record ends with its TSAS SECTYPE (in JSON too), an
+// rdma one has none.
+TEST(DiscoveryFormat, TcpRecordEndsWithSectype) {
+    w::DiscoveryRecord r;
+    r.transport = w::TransportType::tcp;
+    r.address = "10.0.0.2";
+    std::string text = one(r);
+    EXPECT_EQ(field(text, "adrfam"), "ipv4");
+    EXPECT_EQ(text.substr(text.find("eflags:")), "eflags:  none\nsectype: none\n") << text;
+    EXPECT_NE(cli::format_discovery_log_json({1, {r}}).find("\"eflags\": \"none\",\n"
+                                                            "      \"sectype\": \"none\"\n"),
+              std::string::npos);
+    r.tcp.security_type = w::TcpSecurityType::tls13;
+    EXPECT_EQ(field(one(r), "sectype"), "tls13");
+    r.tcp.security_type = static_cast<w::TcpSecurityType>(3);
+    EXPECT_EQ(field(one(r), "sectype"), "unrecognized");
+    r.transport = w::TransportType::rdma;
+    EXPECT_EQ(one(r).find("sectype"), std::string::npos);
+    EXPECT_EQ(cli::format_discovery_log_json({1, {r}}).find("sectype"), std::string::npos);
+}
+
 TEST(DiscoveryFormat, JsonEscapesAndLists) {
     w::DiscoveryRecord r;
     r.subsystem_nqn = "nqn.2026-12.io.nvmeof:\"quoted\"\\";

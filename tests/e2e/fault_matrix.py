@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
-"""A randomized fault matrix through fio: softverbs and nvmeof-target faults
-(a connection reset from either side, a NAK, every message delayed, a target
-that stops answering or ignores one I/O, an outage, a port down for good, the
-target process killed, with or without a restart) injected at random points
-(message and command counts: during the connect, during the I/O, right after
-an I/O completes, the last completion; a time for the kill), crossed with QD
-1 and 32, reconnect (ctrl_loss_tmo_ms) on and off, one and two paths, and a
-host that runs flat out or (at QD 1) thinks 2 ms after each I/O, idle
-between them.
-A round covers every fault x reconnect x pacing once, in the seed's order;
-the CI form runs one round.
+"""A randomized fault matrix through fio, over NVMe/RDMA (softverbs) or
+NVMe/TCP: nvmeof-target faults on both (a target that drops every queue,
+stops answering or ignores one I/O, an outage, a port down for good, the
+target process killed, with or without a restart) and the transport's own:
+over RDMA softverbs faults (a connection reset from either side, a NAK,
+every message delayed), over TCP the target's TCP faults (a connection reset
+after a command or in the middle of a transfer, a PDU cut short then a
+stall or a FIN, a PDU with a bad type, HLEN, header or data digest, every
+R2T or every completion delayed). Each is injected at random points
+(message and command counts: during the connect, during the I/O, right
+after an I/O completes, the last completion; a time for the kill), crossed
+with QD 1 and 32, reconnect (ctrl_loss_tmo_ms) on and off, one and two
+paths, and a host that runs flat out or (at QD 1) thinks 2 ms after each
+I/O, idle between them; over TCP also the digests (digest_enable).
+A round covers every fault of the transport x reconnect x pacing once, in
+the seed's order; the CI form runs one round per transport.
 
-Every run must end within its bound, from fio's start, named per case:
+Every run must end within its bound, from fio's start, named per case (the
+same bounds over both transports):
   runtime          the calibrated clean run of the same job, twice, + 2 s
-  io_timeout       + io_timeout_ms (a target that goes silent)
+  io_timeout       + io_timeout_ms (a target that goes silent; twice where the
+                   stall comes back after a reconnect: the re-sent I/O's too)
   connect_timeout  + connect_timeout_ms per path (silent during the connect)
   ctrl_loss_tmo    + ctrl_loss_tmo_ms + reconnect_delay_ms (reconnect on)
   fast_io_fail     + fast_io_fail_tmo_ms + reconnect_delay_ms (instead)
@@ -26,14 +33,15 @@ fails it too. Where the outcome is certain (a reconnect that must recover, a
 fault without reconnect that must fail the job) the case also checks which
 of the two it was.
 
-  fault_matrix.py [--seed N] [--cases N | --soak MINUTES] [--case I] [--build DIR]
+  fault_matrix.py [--transport rdma|tcp|both] [--seed N] [--cases N | --soak MINUTES]
+                  [--case I] [--build DIR]
 
-The seed is printed first; --seed N reruns the same cases, --seed N --case I
-case I alone. Each case prints one line (a failing one also the commands to
-run it by hand and where its files are); the end prints, per bound kind, the
-worst time-to-end against its bound, then 'N passed, N failed'. Run by hand,
-the programs are taken from --build (default: build/ of this checkout)
-unless the meson test environment names them."""
+The seed is printed first; --seed N reruns the same cases, --transport T
+--seed N --case I case I alone. Each case prints one line (a failing one also
+the commands to run it by hand and where its files are); the end prints, per
+transport and bound kind, the worst time-to-end against its bound, then 'N
+passed, N failed'. Run by hand, the programs are taken from --build (default:
+build/ of this checkout) unless the meson test environment names them."""
 import argparse
 import json
 import os
@@ -76,14 +84,41 @@ PACED_IOS = 96  # paced cases: writes (and as many reads) at QD 1, fio thinking
 PACED_THINK_US = 2000  # after each I/O: the host idle between them
 NQN = "nqn.2026-12.io.nvmeof:faults"
 
-FAULTS = ["sv-drop", "sv-drop-host", "sv-nak", "sv-delay", "t-drop", "t-stop", "t-ignore-io",
-          "t-outage", "t-port-down", "kill"]
+# Faults of nvmeof-target that mean the same over either transport.
+TARGET_FAULTS = ["t-drop", "t-stop", "t-ignore-io", "t-outage", "t-port-down", "kill"]
+FAULTS = {
+    "rdma": ["sv-drop", "sv-drop-host", "sv-nak", "sv-delay"] + TARGET_FAULTS,
+    # softverbs has no part over TCP: the target's TCP faults at the same
+    # kinds of points instead (a reset, damaged or cut-short PDUs, delays).
+    "tcp": ["t-reset", "t-reset-mid", "t-short-stall", "t-short-close", "t-corrupt-type",
+            "t-corrupt-hlen", "t-corrupt-hdgst", "t-corrupt-ddgst", "t-r2t-delay", "t-delay"]
+    + TARGET_FAULTS,
+}
+TRANSPORTS = list(FAULTS)
+# The corrupt-pdu field of each t-corrupt-* fault, and the digest it needs.
+CORRUPT_FIELDS = {"t-corrupt-type": "type", "t-corrupt-hlen": "hlen", "t-corrupt-hdgst": "hdgst",
+                  "t-corrupt-ddgst": "ddgst"}
+NEEDS_DIGEST = {"t-corrupt-hdgst": ("HEADER", "BOTH"), "t-corrupt-ddgst": ("DATA", "BOTH")}
+DIGESTS = ["NONE", "HEADER", "DATA", "BOTH"]
+# Faults that delay answers: instead of pacing, a delay longer or shorter than io_timeout.
+DELAY_FAULTS = ("sv-delay", "t-delay", "t-r2t-delay")
 # What each fault is, for --help and the case lines.
 FAULT_TEXT = {
-    "sv-drop": "softverbs on the target side resets the first connection to send N messages",
-    "sv-drop-host": "softverbs on fio's side resets the first connection to send N messages",
-    "sv-nak": "softverbs on fio's side answers the Nth incoming RDMA WRITE with a NAK",
-    "sv-delay": "softverbs on the target side holds every message MS ms",
+    "sv-drop": "(rdma) softverbs on the target side resets the first connection to send N messages",
+    "sv-drop-host": "(rdma) softverbs on fio's side resets the first connection to send N messages",
+    "sv-nak": "(rdma) softverbs on fio's side answers the Nth incoming RDMA WRITE with a NAK",
+    "sv-delay": "(rdma) softverbs on the target side holds every message MS ms",
+    "t-reset": "(tcp) nvmeof-target --fault reset-after=N: a RST after the Nth command's answer",
+    "t-reset-mid": "(tcp) --fault reset-mid-transfer=N: a RST in the Nth I/O's data",
+    "t-short-stall": "(tcp) --fault short-pdu=N:stall: the Nth I/O's first PDU cut short, then silence",
+    "t-short-close": "(tcp) --fault short-pdu=N:close: the Nth I/O's first PDU cut short, then a FIN",
+    "t-corrupt-type": "(tcp) --fault corrupt-pdu=N:type: the Nth I/O's first PDU of no known type",
+    "t-corrupt-hlen": "(tcp) --fault corrupt-pdu=N:hlen: the Nth I/O's first PDU with a wrong HLEN",
+    "t-corrupt-hdgst": "(tcp) --fault corrupt-pdu=N:hdgst: a bad header digest (header digests on)",
+    "t-corrupt-ddgst": "(tcp) --fault corrupt-pdu=N:ddgst: the Nth I/O (a read) with a bad data "
+                       "digest (data digests on)",
+    "t-r2t-delay": "(tcp) --fault r2t-delay-ms=MS: every R2T MS ms late",
+    "t-delay": "(tcp) --fault delay-ms=MS: every completion MS ms late",
     "t-drop": "nvmeof-target --fault drop-after=N",
     "t-stop": "nvmeof-target --fault stop-answering-after=N",
     "t-ignore-io": "nvmeof-target --fault ignore-io=N",
@@ -187,11 +222,14 @@ def on_signal(signum, _frame):
 
 
 class Target:
-    """nvmeof-target under softverbs on fixed ports, in its own process group."""
+    """nvmeof-target on fixed ports, in its own process group: over softverbs
+    (rdma) or over the kernel's TCP (tcp: no softverbs-run)."""
 
-    def __init__(self, wd, ports, namespace, faults=(), sv_faults="", stats=None, sv_stats=None):
+    def __init__(self, wd, ports, namespace, transport, faults=(), sv_faults="", stats=None,
+                 sv_stats=None):
         self.wd, self.ports, self.namespace = wd, ports, namespace
-        self.cmd = [os.environ["NVMEOF_SOFTVERBS_RUN"], os.environ["NVMEOF_TARGET_BIN"],
+        runner = [os.environ["NVMEOF_SOFTVERBS_RUN"]] if transport == "rdma" else []
+        self.cmd = [*runner, os.environ["NVMEOF_TARGET_BIN"], "--transport", transport,
                     "--listen", "127.0.0.1"]
         for port in ports:
             self.cmd += ["--port", str(port)]
@@ -262,7 +300,9 @@ class Target:
 
 def job_text(c, ports):
     paths = ",".join(f"127.0.0.1:{p}" for p in ports[:c["paths"]])
-    lines = [f"ioengine=external:{os.environ['NVMEOF_ENGINE']}", f"traddr={paths}", f"subnqn={NQN}",
+    lines = [f"ioengine=external:{os.environ['NVMEOF_ENGINE']}", f"trtype={c['transport']}",
+             *([f"digest_enable={c['digest']}"] if c["transport"] == "tcp" else []),
+             f"traddr={paths}", f"subnqn={NQN}",
              "rw=randwrite", f"bs={c['bs']}", f"iodepth={c['qd']}", f"size={c['size']}",
              *([f"thinktime={PACED_THINK_US}"] if c["paced"] else []),
              "verify=crc32c", "verify_fatal=1", "verify_state_save=0",
@@ -275,15 +315,15 @@ def job_text(c, ports):
 
 
 class Fio:
-    def __init__(self, wd, job, sv_faults="", sv_stats=None):
+    def __init__(self, wd, job, transport, sv_faults="", sv_stats=None):
         self.env = {"ASAN_OPTIONS": ":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""),
                                                              "detect_leaks=0"]))}
         if sv_faults:
             self.env["SOFTVERBS_FAULTS"] = sv_faults
         if sv_stats:
             self.env["SOFTVERBS_STATS"] = sv_stats
-        self.cmd = [os.environ["NVMEOF_SOFTVERBS_RUN"], os.environ["NVMEOF_FIO"],
-                    "--output-format=json", str(job)]
+        runner = [os.environ["NVMEOF_SOFTVERBS_RUN"]] if transport == "rdma" else []
+        self.cmd = [*runner, os.environ["NVMEOF_FIO"], "--output-format=json", str(job)]
         self.out, self.err = Path(wd) / "fio.out", Path(wd) / "fio.err"
         self.start = time.monotonic()
         with open(self.out, "w") as out, open(self.err, "w") as err:
@@ -336,28 +376,31 @@ CALIBRATION = {}
 
 
 def calibrate(c):
-    """A clean run of this job shape: its duration, the messages of the
-    target's and fio's busiest connection (the I/O queue), the commands the
-    target saw, and how many RDMA WRITEs into fio came before the I/O."""
+    """A clean run of this job shape: its duration, the commands the target
+    saw and, over RDMA, the messages of the target's and fio's busiest
+    connection (the I/O queue) and how many RDMA WRITEs into fio came before
+    the I/O."""
     # Two paths add no message to the I/O queue and one or two admin commands:
-    # calibrated on two.
-    key = (c["qd"], c["bs"], c["size"], c["paced"])
+    # calibrated on two. Over TCP with both digests, the slowest setting.
+    rdma = c["transport"] == "rdma"
+    key = (c["transport"], c["qd"], c["bs"], c["size"], c["paced"])
     if key in CALIBRATION:
         return CALIBRATION[key]
     wd = tempfile.mkdtemp(prefix="nvmeof-faults-cal-")
     for attempt in range(3):  # a port taken between the check and the target's bind
         ports = free_ports()
         try:
-            t = Target(wd, ports, "ram:64M", stats=f"{wd}/target.json", sv_stats=f"{wd}/sv-target.json")
+            t = Target(wd, ports, "ram:64M", c["transport"], stats=f"{wd}/target.json",
+                       sv_stats=f"{wd}/sv-target.json" if rdma else None)
             break
         except RuntimeError as e:
             if "Address already in use" not in str(e) or attempt == 2:
                 raise
-    shape = dict(c, reconnect=False, fast_io_fail=False, paths=2)
+    shape = dict(c, reconnect=False, fast_io_fail=False, paths=2, digest="BOTH")
     job = Path(wd) / "cal.fio"
     job.write_text(job_text(shape, ports))
     try:
-        fio = Fio(wd, job, sv_stats=f"{wd}/sv-fio-%p.json")
+        fio = Fio(wd, job, c["transport"], sv_stats=f"{wd}/sv-fio-%p.json" if rdma else None)
         announced = fio.wait_announce(time.monotonic() + 60)
         rc, took, _ = fio.wait(time.monotonic() + 60)
     finally:
@@ -365,6 +408,29 @@ def calibrate(c):
     if rc != 0:
         raise RuntimeError(f"calibration run failed (rc {rc}) in {wd}: {fio.stderr()[-2000:]}")
 
+    stats = json.loads(Path(f"{wd}/target.json").read_text())["commands"]
+    ios = c["size"] // parse_size(c["bs"])
+    cal = {
+        "seconds": took,
+        "announced": announced if announced is not None else 0.0,
+        "commands": sum(stats.values()),
+        "io_commands": stats["read"] + stats["write"],
+        "writes": stats["write"],
+        "reads": ios,
+    }
+    if rdma:
+        cal.update(softverbs_counts(wd, ios))
+    shutil.rmtree(wd, ignore_errors=True)
+    CALIBRATION[key] = cal
+    messages = (f"I/O queue messages target {cal['target_msgs']} / fio {cal['host_msgs']}, "
+                if rdma else "")
+    print(f"calibrated {c['transport']} {shape_text(c)}: {took:.2f} s, {messages}"
+          f"{cal['commands']} commands ({cal['io_commands']} I/O)", flush=True)
+    return cal
+
+
+def softverbs_counts(wd, ios):
+    """The calibration's messages per connection, from softverbs' stats."""
     def messages(qp):
         return qp["sends"] + qp["writes"] + qp["reads"]
     target_qps = json.loads(Path(f"{wd}/sv-target.json").read_text())["qps"]
@@ -372,8 +438,6 @@ def calibrate(c):
     job_qps = max(host, key=lambda qps: max(messages(q) for q in qps))
     io_qp = max(job_qps, key=messages)
     target_io = max(target_qps, key=messages)
-    stats = json.loads(Path(f"{wd}/target.json").read_text())["commands"]
-    ios = c["size"] // parse_size(c["bs"])
     # The target's messages on the I/O queue, in order: the Connect's (its
     # data read, its answer), per write a data read (unless in the capsule)
     # and the answer, per read the data and the answer. Which of them answer
@@ -383,25 +447,14 @@ def calibrate(c):
     if rest == 0 and per_write in (1, 2):
         completions = [2 + per_write * (k + 1) for k in range(ios)]
         completions += [2 + per_write * ios + 2 * (k + 1) for k in range(ios)]
-    cal = {
-        "seconds": took,
-        "announced": announced if announced is not None else 0.0,
+    return {
         "target_msgs": messages(target_io),
         "target_admin_msgs": max(messages(q) for q in target_qps if q is not target_io),
         "host_msgs": messages(io_qp),
         "host_admin_msgs": max(messages(q) for qps in host for q in qps if q is not io_qp),
-        "commands": sum(stats.values()),
-        "io_commands": stats["read"] + stats["write"],
         "writes_in_before_io": sum(q["writes_in"] for q in job_qps if q is not io_qp),
-        "reads": ios,
         "completions": completions,
     }
-    shutil.rmtree(wd, ignore_errors=True)
-    CALIBRATION[key] = cal
-    print(f"calibrated {shape_text(c)}: "
-          f"{took:.2f} s, I/O queue messages target {cal['target_msgs']} / fio {cal['host_msgs']}, "
-          f"{cal['commands']} commands ({cal['io_commands']} I/O)", flush=True)
-    return cal
 
 
 def shape_text(c):
@@ -415,20 +468,24 @@ def parse_size(text):
 
 # ---------------------------------------------------------------- cases
 
-def combos():
-    """A round: every fault, with reconnect on and off, paced and not (for
-    sv-delay: a delay longer or shorter than io_timeout instead)."""
-    return [(f, r, x) for f in FAULTS for r in (True, False) for x in (True, False)]
+def combos(transport):
+    """A round: every fault of the transport, with reconnect on and off,
+    paced and not (for the delays: a delay longer or shorter than io_timeout
+    instead)."""
+    return [(f, r, x) for f in FAULTS[transport] for r in (True, False) for x in (True, False)]
 
 
-def make_case(seed, index):
-    """Case `index` of `seed`: its fault, reconnect and pacing from a
-    shuffled round over every combination, the rest drawn at random."""
-    order = combos()
-    random.Random(f"{seed}/order/{index // len(order)}").shuffle(order)
+def make_case(seed, index, transport):
+    """Case `index` of `seed` over `transport`: its fault, reconnect and
+    pacing from a shuffled round over every combination, the rest drawn at
+    random. (RDMA's cases are drawn as before the transport dimension, so
+    its old seeds still name the same cases.)"""
+    order = combos(transport)
+    prefix = str(seed) if transport == "rdma" else f"{seed}/{transport}"
+    random.Random(f"{prefix}/order/{index // len(order)}").shuffle(order)
     fault, reconnect, paced = order[index % len(order)]
-    rng = random.Random(f"{seed}/case/{index}")
-    c = {"index": index, "fault": fault, "reconnect": reconnect,
+    rng = random.Random(f"{prefix}/case/{index}")
+    c = {"index": index, "transport": transport, "fault": fault, "reconnect": reconnect,
          "qd": rng.choice([1, 32]), "paths": rng.choice([1, 2]), "bs": rng.choice(["4k", "16k"]),
          "fast_io_fail": reconnect and rng.random() < 0.3, "size": SIZE,
          "u": rng.random(), "point": rng.choice(["random", "random", "idle", "idle", "last", "last", "start"]),
@@ -438,10 +495,14 @@ def make_case(seed, index):
         # and mostly faults right after a completion, while the host thinks.
         c["size"], c["qd"] = PACED_IOS * parse_size(c["bs"]), 1
         c["point"] = rng.choice(["idle", "idle", "idle", "random", "last", "start"])
-    if fault == "sv-delay":
+    if fault in DELAY_FAULTS:
         c["size"], c["paced"], c["long"] = SMALL_SIZE, False, paced
     if fault == "sv-nak":
         c["bs"] = "4k"  # RDMA WRITEs into fio: the reads' data
+    if fault == "t-r2t-delay":
+        c["bs"] = "16k"  # above the capsule's 4 KiB: every write waits for its R2T
+    # Over TCP the digests too: drawn, or one that has the digest the fault damages.
+    c["digest"] = rng.choice(NEEDS_DIGEST.get(fault, DIGESTS)) if transport == "tcp" else "NONE"
     return c
 
 
@@ -452,7 +513,7 @@ def plan(c, cal, ports):
     u, last, start = c["u"], c["point"] == "last", c["point"] == "start"
     f = c["fault"]
     p = {"sv_target": "", "sv_host": "", "target": [], "kill_at": None, "restart_ms": None,
-         "stall": False, "where": "io"}
+         "stall": False, "where": "io", "delay_ms": None}
     port_rule = f",port={ports[0]}" if c["paths"] == 2 else ""
     # times=1: the first connection to send N messages is reset, no other
     # (reconnects included). The admin connections send fewer than the I/O
@@ -483,13 +544,18 @@ def plan(c, cal, ports):
         p["where"] = "connect" if n < first else "io"  # a read in flight, the last one too
         p["sv_host"] = f"nak,op=write,nth={n}"
         p["what"] = f"{p['sv_host']} (I/O reads {first}..{first + count - 1} +-1)"
-    elif f == "sv-delay":
+    elif f in DELAY_FAULTS:
         ms = IO_TIMEOUT_MS + 300 + int(c["ms_u"] * 700) if c["long"] else 5 + int(c["ms_u"] * 25)
-        p["sv_target"] = f"delay,ms={ms}"
+        p["delay_ms"] = ms
+        if f == "sv-delay":
+            p["sv_target"] = f"delay,ms={ms}"
+        else:
+            p["target"] = [f"delay-ms={ms}" if f == "t-delay" else f"r2t-delay-ms={ms}"]
         p["stall"] = c["long"]
-        p["where"] = "connect" if c["long"] else "io"
-        p["what"] = p["sv_target"]
-    elif f in ("t-drop", "t-stop", "t-outage", "t-port-down"):
+        # Every answer held (the Connect's too), or only the writes' R2Ts.
+        p["where"] = "connect" if c["long"] and f != "t-r2t-delay" else "io"
+        p["what"] = p["sv_target"] or p["target"][0]
+    elif f in ("t-drop", "t-stop", "t-outage", "t-port-down", "t-reset"):
         # Commands: the admin ones of fio's two controllers (one opens the
         # file, one runs the job), the I/O, then the shutdown.
         total, first_io = cal["commands"], cal["commands"] - cal["io_commands"] - 2
@@ -516,13 +582,24 @@ def plan(c, cal, ports):
             ms = 300 + int(c["ms_u"] * (limit + 1200))
             p["outage_ms"] = ms
             p["target"] = [f"outage-after={n}:{ms}"]
+        elif f == "t-reset":
+            p["target"] = [f"reset-after={n}"]
         else:
             p["target"] = [f"port-down-after={n}:0"]
         p["what"] = f"{p['target'][0]} of {total} commands (I/O from ~{first_io})"
-    elif f == "t-ignore-io":
+    elif f == "t-corrupt-ddgst":
+        # A read's data (the writes come first): only a C2HData has a data digest.
+        writes, reads = cal["writes"], cal["reads"]
+        n = writes + (reads if last else 1 if start else 1 + int(u * (reads - 1)))
+        p["target"] = [f"corrupt-pdu={n}:ddgst"]
+        p["what"] = f"{p['target'][0]} of {cal['io_commands']} I/O commands (reads from {writes + 1})"
+    elif f in ("t-ignore-io", "t-reset-mid", "t-short-stall", "t-short-close") or f in CORRUPT_FIELDS:
+        # The Nth I/O command: its answer lost, cut off by a RST, cut short or damaged.
         n = cal["io_commands"] if last else 1 if start else 1 + int(u * (cal["io_commands"] - 1))
-        p["target"] = [f"ignore-io={n}"]
-        p["stall"] = True
+        spec = {"t-ignore-io": f"ignore-io={n}", "t-reset-mid": f"reset-mid-transfer={n}",
+                "t-short-stall": f"short-pdu={n}:stall", "t-short-close": f"short-pdu={n}:close"}
+        p["target"] = [spec[f] if f in spec else f"corrupt-pdu={n}:{CORRUPT_FIELDS[f]}"]
+        p["stall"] = f in ("t-ignore-io", "t-short-stall")
         p["what"] = f"{p['target'][0]} of {cal['io_commands']} I/O commands"
     elif f == "kill":
         # Timed from the job's start-up line (its controller connected) over
@@ -556,9 +633,17 @@ def plan(c, cal, ports):
         extra_ms += IO_TIMEOUT_MS
         terms.append(f"io_timeout {IO_TIMEOUT_MS / 1000:g}")
         kind = "io_timeout"
-    if f == "sv-delay" and not c["long"]:
-        # Every message held: the clean run scaled by the delay per message.
-        held = (cal["target_msgs"] + 40) * int(p["sv_target"].split("=")[1]) / 1000 / min(c["qd"], 4)
+        if f == "t-r2t-delay" and c["reconnect"]:
+            # The reconnect succeeds and the stall comes back with the re-sent
+            # I/O: its deadline too (timing out again, it fails).
+            extra_ms += IO_TIMEOUT_MS
+            terms.append(f"io_timeout {IO_TIMEOUT_MS / 1000:g} again (re-sent)")
+    if f in DELAY_FAULTS and not c["long"]:
+        # Every message (every answer, every R2T) held: the clean run scaled
+        # by the delay per message.
+        held_msgs = {"sv-delay": cal.get("target_msgs"), "t-delay": cal["commands"],
+                     "t-r2t-delay": cal["writes"]}[f]
+        held = (held_msgs + 40) * p["delay_ms"] / 1000 / min(c["qd"], 4)
         base += held
         terms.append(f"delays {held:.1f}")
     if c["reconnect"]:
@@ -583,13 +668,19 @@ def expect(c, p):
     f, where, reconnect = c["fault"], p["where"], c["reconnect"]
     if where == "never":
         return "clean"
-    if where in ("connect", "end") and f != "sv-delay":
+    if where in ("connect", "end") and f not in DELAY_FAULTS:
         return "either"
-    if f == "sv-delay":
+    if f in DELAY_FAULTS:
         return "error" if c["long"] else "clean"
     if f == "t-stop":
         return "error"
-    if f in ("sv-drop", "sv-drop-host", "sv-nak", "t-drop", "t-ignore-io"):
+    if f == "t-corrupt-ddgst":
+        # The queue lives on: the read fails (Data Transfer Error), reconnect or not.
+        return "error"
+    # A lost connection, or a lost or damaged answer that ends its queue: a
+    # reconnect re-sends what was in flight.
+    if f in ("sv-drop", "sv-drop-host", "sv-nak", "t-drop", "t-ignore-io", "t-reset", "t-reset-mid",
+             "t-short-stall", "t-short-close") or f in CORRUPT_FIELDS:
         return "clean" if reconnect else "error"
     if f == "t-outage":
         if not reconnect:
@@ -610,20 +701,22 @@ def expect(c, p):
 
 
 def describe(c, p):
-    return (f"{c['fault']} {p['what']} [{c['point']} point: {p['where']}] {shape_text(c)} paths={c['paths']} "
-            f"reconnect={'on' if c['reconnect'] else 'off'}"
+    digest = f" digest={c['digest']}" if c["transport"] == "tcp" else ""
+    return (f"{c['fault']} {p['what']} [{c['point']} point: {p['where']}] {shape_text(c)}{digest} "
+            f"paths={c['paths']} reconnect={'on' if c['reconnect'] else 'off'}"
             + (" fast_io_fail=on" if c["fast_io_fail"] else "") + f" expect={p['expect']}")
 
 
 def run_case(seed, c, keep=False):
     cal = calibrate(c)
-    wd = tempfile.mkdtemp(prefix=f"nvmeof-faults-{c['index']}-")
+    wd = tempfile.mkdtemp(prefix=f"nvmeof-faults-{c['transport']}-{c['index']}-")
     for attempt in range(3):  # a port taken between the check and the target's bind
         ports = free_ports()
         p = plan(c, cal, ports)
         namespace = f"file:{wd}/ns.img" if p["restart_ms"] is not None else "ram:64M"
         try:
-            t = Target(wd, ports[:c["paths"]], namespace, faults=p["target"], sv_faults=p["sv_target"])
+            t = Target(wd, ports[:c["paths"]], namespace, c["transport"], faults=p["target"],
+                       sv_faults=p["sv_target"])
             break
         except RuntimeError as e:
             if "Address already in use" not in str(e) or attempt == 2:
@@ -631,7 +724,7 @@ def run_case(seed, c, keep=False):
     job = Path(wd) / "matrix.fio"
     job.write_text(job_text(c, ports))
     target_cmd = t.command_line()
-    fio = Fio(wd, job, sv_faults=p["sv_host"])
+    fio = Fio(wd, job, c["transport"], sv_faults=p["sv_host"])
     deadline = fio.start + p["bound"]
     problems = []
     try:
@@ -645,12 +738,12 @@ def run_case(seed, c, keep=False):
     outcome, ok, why = judge(c, p, rc, report, err, cpu)
     if problems:
         ok, why = False, "; ".join([why] + problems) if why else "; ".join(problems)
-    line = (f"case {c['index']} seed {seed}: {'PASS' if ok else 'FAIL'} {outcome}"
+    line = (f"case {c['transport']}/{c['index']} seed {seed}: {'PASS' if ok else 'FAIL'} {outcome}"
             + (f" ({why})" if why else "")
             + f"; ended {took:.1f} s / bound {p['bound']:.1f} s ({p['kind']}) -- {describe(c, p)}")
     print(line, flush=True)
     if not ok:
-        print(f"  rerun: {Path(__file__).name} --seed {seed} --case {c['index']}")
+        print(f"  rerun: {Path(__file__).name} --transport {c['transport']} --seed {seed} --case {c['index']}")
         print(f"  bound: {p['terms']} = {p['bound']:.1f} s")
         print(f"  target: {target_cmd}")
         print(f"  fio:    {fio.command_line()}")
@@ -719,12 +812,15 @@ def judge(c, p, rc, report, err, cpu):
 
 
 def main():
-    faults = "\n".join(f"  {name:13} {text}" for name, text in FAULT_TEXT.items())
+    faults = "\n".join(f"  {name:15} {text}" for name, text in FAULT_TEXT.items())
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="faults:\n" + faults)
+    ap.add_argument("--transport", choices=TRANSPORTS + ["both"], default="rdma",
+                    help="rdma (over softverbs, the default), tcp, or both (rdma's cases, then tcp's)")
     ap.add_argument("--seed", type=int, default=None, help="the run to reproduce (default: a random one)")
-    ap.add_argument("--cases", type=int, default=len(combos()),
-                    help=f"cases to run (default {len(combos())}: one round, every fault x reconnect x pacing)")
+    ap.add_argument("--cases", type=int, default=None,
+                    help="cases to run per transport (default: one round, every fault x reconnect x "
+                         "pacing: " + ", ".join(f"{len(combos(t))} cases over {t}" for t in TRANSPORTS) + ")")
     ap.add_argument("--soak", type=float, metavar="MINUTES", help="run cases until MINUTES have passed")
     ap.add_argument("--case", type=int, action="append", help="run only this case (repeatable)")
     ap.add_argument("--build", default=str(ROOT / "build"), help="where the programs are, run by hand")
@@ -733,44 +829,50 @@ def main():
     program_defaults(args.build)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    transports = TRANSPORTS if args.transport == "both" else [args.transport]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
-    print(f"fault matrix: seed {seed} (rerun: {Path(__file__).name} --seed {seed})", flush=True)
+    print(f"fault matrix: seed {seed} over {' and '.join(transports)} "
+          f"(rerun: {Path(__file__).name} --transport {args.transport} --seed {seed})", flush=True)
     started = time.monotonic()
     if args.case:
-        indexes = iter(args.case)
+        cases = ((t, i) for t in transports for i in args.case)
     elif args.soak:
         end = started + args.soak * 60
 
         def soak():
             i = 0
-            while time.monotonic() < end:
-                yield i
+            while True:
+                for t in transports:
+                    if time.monotonic() >= end:
+                        return
+                    yield t, i
                 i += 1
-        indexes = soak()
+        cases = soak()
     else:
-        indexes = iter(range(args.cases))
+        cases = ((t, i) for t in transports for i in range(args.cases or len(combos(t))))
     passed = failed = 0
     worst = {}
     failures = []
-    for i in indexes:
-        c = make_case(seed, i)
+    for transport, i in cases:
+        c = make_case(seed, i, transport)
         try:
             ok, kind, took, bound = run_case(seed, c, args.keep)
         except RuntimeError as e:
-            print(f"case {i} seed {seed}: FAIL setup: {e}", flush=True)
+            print(f"case {transport}/{i} seed {seed}: FAIL setup: {e}", flush=True)
             ok, kind, took, bound = False, "setup", 0.0, 0.0
         if ok:
             passed += 1
         else:
             failed += 1
-            failures.append(i)
-        if kind != "setup" and (kind not in worst or took / bound > worst[kind][0] / worst[kind][1]):
-            worst[kind] = (took, bound, i)
+            failures.append(f"{transport}/{i}")
+        key = (transport, kind)
+        if kind != "setup" and (key not in worst or took / bound > worst[key][0] / worst[key][1]):
+            worst[key] = (took, bound, i)
     print(f"{passed + failed} runs in {time.monotonic() - started:.0f} s; worst time-to-end per bound kind:")
-    for kind, (took, bound, i) in sorted(worst.items()):
-        print(f"  {kind:14} {took:5.1f} s of {bound:5.1f} s ({took / bound:.0%}, case {i})")
+    for (transport, kind), (took, bound, i) in sorted(worst.items()):
+        print(f"  {transport:4} {kind:14} {took:5.1f} s of {bound:5.1f} s ({took / bound:.0%}, case {i})")
     if failures:
-        print(f"failed cases (seed {seed}): {' '.join(map(str, failures))}")
+        print(f"failed cases (seed {seed}): {' '.join(failures)}")
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -1,6 +1,7 @@
-"""Asymmetric namespace access through fio (issue 14), over softverbs: the
-target turns the port in use inaccessible mid-run and the job moves to the
-other port; the first path down, or inaccessible, at start. Run one case:
+"""Asymmetric namespace access through fio (issue 14), over softverbs, or
+over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp (the same cases): the target
+turns the port in use inaccessible mid-run and the job moves to the other
+port; the first path down, or inaccessible, at start. Run one case:
 fio_ana.py NAME."""
 import harness as h
 from fio_reconnect import Fio, job_file, kill, launch, outages

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""fio with DH-HMAC-CHAP against nvmeof-target over softverbs: uni- and
+"""fio with DH-HMAC-CHAP against nvmeof-target over softverbs (or NVMe/TCP
+with NVMEOF_E2E_TRANSPORT=tcp, the same cases): uni- and
 bidirectional authentication with each hash and a few DH groups (data
 verified, every queue authenticated), the key from a file, and the failures:
 a wrong host key (the controller's reason named), a wrong controller key, no

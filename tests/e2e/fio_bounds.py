@@ -1,7 +1,8 @@
 """Bounded failure through fio (issue 12, part 6): each fault ends the job within
 its configured bound + 1 s with a clear error, a long stall shorter than
 io_timeout_ms is ridden out, and a long wait on a silent target sleeps instead
-of spinning. Run one case: fio_bounds.py NAME."""
+of spinning. Over softverbs, or over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp
+(the same cases and bounds). Run one case: fio_bounds.py NAME."""
 import os
 import resource
 import signal
@@ -80,8 +81,9 @@ def test_io_timeout_no_shutdown_wait():
 
 def test_stall_shorter_than_io_timeout():
     """The whole target (its RDMA device included) stalls for 20 s with
-    io_timeout_ms=30000: the RC retry window must not end the job first; it
-    completes without errors once the target resumes."""
+    io_timeout_ms=30000: the RC retry window (over TCP, the kernel's
+    retransmissions and keep-alives) must not end the job first; it completes
+    without errors once the target resumes."""
     wd = h.workdir()
     job = job_file(wd, "stall", "io_timeout_ms=30000", runtime=25, iodepth=4)
     with h.target(wd) as t:

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Discovery from fio: a spec with no subnqn (or subnqn= the discovery NQN)
 points at a discovery service; the engine reads its log and drives every
-NVMe/RDMA subsystem listed, one fio file each. Against nvmeof-target serving
+subsystem listed over the job's transport, one fio file each (NVMe/RDMA over
+softverbs, or NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp: the target's discovery
+service over TCP, trtype=tcp in the job). Against nvmeof-target serving
 two subsystems: write + verify over both, the target's per-namespace counters
 proving each got its share; and the failures (nothing usable listed, nothing
 listening, a discovery spec among other files) as one clear error each.
@@ -21,9 +23,11 @@ TWO_SUBSYSTEMS = ["--subsystem", SECOND, "--namespace", "ram:6M"]
 
 def write_verify_job(path, target_lines, mode="process"):
     threads = "thread=1\n" if mode == "thread" else ""
+    # The transport as an option, unless the filename names it (SPDK's form).
+    trtype = "" if "trtype=" in target_lines else f"trtype={h.TRANSPORT}\n"
     Path(path).write_text(f"""[global]
 ioengine=external:{h.ENGINE}
-{target_lines}
+{trtype}{target_lines}
 {threads}rw=write
 bs=64k
 iodepth=8
@@ -69,8 +73,8 @@ def test_discovery_nqn_filename():
     with h.target(wd, namespace="ram:4M", extra=TWO_SUBSYSTEMS) as t:
         job = wd + "/discovery.fio"
         nqn = DISCOVERY_NQN
-        write_verify_job(job, f"filename=trtype=RDMA adrfam=IPv4 traddr={t.address} trsvcid={t.port} "
-                              f"subnqn={nqn} ns=1")
+        write_verify_job(job, f"filename=trtype={h.TRANSPORT.upper()} adrfam=IPv4 traddr={t.address} "
+                              f"trsvcid={t.port} subnqn={nqn} ns=1")
         run_and_check_both(job, t)
 
 

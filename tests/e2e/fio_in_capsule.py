@@ -5,8 +5,12 @@ each as in-capsule and does no RDMA READ beyond the Connect data fetches),
 with 0, or against a target whose capsule holds only the command (--ioccsz 4),
 every write is fetched by an RDMA READ. The only other RDMA READs are of the
 Connect data (always keyed), one per Connect the target counted, and of Host Behavior
-Support's (keyed on the admin queue), one per controller. One test per invocation:
-`fio_in_capsule.py TEST`."""
+Support's (keyed on the admin queue), one per controller. Over NVMe/TCP
+(NVMEOF_E2E_TRANSPORT=tcp) a write not in the capsule is fetched by an R2T
+(answered by H2CData) instead, counted instead of RDMA READs; the admin
+queue's Connect and Host Behavior Support data always travel in its capsule
+(8 KiB), an I/O queue's Connect data as its writes do. One test per
+invocation: `fio_in_capsule.py TEST`."""
 
 import harness as h
 from harness import check
@@ -47,26 +51,38 @@ verify_state_save=0
     return stats, writes
 
 
+def fetches(stats, in_capsule):
+    """The target's data fetches besides the capsule's, what they are, and
+    how many of them are not writes: over RDMA the RDMA READs, the Connect
+    (always keyed) and Host Behavior Support data among them; over TCP the
+    R2Ts, the I/O queues' Connect data among them when writes do not go in
+    the capsule (an admin queue's Connect, one per controller, and its Host
+    Behavior Support data always do)."""
+    connects = stats["commands"]["connect"]
+    if h.TRANSPORT == "tcp":
+        return stats["tcp"]["r2t"], "R2Ts", 0 if in_capsule else connects - stats["controllers"]
+    return stats["rdma"]["read_ops"], "RDMA READs", connects + stats["controllers"]
+
+
 def test_on():
     stats, writes = run(1)
     check(stats["in_capsule_writes"] == writes,
           f"{stats['in_capsule_writes']} of {writes} writes came in-capsule")
-    connects = stats["commands"]["connect"] + stats["controllers"]
-    check(stats["rdma"]["read_ops"] == connects,
-          f"target did {stats['rdma']['read_ops']} RDMA READs, expected only the "
-          f"{connects} of the Connect and Host Behavior Support data")
-    print(f"in_capsule_writes=1: {writes} writes, all in-capsule, verified; RDMA READs "
-          f"{stats['rdma']['read_ops']}")
+    fetched, what, others = fetches(stats, in_capsule=True)
+    check(fetched == others,
+          f"target did {fetched} {what}, expected only the {others} of the Connect and Host "
+          f"Behavior Support data")
+    print(f"in_capsule_writes=1: {writes} writes, all in-capsule, verified; {what} {fetched}")
 
 
 def check_keyed(stats, writes, label):
     check(stats["in_capsule_writes"] == 0,
           f"{label}: {stats['in_capsule_writes']} writes came in-capsule, expected none")
-    connects = stats["commands"]["connect"] + stats["controllers"]
-    check(stats["rdma"]["read_ops"] == writes + connects,
-          f"{label}: target did {stats['rdma']['read_ops']} RDMA READs, expected "
-          f"{writes} writes + {connects} Connect and Host Behavior Support data")
-    print(f"{label}: {writes} writes, all keyed (RDMA READ), verified")
+    fetched, what, others = fetches(stats, in_capsule=False)
+    check(fetched == writes + others,
+          f"{label}: target did {fetched} {what}, expected {writes} writes + {others} Connect and "
+          f"Host Behavior Support data")
+    print(f"{label}: {writes} writes, all fetched by the target ({what}), verified")
 
 
 def test_off():

@@ -15,14 +15,13 @@ from pathlib import Path
 import harness as h
 
 SLACK_S = 1.0  # the issue's bound: ctrl_loss_tmo + 1 s
-TRANSPORT = os.environ.get("NVMEOF_E2E_TRANSPORT", "rdma")
+TRANSPORT = h.TRANSPORT  # NVMEOF_E2E_TRANSPORT's, rdma by default
 RECONNECTED = re.compile(r"reconnected after an outage of (\d+) ms")
 
 
 def launch(wd, ports, namespace, extra=(), env=None):
     """nvmeof-target on `ports` (0: any); returns the process and the real ports."""
-    runner = [h.SOFTVERBS_RUN] if TRANSPORT == "rdma" else []
-    cmd = [*runner, h.TARGET, "--transport", TRANSPORT, "--listen", "127.0.0.1"]
+    cmd = [*h.softverbs_runner(TRANSPORT), h.TARGET, "--transport", TRANSPORT, "--listen", "127.0.0.1"]
     for port in ports:
         cmd += ["--port", str(port)]
     cmd += ["--subsystem", h.NQN, "--namespace", namespace, *extra]
@@ -77,7 +76,7 @@ class Fio:
         env = h.target_env(h.Target(None, "127.0.0.1", 0, None))
         env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS", ""), "detect_leaks=0"]))
         self.start = time.monotonic()
-        self.proc = subprocess.Popen([h.SOFTVERBS_RUN, h.FIO, "--output-format=json", str(job)], env=env,
+        self.proc = subprocess.Popen([*h.softverbs_runner(TRANSPORT), h.FIO, "--output-format=json", str(job)], env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def finish(self, timeout=60):

@@ -22,8 +22,7 @@ def test_verify(digest):
     wd = h.workdir()
     job = wd + "/tcp-verify.fio"
     h.write_job(job, f"""[global]
-{{TARGET}}trtype=tcp
-digest_enable={digest}
+{{TARGET}}digest_enable={digest}
 nr_io_queues=2
 rw=randrw
 bssplit=512/10:4k/40:64k/20:1m/20:4m/10
@@ -36,7 +35,7 @@ verify=crc32c
 verify_fatal=1
 verify_state_save=0
 [tcp-{digest.lower()}]
-""")
+""", transport="tcp")
     with h.target(wd, namespace="ram:64M:512", extra=TCP_TARGET, transport="tcp") as t:
         proc, result = h.run_fio(job, t, timeout=240)
         t.stop()

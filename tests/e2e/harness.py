@@ -1,6 +1,11 @@
 """Shared plumbing for the fio end-to-end tests: start nvmeof-target on a free
-port (under softverbs), run fio with the engine, read fio's JSON and the
-target's stats. Every wait is bounded; every process is reaped."""
+port (under softverbs, or over TCP), run fio with the engine, read fio's JSON
+and the target's stats. Every wait is bounded; every process is reaped.
+
+The transport is NVMEOF_E2E_TRANSPORT's (rdma, the default, or tcp) unless a
+test names one: the target listens on it (over TCP without softverbs-run),
+the job files written here say it (trtype=) and fio runs under softverbs-run
+only over RDMA."""
 import json
 import os
 import re
@@ -19,6 +24,7 @@ SOFTVERBS_RUN = os.environ["NVMEOF_SOFTVERBS_RUN"]
 JOBS = Path(os.environ["NVMEOF_JOBS_DIR"])
 NQN = "nqn.2026-12.io.nvmeof:e2e"
 READY = re.compile(r"listening on (\S+):(\d+)")
+TRANSPORT = os.environ.get("NVMEOF_E2E_TRANSPORT", "rdma")
 
 
 class Failure(AssertionError):
@@ -31,8 +37,9 @@ def check(condition, message):
 
 
 class Target:
-    def __init__(self, proc, address, port, stats_path):
+    def __init__(self, proc, address, port, stats_path, transport=TRANSPORT):
         self.proc, self.address, self.port, self.stats_path = proc, address, port, stats_path
+        self.transport = transport
 
     def stop(self):
         if self.proc.poll() is None:
@@ -51,12 +58,11 @@ class Target:
 
 
 @contextmanager
-def target(workdir, namespace="ram:128M", extra=(), port=0, transport="rdma"):
+def target(workdir, namespace="ram:128M", extra=(), port=0, transport=TRANSPORT):
     """nvmeof-target on loopback: over softverbs (rdma), or over the kernel's
     TCP (tcp: no softverbs-run needed, none used)."""
     stats = os.path.join(workdir, f"target-stats-{time.monotonic_ns()}.json")
-    runner = [SOFTVERBS_RUN] if transport == "rdma" else []
-    cmd = [*runner, TARGET, "--transport", transport, "--listen", "127.0.0.1", "--port", str(port),
+    cmd = [*softverbs_runner(transport), TARGET, "--transport", transport, "--listen", "127.0.0.1", "--port", str(port),
            "--subsystem", NQN, "--namespace", namespace, "--stats", stats, *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
@@ -70,7 +76,7 @@ def target(workdir, namespace="ram:128M", extra=(), port=0, transport="rdma"):
         proc.kill()
         _, err = proc.communicate(timeout=10)
         raise Failure(f"nvmeof-target did not start: {line!r} {err}")
-    t = Target(proc, match.group(1), int(match.group(2)), stats)
+    t = Target(proc, match.group(1), int(match.group(2)), stats, transport)
     try:
         yield t
     finally:
@@ -96,9 +102,17 @@ def run_fio(job_path, t, extra_env=None, args=(), timeout=180):
     # leaks its own file table at exit: leak reports would be fio's, not ours
     # (the target, our own program, keeps leak detection on).
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS", ""), "detect_leaks=0"]))
-    cmd = [SOFTVERBS_RUN, FIO, "--output-format=json", *args, str(job_path)]
+    # (A test's stand-in for a target it stopped may name no transport.)
+    transport = getattr(t, "transport", TRANSPORT)
+    cmd = [*softverbs_runner(transport), FIO, "--output-format=json", *args, str(job_path)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     return proc, parse_report(proc.stdout)
+
+
+def softverbs_runner(transport):
+    """What a program (the target, fio) runs under: softverbs-run over RDMA,
+    nothing over TCP."""
+    return [SOFTVERBS_RUN] if transport == "rdma" else []
 
 
 def parse_report(stdout):
@@ -124,10 +138,11 @@ subnqn=${NVMEOF_SUBNQN}
 """
 
 
-def write_job(path, text):
+def write_job(path, text, transport=TRANSPORT):
     """A job file whose {TARGET} stands for the engine and target lines every
-    test job shares (taken from the environment, as the shipped job files do)."""
-    Path(path).write_text(text.replace("{TARGET}", TARGET_LINES))
+    test job shares (taken from the environment, as the shipped job files do)
+    and the transport's trtype."""
+    Path(path).write_text(text.replace("{TARGET}", TARGET_LINES + f"trtype={transport}\n"))
 
 
 def totals(result):

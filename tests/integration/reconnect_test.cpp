@@ -442,3 +442,42 @@ TEST(Reconnect, ReplayedSplitTransfersLeaveNearCompletionRight) {
     ASSERT_EQ(completed, 2u);
     EXPECT_EQ(q.near_completion(), 0u);
 }
+
+// Over NVMe/TCP, a target that sends every R2T later than io_timeout but takes
+// the reconnect at once: each timeout is an outage that a reconnect ends, so
+// ctrl_loss_tmo never passes. The write, re-sent once after its first timeout,
+// fails with ETIMEDOUT at its second instead of being held again (it was held
+// and re-sent forever before), and the controller serves reads (no R2T) after.
+TEST(Reconnect, AnIoThatTimesOutAgainAfterItsResendFails) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's r2t-delay-ms fault";
+    }
+    TargetProcess target({"--transport", "tcp", "--fault", "r2t-delay-ms=3000"});
+    Options o = reconnecting(target, 10s);
+    o.transport = Transport::tcp;
+    o.io_timeout = 500ms;
+    o.reconnect_delay = 100ms;
+    Controller c = Controller::connect(o);
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    constexpr std::uint32_t kBytes = 16384;  // above the capsule's 4 KiB: sent on an R2T
+    MemoryRegion block = c.allocate(kBytes);
+    ASSERT_EQ(q.submit(ns, Transfer{Op::write, 0, kBytes / kBlock, &block, 0, 7}),
+              SubmitResult::queued);
+    std::vector<Completion> out(1);
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t n = 0;
+    while (n == 0 && std::chrono::steady_clock::now() < start + 10s) {
+        n = q.poll(out);
+        c.keep_connected();
+    }
+    const auto took = std::chrono::steady_clock::now() - start;
+    ASSERT_EQ(n, 1u) << "the write was still being re-sent 10 s later";
+    EXPECT_EQ(out[0].user_data, 7u);
+    EXPECT_EQ(out[0].status.sys_errno, ETIMEDOUT) << describe(out[0].status);
+    // Two timeouts and a reconnect between them, with a second of slack.
+    EXPECT_LT(took, 2 * 500ms + 100ms + 1s);
+    EXPECT_GE(c.reconnect_stats().reconnects, 1u);
+    ns.read(block, 0, kBytes / kBlock);  // rides out the outage the second timeout began
+    EXPECT_TRUE(c.is_open());
+}

@@ -123,6 +123,11 @@ TEST(LibnvmeCrossCheck, DiscoveryLog) {
               offsetof(T, tsas.rdma.prtype));
     EXPECT_EQ(offsetof(O, tsas) + offsetof(w::RdmaTransportAddress, cms),
               offsetof(T, tsas.rdma.cms));
+    EXPECT_EQ(offsetof(O, tsas) + offsetof(w::TcpTransportAddress, sectype),
+              offsetof(T, tsas.tcp.sectype));
+    EXPECT_EQ(static_cast<int>(w::TcpSecurityType::none), NVMF_TCP_SECTYPE_NONE);
+    EXPECT_EQ(static_cast<int>(w::TcpSecurityType::tls), NVMF_TCP_SECTYPE_TLS);
+    EXPECT_EQ(static_cast<int>(w::TcpSecurityType::tls13), NVMF_TCP_SECTYPE_TLS13);
     EXPECT_EQ(static_cast<int>(w::AddressFamily::ipv6), NVMF_ADDR_FAMILY_IP6);
     EXPECT_EQ(static_cast<int>(w::SubsystemType::nvm), NVME_NQN_NVME);
     EXPECT_EQ(static_cast<int>(w::SubsystemType::current_discovery), NVME_NQN_CURR);

@@ -202,6 +202,23 @@ TEST(RoundTrip, DiscoveryLog) {
                  std::runtime_error);
 }
 
+// TCP's TSAS: SECTYPE in its first byte, the rest zero; nothing of RDMA's read back.
+TEST(RoundTrip, DiscoveryEntryTcpSectype) {
+    w::DiscoveryRecord r;
+    r.transport = w::TransportType::tcp;
+    r.tcp.security_type = w::TcpSecurityType::tls13;
+    const w::DiscoveryLogEntry e = w::discovery_entry(r);
+    const auto* tsas = reinterpret_cast<const std::uint8_t*>(&e.tsas);
+    EXPECT_EQ(tsas[0], 2);
+    for (std::size_t i = 1; i < sizeof e.tsas; ++i) {
+        ASSERT_EQ(tsas[i], 0) << "TSAS byte " << i;
+    }
+    const w::DiscoveryRecord parsed = w::parse_discovery_entry(e);
+    EXPECT_EQ(parsed.tcp.security_type, w::TcpSecurityType::tls13);
+    EXPECT_EQ(parsed.rdma, w::RdmaTransportSpecific{});
+    EXPECT_EQ(w::parse_discovery_entry(w::discovery_entry({})).tcp, w::TcpTransportSpecific{});
+}
+
 TEST(RoundTrip, DiscoveryEntryTrimsSpacePadding) {
     w::DiscoveryLogEntry e = w::discovery_entry({});
     w::copy_to_space_padded(e.traddr, sizeof e.traddr, "10.0.0.1");  // SPDK-style padding

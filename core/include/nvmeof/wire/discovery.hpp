@@ -24,6 +24,8 @@ enum class RdmaProviderType : std::uint8_t {
     iwarp = 5
 };
 enum class RdmaCms : std::uint8_t { rdma_cm = 1 };
+// TCP's TSAS SECTYPE: the secure channel's protocol.
+enum class TcpSecurityType : std::uint8_t { none = 0, tls = 1, tls13 = 2 };
 // TREQ bits 1:0: secure channel requirement; bit 2: SQ flow control disable supported.
 inline constexpr std::uint8_t kTreqSecureChannelNotSpecified = 0x0;
 inline constexpr std::uint8_t kTreqSecureChannelRequired = 0x1;
@@ -57,6 +59,13 @@ struct RdmaTransportAddress {
 static_assert(sizeof(RdmaTransportAddress) == 256);
 static_assert(offsetof(RdmaTransportAddress, pkey) == 8);
 
+// TCP's layout of the same 256 bytes.
+struct TcpTransportAddress {
+    std::uint8_t sectype;
+    std::uint8_t reserved1[255];
+};
+static_assert(sizeof(TcpTransportAddress) == sizeof(RdmaTransportAddress));
+
 struct DiscoveryLogEntry {
     std::uint8_t trtype;
     std::uint8_t adrfam;
@@ -71,6 +80,7 @@ struct DiscoveryLogEntry {
     std::uint8_t reserved64[192];
     char subnqn[kNqnFieldSize];
     char traddr[256];
+    // TSAS in RDMA's layout; over TCP, TcpTransportAddress's (copied in and out).
     RdmaTransportAddress tsas;
 };
 static_assert(sizeof(DiscoveryLogEntry) == kDiscoveryRecordSize);
@@ -93,6 +103,13 @@ struct RdmaTransportSpecific {
     bool operator==(const RdmaTransportSpecific&) const = default;
 };
 
+// The TCP transport-specific address subtype in plain values.
+struct TcpTransportSpecific {
+    TcpSecurityType security_type = TcpSecurityType::none;
+
+    bool operator==(const TcpTransportSpecific&) const = default;
+};
+
 // A discovery record in plain values (strings trimmed of NUL and space padding).
 // Codes a peer sends that this enum does not name are kept as they are.
 struct DiscoveryRecord {
@@ -108,6 +125,7 @@ struct DiscoveryRecord {
     std::string subsystem_nqn;                          // SUBNQN
     std::string address;                                // TRADDR: "127.0.0.1"
     RdmaTransportSpecific rdma;                         // TSAS, meaningful when transport is rdma
+    TcpTransportSpecific tcp;                           // TSAS, meaningful when transport is tcp
 
     bool operator==(const DiscoveryRecord&) const = default;
 };
@@ -120,7 +138,7 @@ struct DiscoveryLogSummary {
 };
 DiscoveryLogSummary parse_discovery_log_header(const DiscoveryLogHeader& header);
 
-// Fills an entry (TSAS only for RDMA); throws std::invalid_argument for strings that do
+// Fills an entry (TSAS for RDMA and TCP); throws std::invalid_argument for strings that do
 // not fit their fields.
 DiscoveryLogEntry discovery_entry(const DiscoveryRecord& record);
 DiscoveryRecord parse_discovery_entry(const DiscoveryLogEntry& entry);
