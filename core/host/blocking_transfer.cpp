@@ -27,22 +27,30 @@ struct PieceInFlight {
 
 }  // namespace
 
+void detail::pause_between_polls(const BetweenPolls& between_polls, std::chrono::microseconds nap) {
+    if (between_polls) {
+        between_polls();  // the caller's other threads run here
+    } else if (nap.count() != 0) {
+        std::this_thread::sleep_for(nap);
+    } else {
+        std::this_thread::yield();
+    }
+}
+
+void ControllerImpl::wait_out_outage(const BetweenPolls& between_polls) {
+    while (reconnecting()) {  // a blocking caller waits out the outage (or its end)
+        keep_connected(nullptr);
+        pause_between_polls(between_polls, std::chrono::milliseconds(1));
+    }
+    require_open("I/O");
+}
+
 bool ControllerImpl::run_transfer(const NamespaceInfo& ns, const Transfer& t,
                                   const BetweenPolls& between_polls, std::uint64_t* append_lba) {
     const auto pause = [&](std::chrono::microseconds nap) {
-        if (between_polls) {
-            between_polls();  // the caller's other threads run here
-        } else if (nap.count() != 0) {
-            std::this_thread::sleep_for(nap);
-        } else {
-            std::this_thread::yield();
-        }
+        pause_between_polls(between_polls, nap);
     };
-    while (reconnecting()) {  // a blocking caller waits out the outage (or its end)
-        keep_connected(nullptr);
-        pause(std::chrono::milliseconds(1));
-    }
-    require_open("I/O");
+    wait_out_outage(between_polls);
     check_transfer(ns, t);
     check_supported(limits_, t.op);
     const bool has_data = carries_data(t.op);

@@ -2,6 +2,7 @@
 // headers declare it opaque), and the host's names around it.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -62,6 +63,10 @@ enum class IdlePreparation : std::uint8_t { armed, work_waiting, cannot_wait, sl
 // What a Namespace keeps ready for the data path (Namespace::ref()).
 NamespaceRef namespace_ref(const NamespaceInfo& info) noexcept;
 
+// A blocking call between two polls (blocking_transfer.cpp): the caller's
+// between_polls if it gave one, else a sleep of `nap`, or a yield for 0.
+void pause_between_polls(const BetweenPolls& between_polls, std::chrono::microseconds nap);
+
 // zones.cpp: InvalidArgument, naming `what`, unless the namespace is zoned.
 void require_zoned(const NamespaceInfo& ns, const char* what);
 // A Zone Append's rules in words (check_transfer): a zoned namespace whose
@@ -112,6 +117,9 @@ class ControllerImpl final : public detail::QueueFailureListener {
     // its keyed SGL reaches (zones.cpp).
     Response run_io_command(const wire::Sqe& command, const MemoryRegion* data_owner,
                             const BetweenPolls& between_polls);
+    // A blocking call's start: waits a reconnect out (or to its end), then
+    // requires the controller open (blocking_transfer.cpp).
+    void wait_out_outage(const BetweenPolls& between_polls);
 
     const Limits& limits() const { return limits_; }
     detail::HostQueue& io(std::size_t index);

@@ -139,19 +139,9 @@ void check_zone_append(const NamespaceInfo& ns, std::uint64_t zslba, std::uint64
 Response ControllerImpl::run_io_command(const wire::Sqe& command, const MemoryRegion* data_owner,
                                         const BetweenPolls& between_polls) {
     const auto pause = [&](std::chrono::microseconds nap) {
-        if (between_polls) {
-            between_polls();  // the caller's other threads run here
-        } else if (nap.count() != 0) {
-            std::this_thread::sleep_for(nap);
-        } else {
-            std::this_thread::yield();
-        }
+        pause_between_polls(between_polls, nap);
     };
-    while (reconnecting()) {  // as run_transfer: a blocking caller waits the outage out
-        keep_connected(nullptr);
-        pause(std::chrono::milliseconds(1));
-    }
-    require_open("I/O");
+    wait_out_outage(between_polls);
     if (data_owner != nullptr && (!data_owner->valid() || data_owner->record()->owner != this)) {
         throw InvalidArgument(
             "the memory region is not registered with this controller (closed, reset or moved "

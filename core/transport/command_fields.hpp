@@ -88,4 +88,29 @@ inline CommandProtection command_protection(const NamespaceRef& ns, const Transf
     sqe.cdw15 = protection.cdw15;
 }
 
+// A general-path piece that moves no data through a memory region, the whole
+// SQE with the wire builders (their checks hold: 1..kMaxBlocksPerCommand
+// blocks, one range): Flush, Write Zeroes, or Deallocate, whose one range is
+// written to `range` and described by `range_buffer` (the transport's way of
+// naming that memory). Off the common path.
+inline wire::Sqe dataless_command(Op op, std::uint32_t nsid, std::uint64_t slba,
+                                  std::uint64_t blocks, wire::DsmRange& range,
+                                  const wire::RemoteBuffer& range_buffer) {
+    switch (op) {
+        case Op::deallocate:
+            range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), slba};
+            return wire::dataset_management_command(nsid, 1, wire::kDsmAttributeDeallocate,
+                                                    range_buffer);
+        case Op::write_zeroes:
+            return wire::write_zeroes_command(nsid, slba, static_cast<std::uint32_t>(blocks));
+        case Op::flush:
+        case Op::read:  // not here: the transport's set_data
+        case Op::write:
+        case Op::compare:
+        case Op::zone_append:
+            break;
+    }
+    return wire::flush_command(nsid);
+}
+
 }  // namespace nvmeof::detail

@@ -6,6 +6,7 @@
 // layer's builders.
 #include "nvmeof/wire/fabrics.hpp"
 #include "nvmeof/wire/io.hpp"
+#include "transport/command_fields.hpp"
 #include "transport/tcp_queue.hpp"
 #include "transport/tcp_queue_command.hpp"
 
@@ -13,34 +14,16 @@ namespace nvmeof::detail {
 
 void TcpQueue::build_dataless(std::uint16_t cid, Op op, std::uint32_t nsid, std::uint64_t slba,
                               std::uint64_t blocks) noexcept {
-    // Off the common path: the wire builders (their checks hold: a piece is
-    // 1..kMaxBlocksPerCommand blocks, one range).
     wire::Sqe& command = sqe(cid);
     Command& c = commands_[cid];
-    c.address = 0;
-    c.bytes = 0;
+    wire::DsmRange& range = dsm_ranges_[cid];
+    const bool ranged = op == Op::deallocate;
+    c.address = ranged ? reinterpret_cast<std::uint64_t>(&range) : 0;
+    c.bytes = ranged ? sizeof range : 0;
     c.flow = Flow::none;
-    switch (op) {
-        case Op::deallocate: {
-            wire::DsmRange& range = dsm_ranges_[cid];
-            range = wire::DsmRange{0, static_cast<std::uint32_t>(blocks), slba};
-            c.address = reinterpret_cast<std::uint64_t>(&range);
-            c.bytes = sizeof range;
-            command = wire::dataset_management_command(nsid, 1, wire::kDsmAttributeDeallocate,
-                                                       wire::RemoteBuffer{c.address, c.bytes, 0});
-            route_to_controller(c, command);  // 16 bytes: in the capsule
-            break;
-        }
-        case Op::write_zeroes:
-            command = wire::write_zeroes_command(nsid, slba, static_cast<std::uint32_t>(blocks));
-            break;
-        case Op::flush:
-        case Op::read:  // not here: set_data
-        case Op::write:
-        case Op::compare:
-        case Op::zone_append:
-            command = wire::flush_command(nsid);
-            break;
+    command = dataless_command(op, nsid, slba, blocks, range, {c.address, c.bytes, 0});
+    if (ranged) {
+        route_to_controller(c, command);  // 16 bytes: in the capsule
     }
     if (c.flow == Flow::none) {
         command.dptr = wire::transport_data_block(0);  // no data (as the Linux host sends)
