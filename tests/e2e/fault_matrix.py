@@ -71,6 +71,13 @@ def program_defaults(build):
     os.environ.setdefault("NVMEOF_FIO", "fio")
 
 
+def program_runner(transport):
+    """What the target and fio run under (the e2e harness's rule: softverbs-run
+    over RDMA, the sanitizer runtime first over TCP in a sanitizer build)."""
+    import harness  # after program_defaults: it reads the environment on import
+    return harness.softverbs_runner(transport)
+
+
 # Timers of every job (short, for a CI run on two cores).
 IO_TIMEOUT_MS = 2000
 CONNECT_TIMEOUT_MS = 2000
@@ -228,7 +235,7 @@ class Target:
     def __init__(self, wd, ports, namespace, transport, faults=(), sv_faults="", stats=None,
                  sv_stats=None):
         self.wd, self.ports, self.namespace = wd, ports, namespace
-        runner = [os.environ["NVMEOF_SOFTVERBS_RUN"]] if transport == "rdma" else []
+        runner = program_runner(transport)
         self.cmd = [*runner, os.environ["NVMEOF_TARGET_BIN"], "--transport", transport,
                     "--listen", "127.0.0.1"]
         for port in ports:
@@ -322,7 +329,7 @@ class Fio:
             self.env["SOFTVERBS_FAULTS"] = sv_faults
         if sv_stats:
             self.env["SOFTVERBS_STATS"] = sv_stats
-        runner = [os.environ["NVMEOF_SOFTVERBS_RUN"]] if transport == "rdma" else []
+        runner = program_runner(transport)
         self.cmd = [*runner, os.environ["NVMEOF_FIO"], "--output-format=json", str(job)]
         self.out, self.err = Path(wd) / "fio.out", Path(wd) / "fio.err"
         self.start = time.monotonic()

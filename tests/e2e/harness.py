@@ -5,7 +5,7 @@ and the target's stats. Every wait is bounded; every process is reaped.
 The transport is NVMEOF_E2E_TRANSPORT's (rdma, the default, or tcp) unless a
 test names one: the target listens on it (over TCP without softverbs-run),
 the job files written here say it (trtype=) and fio runs under softverbs-run
-only over RDMA."""
+only over RDMA (over TCP, a sanitizer build still puts its runtime first)."""
 import json
 import os
 import re
@@ -110,9 +110,29 @@ def run_fio(job_path, t, extra_env=None, args=(), timeout=180):
 
 
 def softverbs_runner(transport):
-    """What a program (the target, fio) runs under: softverbs-run over RDMA,
-    nothing over TCP."""
-    return [SOFTVERBS_RUN] if transport == "rdma" else []
+    """What a program (the target, fio) runs under: softverbs-run over RDMA;
+    over TCP nothing but, in a sanitizer build, the sanitizer's runtime put
+    first (fio is not built with it and loads the engine, which is)."""
+    if transport == "rdma":
+        return [SOFTVERBS_RUN]
+    runtime = sanitizer_runtime()
+    if not runtime:
+        return []
+    preload = ":".join(filter(None, [runtime, os.environ.get("LD_PRELOAD", "")]))
+    return ["env", f"LD_PRELOAD={preload}"]
+
+
+_sanitizer_runtime = []
+
+
+def sanitizer_runtime():
+    """The ASan or TSan runtime the engine is linked against ('' if none), as
+    softverbs-run finds it for the programs it runs."""
+    if not _sanitizer_runtime:
+        out = subprocess.run(["ldd", ENGINE], capture_output=True, text=True).stdout
+        found = re.search(r"lib[at]san\.so\S*\s+=>\s+(\S+)", out)
+        _sanitizer_runtime.append(found.group(1) if found else "")
+    return _sanitizer_runtime[0]
 
 
 def parse_report(stdout):
