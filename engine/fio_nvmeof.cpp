@@ -426,15 +426,9 @@ void start_info_file(const thread_data* td, const EngineOptions& options) {
     }
 }
 
-// What the job's transports cannot do (gpu= over NVMe/TCP), and digest_enable's
-// value, refused before anything connects. A discovery spec's files take its
-// transport, so the files as given (before discovery) say it all.
+// digest_enable's value, refused before anything connects.
 void check_transports(thread_data* td) {
-    const EngineOptions& o = options_of(td);
-    parse_digest_enable(o.digest_enable);
-    for (const TargetSpec& spec : specs_of(td)) {
-        check_transport_support(spec.transport, o.gpu);
-    }
+    parse_digest_enable(options_of(td).digest_enable);
 }
 
 // "NVMe/RDMA", "NVMe/TCP", or both, for the note naming SPDK options with no effect.

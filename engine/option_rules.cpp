@@ -224,12 +224,6 @@ DigestChoice parse_digest_enable(std::string_view text) {
     return choice;
 }
 
-void check_transport_support(Transport transport, std::string_view gpu) {
-    if (transport == Transport::tcp && !gpu.empty()) {
-        refuse("gpu", gpu, "GPU memory over NVMe/TCP is not supported yet");
-    }
-}
-
 std::string ignored_option_names(std::uint64_t given, bool digest_ignored) {
     std::string names;
     for (std::size_t i = 0; i < kSpdkIgnoredOptions.size(); ++i) {

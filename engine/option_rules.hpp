@@ -97,11 +97,6 @@ struct DigestChoice {
 // Anything else is refused, on either transport.
 DigestChoice parse_digest_enable(std::string_view text);
 
-// What a transport cannot do yet, refused before any job starts in one line
-// naming the option: gpu= (any value but "") over NVMe/TCP, whose data goes
-// through the socket from host memory.
-void check_transport_support(Transport transport, std::string_view gpu);
-
 // SPDK's fio plugins' option names (spdk/app/fio/nvme and the bdev plugin)
 // that have no effect here, on either transport: accepted so that SPDK job
 // files run by changing only ioengine, and named once per job in a note.

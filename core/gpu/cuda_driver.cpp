@@ -99,6 +99,8 @@ Loaded load() {
     resolve(d.mem_free, "cuMemFree", "cuMemFree_v2");
     resolve(d.memcpy_htod, "cuMemcpyHtoD", "cuMemcpyHtoD_v2");
     resolve(d.memcpy_dtoh, "cuMemcpyDtoH", "cuMemcpyDtoH_v2");
+    find(d.mem_host_register, "cuMemHostRegister", "cuMemHostRegister_v2");
+    find(d.mem_host_unregister, "cuMemHostUnregister", "cuMemHostUnregister");
     // Optional (CudaDriver::has_vmm): a driver without them still serves cuMemAlloc memory.
     find(d.mem_get_allocation_granularity, "cuMemGetAllocationGranularity",
          "cuMemGetAllocationGranularity");

@@ -34,6 +34,10 @@ struct CudaDriver {
     decltype(&::cuMemFree) mem_free = nullptr;
     decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
     decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
+    // Optional: page-locks the host copy GPU memory is staged through over
+    // NVMe/TCP (without them the copies go through the driver's own buffer).
+    decltype(&::cuMemHostRegister) mem_host_register = nullptr;
+    decltype(&::cuMemHostUnregister) mem_host_unregister = nullptr;
     // The virtual memory management API (allocations GPUDirect RDMA can take
     // on every platform). Optional: nullptr where the driver lacks them, and
     // GpuBuffer then allocates with cuMemAlloc.
@@ -52,6 +56,24 @@ struct CudaDriver {
     // "CUDA_ERROR_NOT_SUPPORTED (operation not supported)".
     std::string describe(CUresult result) const;
 };
+
+// `call()` (a CUresult) with `context` current on this thread: pushed and
+// popped around it unless it is current already. The data path's calls into
+// the driver go through this (they run on whichever thread drives a queue).
+template <typename F>
+int in_context(const CudaDriver& cu, CUcontext context, F call) noexcept {
+    CUcontext current = nullptr;
+    if (cu.ctx_get_current(&current) == CUDA_SUCCESS && current == context) {
+        return static_cast<int>(call());
+    }
+    if (const CUresult r = cu.ctx_push_current(context); r != CUDA_SUCCESS) {
+        return static_cast<int>(r);
+    }
+    const CUresult result = call();
+    CUcontext popped = nullptr;
+    cu.ctx_pop_current(&popped);
+    return static_cast<int>(result);
+}
 
 // The loaded driver, or nullptr with `error` saying why (no driver, cuInit
 // failed, a symbol missing). Loads once per process; never throws.

@@ -12,13 +12,13 @@ class CudaOrdering final : public GpuOrdering {
         : cu_(cu), context_(context), flush_(flush) {}
 
     int before_write() noexcept override {
-        return in_context([this] { return cu_->ctx_synchronize(); });
+        return in_context(*cu_, context_, [this] { return cu_->ctx_synchronize(); });
     }
     int after_read() noexcept override {
         if (!flush_) {
             return 0;  // the device orders GPUDirect writes to the owner natively
         }
-        return in_context([this] {
+        return in_context(*cu_, context_, [this] {
             return cu_->flush_gpu_direct_rdma_writes(
                 CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
                 CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER);
@@ -26,21 +26,6 @@ class CudaOrdering final : public GpuOrdering {
     }
 
   private:
-    template <typename F>
-    int in_context(F call) noexcept {
-        CUcontext current = nullptr;
-        if (cu_->ctx_get_current(&current) == CUDA_SUCCESS && current == context_) {
-            return static_cast<int>(call());
-        }
-        if (const CUresult r = cu_->ctx_push_current(context_); r != CUDA_SUCCESS) {
-            return static_cast<int>(r);
-        }
-        const CUresult result = call();
-        CUcontext popped = nullptr;
-        cu_->ctx_pop_current(&popped);
-        return static_cast<int>(result);
-    }
-
     const CudaDriver* cu_;
     CUcontext context_;
     bool flush_;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "gpu/cuda_device_range.hpp"
 #include "gpu/cuda_driver.hpp"
 #include "gpu/cuda_ordering.hpp"
 #include "gpu/gpu_internal.hpp"
@@ -17,71 +18,29 @@
 #include "nvmeof/base/errors.hpp"
 
 namespace nvmeof::detail::gpu {
-namespace {
-
-std::string hex(std::uint64_t value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
-    return text;
-}
-
-}  // namespace
 
 std::shared_ptr<MemoryRecord> register_gpu_memory(const RegistrationTarget& target,
                                                   void* device_ptr, std::size_t bytes,
                                                   std::shared_ptr<GpuOrdering> ordering) {
-    if (device_ptr == nullptr || bytes == 0) {
-        throw InvalidArgument("cannot register an empty GPU memory range");
-    }
     const CudaDriver& cu = driver_or_throw("register_gpu");
-    const auto dptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(device_ptr));
-    const std::string where = std::to_string(bytes) + " bytes at " + hex(dptr);
-
-    unsigned int memory_type = 0;
-    if (const CUresult r =
-            cu.pointer_get_attribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dptr);
-        r != CUDA_SUCCESS || memory_type != CU_MEMORYTYPE_DEVICE) {
-        throw Error("register_gpu: " + where + " is not CUDA device memory" +
-                    (r != CUDA_SUCCESS ? " (" + cu.describe(r) + ")" : "") +
-                    "; use register_memory for host memory");
-    }
-    int ordinal = -1;
-    cu.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dptr);
-    CUcontext owner = nullptr;
-    cu.pointer_get_attribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, dptr);  // NULL for VMM memory
-    CUcontext current = nullptr;
-    cu.ctx_get_current(&current);
-    const std::string on_gpu = " on GPU " + std::to_string(ordinal);
-    if (current == nullptr || (owner != nullptr && owner != current)) {
-        throw Error(
-            "register_gpu: the CUDA context that owns " + where + on_gpu +
-            " is not current on this thread" +
-            (current == nullptr ? " (no context is current)" : " (another context is)") +
-            "; make it current first (cuCtxSetCurrent, cudaSetDevice, torch.cuda.set_device)");
-    }
-
-    CUdeviceptr base = 0;
-    std::size_t allocation = 0;
-    if (const CUresult r = cu.mem_get_address_range(&base, &allocation, dptr); r != CUDA_SUCCESS) {
-        throw Error("register_gpu: cuMemGetAddressRange(" + hex(dptr) + "): " + cu.describe(r));
-    }
-    if (dptr + bytes > base + allocation) {
-        throw InvalidArgument("register_gpu: " + where + " runs past the end of its " +
-                              std::to_string(allocation) + "-byte allocation at " + hex(base));
-    }
+    const DeviceRange checked = check_device_range(cu, device_ptr, bytes);
+    const CUdeviceptr dptr = checked.address;
+    const std::string& where = checked.where;
+    const std::string& on_gpu = checked.on_gpu;
+    const CUdeviceptr base = checked.base;
+    const std::size_t allocation = checked.allocation;
     const AlignedRange range = align_gpu_range(dptr, bytes, base, allocation,
                                                static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)));
     unsigned int sync_memops = 1;  // GPUDirect RDMA: synchronous memory operations on the buffer
     cu.pointer_set_attribute(&sync_memops, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, dptr);
 
-    CUdevice device = 0;
-    cu.device_get(&device, ordinal);
+    const CUdevice device = checked.device;
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
     auto record = std::make_shared<MemoryRecord>();
     record->address = static_cast<std::byte*>(device_ptr);
     record->length = bytes;
     record->kind = MemoryKind::gpu;
-    record->device_ordinal = ordinal;
+    record->device_ordinal = checked.ordinal;
 
     // NVMEOF_GPU_REGISTRATION=dma-buf or =peermem restricts register_gpu to one
     // path (device checks); anything else tries both.
@@ -134,7 +93,7 @@ std::shared_ptr<MemoryRecord> register_gpu_memory(const RegistrationTarget& targ
                     explain_registration_failure(dmabuf, peermem));
     }
     if (!ordering) {
-        ordering = make_cuda_ordering(cu, owner != nullptr ? owner : current, device);
+        ordering = make_cuda_ordering(cu, checked.context, device);
     }
     record->ordering = std::move(ordering);
     record->registered = true;

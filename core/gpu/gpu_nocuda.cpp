@@ -14,6 +14,9 @@ std::shared_ptr<MemoryRecord> register_gpu_memory(const RegistrationTarget&, voi
                                                   std::shared_ptr<GpuOrdering>) {
     throw Error(std::string("register_gpu: libnvmeof was ") + kNoCuda);
 }
+std::shared_ptr<MemoryRecord> stage_gpu_memory(void*, std::size_t, std::shared_ptr<GpuOrdering>) {
+    throw Error(std::string("register_gpu: libnvmeof was ") + kNoCuda);
+}
 }  // namespace detail::gpu
 
 GpuDriverInfo gpu_driver_info() {

@@ -1,7 +1,7 @@
-// What the controller asks of the GPU code: register CUDA device memory with
-// its RDMA device. All the controller hands over is where the registration
-// goes; it gets back a MemoryRecord to track like any other. Built with CUDA
-// (cuda_registration.cpp) or without (gpu_nocuda.cpp: it says so).
+// What a transport asks of the GPU code: register CUDA device memory with
+// its RDMA device, or give it a host copy to move the bytes through. All the controller hands over
+// is where the registration goes; it gets back a MemoryRecord to track like any other. Built with
+// CUDA (cuda_registration.cpp) or without (gpu_nocuda.cpp: it says so).
 #pragma once
 
 #include <cstddef>
@@ -29,5 +29,13 @@ struct RegistrationTarget {
 std::shared_ptr<MemoryRecord> register_gpu_memory(const RegistrationTarget& target,
                                                   void* device_ptr, std::size_t bytes,
                                                   std::shared_ptr<GpuOrdering> ordering);
+
+// CUDA device memory for a transport that moves bytes with the CPU (NVMe/TCP):
+// the same checks, then a page-locked host copy of [device_ptr, +bytes) that
+// I/O goes through (MemoryRecord::staging, RegistrationPath::staging).
+// `ordering` defaults to the CUDA driver's. Throws as register_gpu_memory does,
+// or Error when the host copy cannot be allocated.
+std::shared_ptr<MemoryRecord> stage_gpu_memory(void* device_ptr, std::size_t bytes,
+                                               std::shared_ptr<GpuOrdering> ordering);
 
 }  // namespace nvmeof::detail::gpu

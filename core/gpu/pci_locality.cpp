@@ -25,6 +25,8 @@ std::string_view registration_path_name(RegistrationPath path) noexcept {
             return "dma-buf";
         case RegistrationPath::peermem:
             return "peermem";
+        case RegistrationPath::staging:
+            return "staging";
     }
     return "unknown";
 }

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <string>
 
+#include "memory/memory_record.hpp"
 #include "nvmeof/namespace.hpp"
 #include "nvmeof/queue.hpp"
 #include "transport/queue_dispatch.hpp"
@@ -39,6 +40,13 @@ void check_data_owner(const wire::SglDescriptor& sgl, const MemoryRegion* data_o
     };
     if (data_owner == nullptr) {
         throw InvalidArgument(data() + " is registered memory, but no data_owner names it");
+    }
+    if (data_owner->record()->staging) {
+        // The transport would move the bytes at the device address itself.
+        throw InvalidArgument(data() +
+                              " is GPU memory, which NVMe/TCP reaches only through the host copy "
+                              "transfers make; use a transfer (Namespace, IoQueue::submit with a "
+                              "Transfer) or host memory");
     }
     const wire::RemoteBuffer owner = data_owner->remote();
     if (sgl.keyed_key() != owner.rkey) {

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "memory/host_staging.hpp"
 #include "nvmeof/base/gpu.hpp"
-
 #include "verbs/resources.hpp"
 
 namespace nvmeof {
@@ -34,6 +34,10 @@ struct MemoryRecord {
     RegistrationPath path = RegistrationPath::host;
     int device_ordinal = -1;
     std::shared_ptr<GpuOrdering> ordering;
+    // GPU memory over a transport without keys (NVMe/TCP): the host copy the
+    // bytes travel through (`address` stays the device address). Kept until
+    // the record goes, like `ordering`.
+    std::shared_ptr<detail::HostStaging> staging;
     // Set by the registering controller while it is open: called before the
     // deregistration, so no SEND still in a send queue gathers from this memory.
     void (*retire_sends)(void* controller) noexcept = nullptr;

@@ -57,6 +57,7 @@ void QueueCore::size_for(std::uint16_t capacity) {
     waiting_next_ = std::vector<PieceCursor>(records);
     origin_ = std::vector<PieceCursor>(records);
     append_lbas_ = std::vector<std::uint64_t>(records);
+    staged_reads_ = std::vector<StagedRead>(records);
     marked_tids_ = std::vector<std::uint32_t>(command_count_, kNoTransfer);
     replay_order_ = std::vector<std::uint32_t>(records);
     timed_out_sequence_ = std::vector<std::uint64_t>(records, kNoTimeout);
@@ -335,8 +336,11 @@ CompletionStatus QueueCore::take_transfer(std::uint32_t tid, std::uint64_t* appe
     }
     if (transfer_at(tid).gpu_read != nullptr) [[unlikely]] {
         // A blocking read into GPU memory: visible to the owner before it returns.
-        if (const int result = transfer_at(tid).gpu_read->after_read(); result != 0) {
-            gpu_read_failed(status, result);
+        const bool staged = staged_reads_[tid].staging != nullptr;
+        GpuOrdering* last = nullptr;
+        int flushed = 0;
+        if (const int result = finish_gpu_read(tid, last, flushed); result != 0) {
+            gpu_read_failed(status, result, staged);
         }
     }
     transfer_at(tid) = TransferRecord{};
@@ -374,33 +378,45 @@ void QueueCore::release_request(std::uint16_t cid) noexcept {
 
 // --- reads into GPU memory (GpuOrdering): off the host-memory path ---------
 
-void QueueCore::gpu_read_failed(CompletionStatus& status, int result) noexcept {
+void QueueCore::gpu_read_failed(CompletionStatus& status, int result, bool staged) noexcept {
     if (status.ok()) {
         status.transport = TransportErrc::queue_error;
         status.sys_errno = EIO;
         status.opcode = static_cast<std::uint8_t>(opcode_of(Op::read));
         status.queue = wire::QueueKind::io;
     }
-    log_error("cuFlushGPUDirectRDMAWrites after a read into GPU memory failed (CUDA error %d)",
-              result);
+    log_error("%s after a read into GPU memory failed (CUDA error %d)",
+              staged ? "cuMemcpyHtoD from its host copy" : "cuFlushGPUDirectRDMAWrites", result);
+}
+
+int QueueCore::finish_gpu_read(std::uint32_t tid, GpuOrdering*& last, int& flushed) noexcept {
+    if (StagedRead& staged = staged_reads_[tid]; staged.staging != nullptr) {
+        const StagedRead read = std::exchange(staged, StagedRead{});
+        // A failed read leaves the region as it was.
+        return transfer_at(tid).status.ok() ? read.staging->to_device(read.address, read.bytes) : 0;
+    }
+    if (transfer_at(tid).gpu_read != last) {
+        last = transfer_at(tid).gpu_read;
+        flushed = last->after_read();
+    }
+    return flushed;
 }
 
 // Before the first `count` finished transfers are handed back: one flush per
-// ordering (normally one per batch), for the reads into GPU memory among them.
+// ordering (normally one per batch), or one copy per staged read, for the reads
+// into GPU memory among them.
 void QueueCore::flush_gpu_reads(std::size_t count) noexcept {
     GpuOrdering* last = nullptr;
-    int result = 0;
+    int flushed = 0;
     for (std::size_t i = 0; i < count; ++i) {
-        TransferRecord& record = transfer_at(finished_[(finished_head_ + i) & ring_mask_]);
+        const std::uint32_t tid = finished_[(finished_head_ + i) & ring_mask_];
+        TransferRecord& record = transfer_at(tid);
         if (record.gpu_read == nullptr) {
             continue;
         }
-        if (record.gpu_read != last) {
-            last = record.gpu_read;
-            result = last->after_read();
-        }
-        if (result != 0) {
-            gpu_read_failed(record.status, result);
+        const bool staged = staged_reads_[tid].staging != nullptr;
+        if (const int result = finish_gpu_read(tid, last, flushed); result != 0) {
+            gpu_read_failed(record.status, result, staged);
         }
         record.gpu_read = nullptr;
         NVMEOF_INVARIANT(gpu_reads_finished_ > 0, "a finished GPU read was counted");

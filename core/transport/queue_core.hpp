@@ -110,6 +110,8 @@ struct MemoryRecord;
 
 namespace nvmeof::detail {
 
+class HostStaging;
+
 struct QueueConfig {
     std::uint16_t qid = 0;
     std::uint16_t size = 0;    // entries; size − 1 usable command IDs
@@ -550,7 +552,11 @@ class QueueCore : public QueueImpl {
     void hold_unfinished() noexcept;
     // GPU memory ordering (GpuOrdering): off the host-memory path.
     void flush_gpu_reads(std::size_t count) noexcept;
-    static void gpu_read_failed(CompletionStatus& status, int result) noexcept;
+    // A finished read into GPU memory, made visible to its owner: copied from
+    // the host copy (a staged read, where it succeeded), else by `flushed`'s
+    // after_read (once per ordering: `*last`). 0 or the driver's error code.
+    int finish_gpu_read(std::uint32_t tid, GpuOrdering*& last, int& flushed) noexcept;
+    static void gpu_read_failed(CompletionStatus& status, int result, bool staged) noexcept;
     void check_counters_now() const noexcept;
 
     std::uint16_t setup_cid() const noexcept {
@@ -618,6 +624,14 @@ class QueueCore : public QueueImpl {
     // By tid: a general-path transfer's start, for a replay (a common-path
     // one is re-sent as built); an ordered one's first piece not yet answered.
     std::vector<PieceCursor> origin_;
+    // By tid: a read into GPU memory through its host copy (HostStaging),
+    // copied into the region before it is handed back; staging null otherwise.
+    struct StagedRead {
+        HostStaging* staging = nullptr;
+        std::uint64_t address = 0;  // in the copy
+        std::size_t bytes = 0;
+    };
+    std::vector<StagedRead> staged_reads_;
     // By tid: a Zone Append's LBA written (kKeepsResult), read where the
     // record's op is Op::zone_append.
     std::vector<std::uint64_t> append_lbas_;

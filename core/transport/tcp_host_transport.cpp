@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
 
+#include "gpu/gpu_registration.hpp"
 #include "memory/memory_record.hpp"
 #include "nvmeof/base/errors.hpp"
 #include "transport/host_transport.hpp"
@@ -68,11 +70,10 @@ class TcpHostTransport final : public HostTransport {
         record.registered = true;
     }
 
-    std::shared_ptr<MemoryRecord> register_gpu(void* /*device_ptr*/, std::size_t /*bytes*/,
-                                               std::shared_ptr<GpuOrdering> /*ordering*/) override {
-        throw InvalidArgument(
-            "register_gpu: GPU memory over NVMe/TCP is not supported yet; use NVMe/RDMA, or "
-            "host memory and a copy");
+    // No keys to give the target: the bytes travel through a host copy.
+    std::shared_ptr<MemoryRecord> register_gpu(void* device_ptr, std::size_t bytes,
+                                               std::shared_ptr<GpuOrdering> ordering) override {
+        return gpu::stage_gpu_memory(device_ptr, bytes, std::move(ordering));
     }
 
     int wakeup_fd() const noexcept override { return epoll_; }

@@ -165,8 +165,9 @@ class Controller:
         DLPack tensor on a CUDA device, its context current on this thread. A
         write from it first waits for the work queued in that context; a read
         into it is flushed before it returns. Buffer.registration_path says how
-        it was registered ("dma-buf" or "peermem"). NVMe/RDMA only for now:
-        ValueError on a controller over TCP."""
+        it was registered ("dma-buf" or "peermem"; over NVMe/TCP "staging": the
+        bytes go through a page-locked host copy of the region, copied with
+        cuMemcpy around each I/O)."""
         return self._core.register_gpu(array)
 
     # --- queues ---------------------------------------------------------------

@@ -22,7 +22,7 @@ import nvmeof.controller
 TRANSPORT = os.environ.get("NVMEOF_TEST_TRANSPORT", "rdma")
 RDMA_ONLY = "NVMe/RDMA only (this run is over NVMe/TCP)"
 
-# For tests of what only NVMe/RDMA has (GPU memory, softverbs' port mapping of
+# For tests of what only NVMe/RDMA has (GPUDirect registration paths, softverbs' port mapping of
 # the documented snippets, the reference package's RDMA-only examples, the
 # target's reorder-io fault).
 rdma_only = pytest.mark.skipif(TRANSPORT == "tcp", reason=RDMA_ONLY)

@@ -311,15 +311,21 @@ verify_only=1
 def test_gpu_job(job, registration):
     """A shipped GPU job file through the whole GPU path without a GPU: the fake
     CUDA driver's device memory faults when the CPU touches it, so data reaches
-    the target only if softverbs serves the registration through cuMemcpy, and
-    verify passes only if the engine's host mirror copies are right."""
+    the target only if softverbs serves the registration through cuMemcpy (or,
+    registration "staging", the job runs over NVMe/TCP and the library copies
+    through the region's host copy), and verify passes only if the engine's
+    host mirror copies are right."""
     fake = os.environ.get("NVMEOF_FAKE_CUDA")
     check(fake, "NVMEOF_FAKE_CUDA is not set")
     wd = h.workdir()
     env = {"NVMEOF_GPU": "0", "NVMEOF_CUDA_LIBRARY": fake, "SOFTVERBS_CUDA_LIBRARY": fake,
            "FAKE_CUDA_OPAQUE": "1", "FAKE_CUDA_DMABUF": "1" if registration == "dma-buf" else "0"}
-    with h.target(wd) as t:
-        proc, result = h.run_fio(h.shortened_job(job, wd), t, extra_env=env)
+    transport = "tcp" if registration == "staging" else "rdma"
+    path = h.shortened_job(job, wd)
+    if transport == "tcp":
+        path.write_text(path.read_text().replace("[global]\n", "[global]\ntrtype=tcp\n", 1))
+    with h.target(wd, transport=transport) as t:
+        proc, result = h.run_fio(path, t, extra_env=env)
         stderr = t.stop()
     output = proc.stdout + proc.stderr
     check(proc.returncode == 0 and result is not None,

@@ -61,9 +61,11 @@ SV_RUN="$BUILD/softverbs/softverbs-run"
 TARGET="$BUILD/target/nvmeof-target"
 CHECK="$BUILD/tests/unit/gpu/gpu_io_check"
 NQN=nqn.2026-01.io.nvmeof:gpu-check
-start_target() {  # $1: port; uses softverbs unless $2 = real
-    local wrap=("$SV_RUN"); [ "${2:-}" = real ] && wrap=()
-    "${wrap[@]}" "$TARGET" --listen "${3:-127.0.0.1}" --port "$1" --subsystem "$NQN" --namespace ram:256M \
+start_target() {  # $1: port; uses softverbs unless $2 = real (or tcp: NVMe/TCP, no softverbs)
+    local wrap=("$SV_RUN") transport=rdma
+    [ "${2:-}" = real ] && wrap=()
+    [ "${2:-}" = tcp ] && wrap=() && transport=tcp
+    "${wrap[@]}" "$TARGET" --transport "$transport" --listen "${3:-127.0.0.1}" --port "$1" --subsystem "$NQN" --namespace ram:256M \
         > "/tmp/gpu-check-target-$1.out" 2> "/tmp/gpu-check-target-$1.err" &
     TARGET_PID=$!
     sleep 2
@@ -135,6 +137,33 @@ PY
         done
     done
     stop_target 44303
+
+    section "GPU memory over NVMe/TCP (through each region's host copy): verify, then 128 KiB bandwidth"
+    start_target 44304 tcp
+    sed 's/^\[global\]$/[global]\ntrtype=tcp/' jobs/gpu-write-verify.fio > /tmp/gpu-write-verify-tcp.fio
+    NVMEOF_TRSVCID=44304 run timeout 180 "$FIO" --size=16m /tmp/gpu-write-verify-tcp.fio
+    for rw in randread randwrite; do
+        for mem in gpu host; do
+            gpu_opt=(--gpu=0); [ "$mem" = host ] && gpu_opt=()
+            timeout 90 "$FIO" --output-format=json --name=bw --ioengine=external:"$NVMEOF_ENGINE" --trtype=tcp \
+                --traddr=127.0.0.1 --trsvcid=44304 --subnqn="$NQN" --nsid=1 "${gpu_opt[@]}" --rw=$rw --bs=128k \
+                --iodepth=16 --norandommap=1 --randrepeat=0 --time_based=1 --runtime=5 --ramp_time=1 \
+                > /tmp/gpu-check-bw.json 2> /tmp/gpu-check-bw.err
+            rc=$?
+            python3 - "$rw" "$mem" "$rc" <<'PY'
+import json, sys
+rw, mem, rc = sys.argv[1:4]
+try:
+    job = json.load(open("/tmp/gpu-check-bw.json"))["jobs"][0]
+    side = job["read" if rw == "randread" else "write"]
+    print(f"tcp {rw:9} {mem:4} {side['bw'] / 1024:8.0f} MiB/s  {side['iops']:8.0f} IOPS  "
+          f"mean {side['clat_ns']['mean'] / 1000:7.0f} us  fio cpu {job['usr_cpu'] + job['sys_cpu']:5.1f} %  [exit {rc}]")
+except Exception as e:
+    print(f"tcp {rw:9} {mem:4} no result (exit {rc}): {e}; " + open("/tmp/gpu-check-bw.err").read()[-300:])
+PY
+        done
+    done
+    stop_target 44304
 else
     echo "fio or the engine is missing: skipped"
 fi

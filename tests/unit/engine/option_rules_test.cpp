@@ -207,22 +207,6 @@ TEST(DigestEnable, AnythingElseIsOneLineNamingIt) {
     }
 }
 
-TEST(TransportSupport, GpuMemoryOverTcpIsRefusedInOneLine) {
-    EXPECT_NO_THROW(e::check_transport_support(nvmeof::Transport::rdma, "0"));
-    EXPECT_NO_THROW(e::check_transport_support(nvmeof::Transport::rdma, "rr"));
-    EXPECT_NO_THROW(e::check_transport_support(nvmeof::Transport::tcp, ""));
-    for (const char* gpu : {"0", "rr"}) {
-        try {
-            e::check_transport_support(nvmeof::Transport::tcp, gpu);
-            FAIL() << "gpu=" << gpu << " over TCP accepted";
-        } catch (const e::SpecError& error) {
-            EXPECT_EQ(
-                std::string(error.what()),
-                "gpu=" + std::string(gpu) + ": GPU memory over NVMe/TCP is not supported yet");
-        }
-    }
-}
-
 // The forms a host NQN may take are the library's rule (tests/unit/core/
 // option_rules_test.cpp); here, that the engine applies it, by fio's names.
 TEST(HostNqn, ResolveTargetRefusesNamingHostnqn) {

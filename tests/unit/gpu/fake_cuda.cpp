@@ -349,7 +349,10 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
     g_allocations.erase(it);
     return CUDA_SUCCESS;
 }
+// Like the driver's, the copies need a current context.
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr d, const void* s, size_t n) {
+    if (t_current == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
     std::byte* host = backing(d, n);
     if (host == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
@@ -358,11 +361,26 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr d, const void* s, size_t n) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyDtoH(void* d, CUdeviceptr s, size_t n) {
+    if (t_current == nullptr)
+        return CUDA_ERROR_INVALID_CONTEXT;
     const std::byte* host = backing(s, n);
     if (host == nullptr)
         return CUDA_ERROR_INVALID_VALUE;
     std::memcpy(d, host, n);
     log_call("cuMemcpyDtoH");
+    return CUDA_SUCCESS;
+}
+// Page-locking is only logged: the fake's copies are memcpy either way.
+CUresult CUDAAPI cuMemHostRegister(void* p, size_t n, unsigned int) {
+    if (p == nullptr || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    log_call("cuMemHostRegister");
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostUnregister(void* p) {
+    if (p == nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    log_call("cuMemHostUnregister");
     return CUDA_SUCCESS;
 }
 

@@ -317,6 +317,155 @@ TEST(GpuOrdering, DefaultCudaOrderingCallsTheDriver) {
     EXPECT_EQ(fake.log(), "") << "host-memory I/O must not touch CUDA";
 }
 
+// --- GPU memory over NVMe/TCP: the bytes go through the region's host copy ---
+
+Options tcp_options(const TargetProcess& target) {
+    Options options = target.options();
+    options.transport = Transport::tcp;
+    return options;
+}
+
+std::vector<std::byte> pattern_of(std::size_t bytes, unsigned seed) {
+    std::vector<std::byte> out(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) {
+        out[i] = static_cast<std::byte>((i * 13 + seed) & 0xff);
+    }
+    return out;
+}
+
+// Opaque device addresses (a CPU access faults): data crosses only if the
+// library copies it through the driver, device → host copy before a write
+// leaves, host copy → device before a read returns.
+TEST(GpuStaging, BlockingWriteAndReadGoThroughTheHostCopyOverTcp) {
+    REQUIRE_FAKE();
+    ScopedEnv opaque("FAKE_CUDA_OPAQUE", "1");
+    TargetProcess target({"--transport", "tcp"});
+    auto ctrl = Controller::connect(tcp_options(target));
+    auto ns = ctrl.namespace_at(1);
+    constexpr std::uint64_t kBlocks = 16;
+    const std::size_t bytes = kBlocks * ns.lba_size();
+    GpuBuffer gpu = GpuBuffer::allocate(0, bytes);
+    Fake fake;
+    fake.clear();
+    MemoryRegion mr = ctrl.register_gpu(gpu.data(), bytes);
+    EXPECT_EQ(mr.registration_path(), "staging");
+    EXPECT_EQ(mr.kind(), MemoryKind::gpu);
+    EXPECT_EQ(mr.data(), gpu.data()) << "data() stays the device address";
+    EXPECT_NE(fake.log().find("cuMemHostRegister"), std::string::npos) << "the copy is page-locked";
+
+    const std::vector<std::byte> pattern = pattern_of(bytes, 1);
+    ASSERT_EQ(gpu.copy_from_host(0, pattern.data(), bytes), 0);
+    fake.clear();
+    ns.write(mr, 0, kBlocks);
+    EXPECT_TRUE(logged_in_order(fake.log(), {"cuCtxSynchronize", "cuMemcpyDtoH"})) << fake.log();
+    MemoryRegion check = ctrl.allocate(bytes);
+    ns.read(check, 0, kBlocks);
+    EXPECT_EQ(std::memcmp(check.data(), pattern.data(), bytes), 0) << "GPU → target";
+
+    // Part of the region, at an offset: only that range moves.
+    const std::vector<std::byte> other = pattern_of(bytes, 7);
+    std::memcpy(check.data(), other.data(), bytes);
+    ns.write(check, 0, kBlocks);
+    fake.clear();
+    ns.read(mr, 4, 8, 4 * ns.lba_size());
+    EXPECT_EQ(fake.log(), "cuMemcpyHtoD\n");
+    std::vector<std::byte> back(bytes);
+    ASSERT_EQ(gpu.copy_to_host(0, back.data(), bytes), 0);
+    const std::size_t lba = ns.lba_size();
+    EXPECT_EQ(std::memcmp(back.data(), pattern.data(), 4 * lba), 0) << "before the range";
+    EXPECT_EQ(std::memcmp(back.data() + 4 * lba, other.data() + 4 * lba, 8 * lba), 0)
+        << "target → GPU";
+    EXPECT_EQ(std::memcmp(back.data() + 12 * lba, pattern.data() + 12 * lba, 4 * lba), 0)
+        << "after the range";
+
+    // From a thread where the owner's context is not current: pushed around the copy.
+    fake.set_current(nullptr);
+    fake.clear();
+    ns.read(mr, 0, 4);
+    EXPECT_EQ(fake.log(), "cuCtxPushCurrent\ncuMemcpyHtoD\ncuCtxPopCurrent\n");
+    gpu.make_current();
+
+    // A low-level command cannot name it: the transport would move the bytes
+    // at the device address.
+    const wire::Sqe read_command =
+        wire::rw_command(wire::IoOpcode::read, ns.nsid(), 0, 1, mr.remote(0, lba), ns.lba_size());
+    try {
+        ctrl.io(0).submit(read_command, &mr);
+        FAIL() << "a low-level command named staged GPU memory";
+    } catch (const InvalidArgument& error) {
+        EXPECT_NE(std::string(error.what()).find("NVMe/TCP reaches only through the host copy"),
+                  std::string::npos)
+            << error.what();
+    }
+    mr.reset();
+    EXPECT_NE(fake.log().find("cuMemHostUnregister"), std::string::npos);
+}
+
+// Reads handed back by poll: each one's range copied to the device before it
+// is handed back, nothing flushed (the copy orders it), nothing else touched.
+TEST(GpuStaging, PollCopiesEachReadBeforeHandingItBack) {
+    REQUIRE_FAKE();
+    ScopedEnv opaque("FAKE_CUDA_OPAQUE", "1");
+    TargetProcess target({"--transport", "tcp"}, "ram:1M");
+    auto ctrl = Controller::connect(tcp_options(target));
+    auto ns = ctrl.namespace_at(1);
+    auto q = ctrl.io(0);
+    const std::size_t block = ns.lba_size();
+    constexpr std::uint64_t kReads = 6;
+    GpuBuffer gpu = GpuBuffer::allocate(0, (kReads + 1) * block);
+    MemoryRegion mr = ctrl.register_gpu(gpu.data(), (kReads + 1) * block);
+    const std::vector<std::byte> pattern = pattern_of(kReads * block, 3);
+    MemoryRegion host = ctrl.allocate(kReads * block);
+    std::memcpy(host.data(), pattern.data(), pattern.size());
+    ns.write(host, 0, kReads);
+    const std::vector<std::byte> marker(block, std::byte{0xee});
+    ASSERT_EQ(gpu.copy_from_host(kReads * block, marker.data(), block), 0);
+
+    Fake fake;
+    fake.clear();
+    // Block i lands at offset (kReads - 1 - i): reversed, so a wrong range shows.
+    for (std::uint64_t i = 0; i < kReads; ++i) {
+        ASSERT_EQ(q.submit(ns,
+                           Transfer{.op = Op::read,
+                                    .slba = i,
+                                    .blocks = 1,
+                                    .memory = &mr,
+                                    .offset = (kReads - 1 - i) * block,
+                                    .user_data = i},
+                           Post::deferred),
+                  SubmitResult::queued);
+    }
+    q.commit();
+    std::vector<Completion> out(8);
+    std::size_t got = 0;
+    std::size_t copies_before = 0;
+    while (got < kReads) {
+        const std::size_t n = q.poll(out);
+        const std::string log = fake.log();
+        std::size_t copies = 0;
+        for (std::size_t at = log.find("cuMemcpyHtoD"); at != std::string::npos;
+             at = log.find("cuMemcpyHtoD", at + 1)) {
+            ++copies;
+        }
+        EXPECT_EQ(copies, copies_before + n) << "one copy per read handed back";
+        copies_before = copies;
+        for (std::size_t i = 0; i < n; ++i) {
+            EXPECT_TRUE(out[i].status.ok()) << describe(out[i].status);
+        }
+        got += n;
+    }
+    EXPECT_EQ(fake.log().find("cuFlushGPUDirectRDMAWrites"), std::string::npos);
+    std::vector<std::byte> back((kReads + 1) * block);
+    ASSERT_EQ(gpu.copy_to_host(0, back.data(), back.size()), 0);
+    for (std::uint64_t i = 0; i < kReads; ++i) {
+        EXPECT_EQ(
+            std::memcmp(back.data() + (kReads - 1 - i) * block, pattern.data() + i * block, block),
+            0)
+            << "block " << i;
+    }
+    EXPECT_EQ(std::memcmp(back.data() + kReads * block, marker.data(), block), 0);
+}
+
 // --- GpuBuffer's VMM allocator (FAKE_CUDA_VMM=1: the device supports it) ---
 
 constexpr std::size_t kGranularity = std::size_t{2}

@@ -25,13 +25,14 @@ namespace nvmeof {
 
 enum class MemoryKind : std::uint8_t { host, gpu };
 
-// How a region was registered with the RDMA device.
+// How a region was registered with the transport.
 enum class RegistrationPath : std::uint8_t {
     host,     // ibv_reg_mr on host memory
     dma_buf,  // cuMemGetHandleForAddressRange + ibv_reg_dmabuf_mr (iova = device address)
     peermem,  // ibv_reg_mr on the device pointer, served by the nvidia_peermem module
+    staging,  // NVMe/TCP: a pinned host copy of the region, moved by cuMemcpy around each I/O
 };
-// "host", "dma-buf", "peermem".
+// "host", "dma-buf", "peermem", "staging".
 std::string_view registration_path_name(RegistrationPath path) noexcept;
 
 // Ordering between the GPU and the RDMA device, per registered GPU region. The

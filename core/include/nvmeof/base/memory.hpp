@@ -40,7 +40,8 @@ class MemoryRegion {
     // device address: never dereference it on the host).
     MemoryKind kind() const noexcept;
     int device_ordinal() const noexcept;  // the GPU, or -1 for host memory
-    // "host", "dma-buf" or "peermem": how the region was registered.
+    // "host", "dma-buf", "peermem" or "staging" (GPU memory over NVMe/TCP):
+    // how the region was registered.
     std::string_view registration_path() const noexcept;
     // The range [offset, offset + length) as the target sees it (address, rkey),
     // for building commands with the wire layer. Throws InvalidArgument when the
