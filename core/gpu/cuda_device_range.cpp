@@ -22,8 +22,8 @@ DeviceRange check_device_range(const CudaDriver& cu, void* device_ptr, std::size
     range.where = std::to_string(bytes) + " bytes at " + hex(range.address);
 
     unsigned int memory_type = 0;
-    if (const CUresult r = cu.pointer_get_attribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                                    range.address);
+    if (const CUresult r =
+            cu.pointer_get_attribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, range.address);
         r != CUDA_SUCCESS || memory_type != CU_MEMORYTYPE_DEVICE) {
         throw Error("register_gpu: " + range.where + " is not CUDA device memory" +
                     (r != CUDA_SUCCESS ? " (" + cu.describe(r) + ")" : "") +

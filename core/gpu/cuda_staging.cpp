@@ -24,8 +24,8 @@ class CudaStaging final : public HostStaging {
     CudaStaging(const CudaDriver& cu, const DeviceRange& range) : cu_(cu), range_(range) {
         const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
         mapped_ = (range.bytes + page - 1) / page * page;
-        void* copy = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
+        void* copy =
+            mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (copy == MAP_FAILED) {
             throw Error("register_gpu: cannot map a " + std::to_string(range.bytes) +
                         "-byte host copy of " + range.where + range.on_gpu +
@@ -81,8 +81,8 @@ std::shared_ptr<MemoryRecord> stage_gpu_memory(void* device_ptr, std::size_t byt
     record->path = RegistrationPath::staging;
     record->device_ordinal = range.ordinal;
     record->staging = std::make_shared<CudaStaging>(cu, range);
-    record->ordering = ordering ? std::move(ordering) : make_cuda_ordering(cu, range.context,
-                                                                           range.device);
+    record->ordering =
+        ordering ? std::move(ordering) : make_cuda_ordering(cu, range.context, range.device);
     record->registered = true;
     return record;
 }

@@ -389,6 +389,33 @@ void QueueCore::gpu_read_failed(CompletionStatus& status, int result, bool stage
               staged ? "cuMemcpyHtoD from its host copy" : "cuFlushGPUDirectRDMAWrites", result);
 }
 
+bool QueueCore::prepare_gpu_transfer(const MemoryRecord& memory, const Transfer& t,
+                                     std::size_t bytes, std::uint64_t& address,
+                                     GpuOrdering*& gpu_read, StagedRead& staged_read) noexcept {
+    // The target may read the memory as soon as the command leaves: the
+    // GPU's writes to it must be complete first.
+    if (sends_data(t.op) && memory.ordering && memory.ordering->before_write() != 0) {
+        return false;
+    }
+    if (memory.staging) {
+        // The bytes travel through the region's host copy.
+        address = reinterpret_cast<std::uint64_t>(memory.staging->host()) + t.offset;
+        if (sends_data(t.op)) {
+            if (const int result = memory.staging->to_host(address, bytes); result != 0) {
+                log_error("cuMemcpyDtoH into the host copy of GPU memory failed (CUDA error %d)",
+                          result);
+                return false;
+            }
+        } else if (t.op == Op::read) {
+            staged_read = {memory.staging.get(), address, bytes};
+        }
+    }
+    if (t.op == Op::read) {
+        gpu_read = memory.ordering.get();
+    }
+    return true;
+}
+
 int QueueCore::finish_gpu_read(std::uint32_t tid, GpuOrdering*& last, int& flushed) noexcept {
     if (StagedRead& staged = staged_reads_[tid]; staged.staging != nullptr) {
         const StagedRead read = std::exchange(staged, StagedRead{});

@@ -428,6 +428,13 @@ class QueueCore : public QueueImpl {
         std::uint8_t flags = 0;   // (apart from tid: two plain stores, not one vector's)
         std::uint32_t tid = kNoTransfer;
     };
+    // A read into GPU memory through its host copy (HostStaging): the range of
+    // the copy to move into the region before the read is handed back.
+    struct StagedRead {
+        HostStaging* staging = nullptr;
+        std::uint64_t address = 0;  // in the copy
+        std::size_t bytes = 0;
+    };
     struct TransferRecord {
         std::uint64_t user_data = 0;
         std::uint64_t sequence = 0;       // submission order, for the replay
@@ -551,6 +558,14 @@ class QueueCore : public QueueImpl {
     // Turns unfinished transfers into held ones instead of failing them.
     void hold_unfinished() noexcept;
     // GPU memory ordering (GpuOrdering): off the host-memory path.
+    // A transfer of GPU memory, before it takes a record: the GPU's writes
+    // complete before a write leaves (GpuOrdering::before_write); over a host
+    // copy, `address` moved into it and a write's bytes copied there; a read's
+    // ordering and staged copy to set. False: the driver failed (said in a line).
+    [[gnu::noinline]] bool prepare_gpu_transfer(const MemoryRecord& memory, const Transfer& t,
+                                                std::size_t bytes, std::uint64_t& address,
+                                                GpuOrdering*& gpu_read,
+                                                StagedRead& staged_read) noexcept;
     void flush_gpu_reads(std::size_t count) noexcept;
     // A finished read into GPU memory, made visible to its owner: copied from
     // the host copy (a staged read, where it succeeded), else by `flushed`'s
@@ -624,13 +639,8 @@ class QueueCore : public QueueImpl {
     // By tid: a general-path transfer's start, for a replay (a common-path
     // one is re-sent as built); an ordered one's first piece not yet answered.
     std::vector<PieceCursor> origin_;
-    // By tid: a read into GPU memory through its host copy (HostStaging),
-    // copied into the region before it is handed back; staging null otherwise.
-    struct StagedRead {
-        HostStaging* staging = nullptr;
-        std::uint64_t address = 0;  // in the copy
-        std::size_t bytes = 0;
-    };
+    // By tid: a read into GPU memory through its host copy (set with the
+    // record's gpu_read; staging null otherwise).
     std::vector<StagedRead> staged_reads_;
     // By tid: a Zone Append's LBA written (kKeepsResult), read where the
     // record's op is Op::zone_append.

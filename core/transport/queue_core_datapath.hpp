@@ -344,36 +344,19 @@ SubmitResult QueueCore::submit_pieces(B& backend, const NamespaceRef& ns, const 
         memory != nullptr ? reinterpret_cast<std::uint64_t>(memory->address) + t.offset : 0;
     GpuOrdering* gpu_read = nullptr;
     StagedRead staged_read;
-    if (memory != nullptr && memory->kind == MemoryKind::gpu) {
-        // The target may read the memory as soon as the command leaves: the
-        // GPU's writes to it must be complete first.
-        if (sends_data(t.op) && memory->ordering && memory->ordering->before_write() != 0) {
+    if (memory != nullptr && memory->kind == MemoryKind::gpu) [[unlikely]] {
+        if (!prepare_gpu_transfer(*memory, t, t.blocks * split.block_bytes, address, gpu_read,
+                                  staged_read)) {
             return refuse(SubmitResult::invalid, TransportErrc::queue_error, EIO, t.op);
-        }
-        if (memory->staging) {
-            // The bytes travel through the region's host copy.
-            address = reinterpret_cast<std::uint64_t>(memory->staging->host()) + t.offset;
-            const std::size_t bytes = t.blocks * split.block_bytes;
-            if (sends_data(t.op)) {
-                if (const int result = memory->staging->to_host(address, bytes); result != 0) {
-                    log_error(
-                        "cuMemcpyDtoH into the host copy of GPU memory failed (CUDA error %d)",
-                        result);
-                    return refuse(SubmitResult::invalid, TransportErrc::queue_error, EIO, t.op);
-                }
-            } else if (t.op == Op::read) {
-                staged_read = {memory->staging.get(), address, bytes};
-            }
-        }
-        if (t.op == Op::read) {
-            gpu_read = memory->ordering.get();
         }
     }
 
     const auto tid = static_cast<std::uint32_t>(command_count_ + general_tids_.take());
     start_record(tid, t, static_cast<std::uint32_t>(count), tid_out != nullptr);
     transfer_at(tid).gpu_read = gpu_read;
-    staged_reads_[tid] = staged_read;
+    if (gpu_read != nullptr) [[unlikely]] {
+        staged_reads_[tid] = staged_read;
+    }
     PieceCursor& next = origin_[tid];  // kept as is for a replay; pieces advance a copy
     next.slba = t.slba;
     next.blocks_left = t.op == Op::flush ? 0 : t.blocks;
