@@ -377,6 +377,20 @@ void use_discovered_subsystems(thread_data* td) {
     options_of(td).files_discovered = true;
 }
 
+// fio shares one zone state (write pointers, open zones, zone locks) among
+// the jobs whose files have the same name. A job without `filename` gets files
+// fio names after the job and its clone number (w.0.0, w.1.0), so numjobs=2 on
+// one zoned namespace would write its zones as two strangers, each failing the
+// other's writes. In zonemode=zbd those files take their target's canonical
+// name instead, the same in every clone.
+void name_files_by_target(thread_data* td) {
+    if (td->o.zone_mode != ZONE_MODE_ZBD || td->o.filename != nullptr ||
+        options_of(td).files_discovered) {
+        return;
+    }
+    replace_files(td, specs_of(td));
+}
+
 // fio runs a job whose start offset is at or past the end of its file and
 // moves nothing, without a word (a range only partly past the end it truncates
 // itself). fio computes the start (offset, offset=N%, offset_increment for the
@@ -478,6 +492,7 @@ int nvmeof_setup(thread_data* td) {
         check_secret_options(o.dhchap_secret, o.dhchap_ctrl_secret);
         const ProtectionOptions protection = protection_options(o);
         use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
+        name_files_by_target(td);
         const std::vector<TargetSpec> specs = specs_of(td);
         // digest_enable means something where a file is over TCP.
         const bool digest_ignored = parse_digest_enable(o.digest_enable).given &&

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "probe.hpp"
@@ -196,7 +197,13 @@ void reset_zones(thread_data* td, const TargetSpec& spec, const fio_file* f, std
         const std::uint64_t zone_blocks = facts.zone_bytes / facts.block_bytes;
         const std::uint64_t end = std::min<std::uint64_t>(offset + length, f->real_file_size);
         for (std::uint64_t at = offset; at < end; at += facts.zone_bytes) {
-            ns.zone_action(ZoneAction::reset, at / facts.zone_bytes * zone_blocks);
+            const std::uint64_t zslba = at / facts.zone_bytes * zone_blocks;
+            try {
+                ns.zone_action(ZoneAction::reset, zslba);
+            } catch (const std::exception& error) {
+                throw std::runtime_error("reset of the zone at byte " + std::to_string(at) +
+                                         " (LBA " + std::to_string(zslba) + "): " + error.what());
+            }
         }
         return std::string();
     });
