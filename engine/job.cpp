@@ -55,12 +55,13 @@ bool Job::completion_near() const {
 void Job::fail_unit(io_u* unit, const CompletionStatus& status) {
     std::string why = describe(status);
     const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
-    if (unit->ddir == DDIR_WRITE && status.nvme.is(wire::ZonedStatus::zone_invalid_write) &&
+    if (unit->ddir == DDIR_WRITE && status.zone_invalid_write() &&
         controllers_[file.controller].controller.reconnect_stats().transfers_retried != 0) {
         // The core re-sends a zoned write held through an outage; the zone's
         // write pointer refuses it if the first reached the controller.
-        why += ": if a reconnect re-sent it, the write had reached the controller before the "
-               "outage and moved the zone's write pointer (a zoned write is never applied twice)";
+        why +=
+            ": if a reconnect re-sent it, the write had reached the controller before the "
+            "outage and moved the zone's write pointer (a zoned write is never applied twice)";
     }
     complete_with_error(unit, status.error_number(), why);
 }

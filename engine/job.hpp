@@ -41,10 +41,10 @@ inline constexpr std::size_t kMaxFilesPerJob = 256;
 // Sizes are in fio's file: blocks of the file's layout.
 struct ZoneFacts {
     bool zoned = false;
-    std::uint32_t max_open_zones = 0;  // 0: no limit
-    std::uint32_t block_bytes = 0;     // per block in fio's file
-    std::uint32_t metadata_bytes = 0;  // per block; the namespace's format
-    std::uint64_t zone_bytes = 0;      // a zone's size
+    std::uint32_t max_open_zones = 0;         // 0: no limit
+    std::uint32_t block_bytes = 0;            // per block in fio's file
+    std::uint32_t metadata_bytes = 0;         // per block; the namespace's format
+    std::uint64_t zone_bytes = 0;             // a zone's size
     std::uint64_t zone_append_max_bytes = 0;  // 0: the controller has no Zone Append
 };
 

@@ -126,10 +126,10 @@ std::string check_zone_options(const thread_data* td, const EngineOptions& optio
                             "the zoned command set)");
         }
         if (facts.metadata_bytes != 0) {
-            throw SpecError(option + where + " has metadata (" +
-                            std::to_string(facts.metadata_bytes) +
-                            " bytes per block): the engine sends Zone Append only to namespaces without "
-                            "metadata");
+            throw SpecError(
+                option + where + " has metadata (" + std::to_string(facts.metadata_bytes) +
+                " bytes per block): the engine sends Zone Append only to namespaces without "
+                "metadata");
         }
         if (td->o.max_bs[DDIR_WRITE] > facts.zone_append_max_bytes) {
             throw SpecError(option + "a write of " + std::to_string(td->o.max_bs[DDIR_WRITE]) +
@@ -227,8 +227,8 @@ void Job::check_append(io_u* unit, const FileSlot& file, std::uint64_t written_a
     if (written_at != placed_at) {
         complete_with_error(
             unit, EIO,
-            "Zone Append wrote the blocks at LBA " + std::to_string(written_at) +
-                ", not at LBA " + std::to_string(placed_at) +
+            "Zone Append wrote the blocks at LBA " + std::to_string(written_at) + ", not at LBA " +
+                std::to_string(placed_at) +
                 " where fio placed them (fio 3.33 cannot move an I/O to where the controller "
                 "appended it): was the zone written by something besides this fio run?");
     }

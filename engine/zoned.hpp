@@ -26,7 +26,7 @@ ZoneFacts zone_facts(const Namespace& ns, const FileLayout& layout);
 // once ("" for none): initial_zone_reset=1 does nothing on a namespace that is
 // not zoned.
 std::string check_zone_options(const thread_data* td, const EngineOptions& options,
-                        const std::vector<TargetSpec>& specs);
+                               const std::vector<TargetSpec>& specs);
 
 // fio asks a file for its zone model only when the file is not a regular file
 // (zbd.c emulates zones in those): zoned namespaces become character devices,
