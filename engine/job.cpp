@@ -174,6 +174,9 @@ fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file,
 }
 
 fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot& controller) {
+    if (unit->ddir == DDIR_TRIM && td_->o.zone_mode == ZONE_MODE_ZBD && file.ns.info().zoned) {
+        return trim_as_zone_reset(unit);
+    }
     Transfer transfer;
     if (!build_transfer(unit, file, controller, transfer)) {
         return FIO_Q_COMPLETED;

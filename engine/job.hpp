@@ -194,6 +194,10 @@ class Job {
     // A Zone Append succeeded at `written_at`: fio 3.33 cannot move an I/O to
     // where the controller put it, so anywhere but where fio placed it fails.
     void check_append(io_u* unit, const FileSlot& file, std::uint64_t written_at);
+    // A trim of a zoned namespace's zone in zonemode=zbd is fio's zone reset
+    // (do_io_u_trim, which calls reset_wp), run inline as SPDK's plugin has
+    // fio run it (FIO_ASYNCIO_SYNC_TRIM) rather than a Dataset Management.
+    fio_q_status trim_as_zone_reset(io_u* unit);
     // The io_u's part of the bounce area (data-only layout).
     std::byte* bounce_of(const io_u* unit) const;
     // Sets each file's layout (files_ and layouts_ in step) and sizes the bounce area.

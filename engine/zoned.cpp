@@ -234,6 +234,16 @@ void Job::check_append(io_u* unit, const FileSlot& file, std::uint64_t written_a
     }
 }
 
+fio_q_status Job::trim_as_zone_reset(io_u* unit) {
+    if (fio_fill_issue_time(td_)) {
+        fio_gettime(&unit->issue_time, nullptr);  // fio leaves it to the engine
+    }
+    if (do_io_u_trim(td_, unit) == 0) {  // failed: fio's error set, reset_wp said why
+        unit->resid = unit->xfer_buflen;
+    }
+    return FIO_Q_COMPLETED;
+}
+
 Namespace& Job::namespace_for_zone_command(const fio_file* f) {
     if (post_ == Post::deferred) {
         post_deferred();

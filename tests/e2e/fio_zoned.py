@@ -87,12 +87,18 @@ ZBD = ["zonemode=zbd", "iodepth=8"]
 
 
 def test_write():
-    """Sequential writes over four zones fill each to its capacity."""
+    """Sequential writes over four zones fill each to its capacity; trims of
+    two of them (fio's zone resets) empty those again."""
     wd = h.workdir()
     with h.target(wd, namespace=ZONED) as t:
         sums = run_clean(t, wd, ZBD + ["rw=write", "bs=64k", "size=4M"])
         zones = zones_of(t)
+        trims = run_clean(t, wd, ZBD + ["rw=trim", "bs=1M", "size=2M"], name="trim")
+        trimmed = zones_of(t)
         t.stop()
+    check(trims["trim"]["ios"] == 2, f"fio trimmed {trims['trim']['ios']} zones, not 2")
+    check([z["state"] for z in trimmed[:4]] == ["empty"] * 2 + ["full"] * 2,
+          f"zones 0-3 after trimming 0-1: {[z['state'] for z in trimmed[:4]]}")
     expected = 4 * CAPACITY
     check(sums["write"]["bytes"] == expected, f"fio wrote {sums['write']['bytes']}, not {expected}")
     stats = t.stats()
@@ -100,7 +106,7 @@ def test_write():
     check([z["state"] for z in zones[:5]] == ["full"] * 4 + ["empty"],
           f"zones 0-4 after the job: {[z['state'] for z in zones[:5]]}")
     check(written_bytes(zones) == expected, f"the zones hold {written_bytes(zones)} bytes")
-    print(f"write: {expected} bytes, zones 0-3 full, the rest empty")
+    print(f"write: {expected} bytes, zones 0-3 full, the rest empty; trims emptied zones 0-1")
 
 
 def test_randwrite_max_open():
