@@ -133,14 +133,17 @@ def test_randwrite_max_open():
 
 def test_zone_append():
     """zone_append=1: every write goes as Zone Append (the target counts no
-    Write), lands where fio placed it, and fills the zones."""
+    Write), lands where fio placed it (verify reads it back there), and fills
+    the zones."""
     wd = h.workdir()
     with h.target(wd, namespace=ZONED) as t:
-        sums = run_clean(t, wd, ZBD + ["rw=write", "bs=64k", "size=2M", "zone_append=1"])
+        sums = run_clean(t, wd, ZBD + ["rw=write", "bs=64k", "size=2M", "zone_append=1",
+                                       "verify=crc32c", "verify_fatal=1", "verify_state_save=0"])
         zones = zones_of(t)
         t.stop()
     expected = 2 * CAPACITY
-    check(sums["write"]["bytes"] == expected, f"fio wrote {sums['write']['bytes']}, not {expected}")
+    check(sums["write"]["bytes"] == expected and sums["read"]["bytes"] == expected,
+          f"fio wrote {sums['write']['bytes']}, verified {sums['read']['bytes']}; expected {expected}")
     stats = t.stats()
     appends = expected // (64 * KIB)
     check(stats["commands"]["write"] == 0, f"target counted {stats['commands']['write']} Writes")
@@ -150,7 +153,7 @@ def test_zone_append():
           f"expected {appends} of {expected}")
     check([z["state"] for z in zones[:3]] == ["full", "full", "empty"],
           f"zones 0-2: {[z['state'] for z in zones[:3]]}")
-    print(f"zone_append: {appends} Zone Appends, {expected} bytes, no Write")
+    print(f"zone_append: {appends} Zone Appends, {expected} bytes verified, no Write")
 
 
 def test_verify():
