@@ -90,7 +90,7 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
             transfer.op = Op::read;
             break;
         case DDIR_WRITE:
-            transfer.op = file.append_zone_blocks != 0 ? Op::zone_append : Op::write;
+            transfer.op = file.zone_append ? Op::zone_append : Op::write;
             break;
         case DDIR_TRIM:
             transfer.op = Op::deallocate;
@@ -119,7 +119,7 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     transfer.slba = unit->offset >> lba_shift;
     transfer.blocks = unit->xfer_buflen >> lba_shift;
     if (transfer.op == Op::zone_append) {
-        transfer.slba -= transfer.slba % file.append_zone_blocks;  // the zone's start
+        transfer.slba -= transfer.slba % file.zone_blocks;  // the zone's start
     }
     if (transfer.op == Op::read || transfer.op == Op::write || transfer.op == Op::zone_append) {
         // This controller's registration of the arena; GPU buffers: the same
@@ -190,7 +190,14 @@ fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot
     stamp_before_post(unit);
     // Round robin over the controller's queues, starting after the last one used.
     std::size_t index = controller.next_queue;
-    for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
+    std::size_t tries = controller.queue_count;
+    if (file.zone_blocks != 0 && (transfer.op == Op::write || transfer.op == Op::zone_append)) {
+        // The zone's own queue, and only it: on another a later write could
+        // overtake an earlier one and miss the write pointer.
+        index = transfer.slba / file.zone_blocks % controller.queue_count;
+        tries = 1;
+    }
+    for (std::size_t tried = 0; tried < tries; ++tried) {
         IoQueue& q = queues_[controller.first_queue + index];
         if (++index == controller.queue_count) {
             index = 0;
@@ -290,7 +297,7 @@ void Job::finish_unusual(std::size_t first, std::size_t count) {
         const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
         if (!completion.status.ok()) {
             fail_unit(unit, completion.status);
-        } else if (unit->ddir == DDIR_WRITE && file.append_zone_blocks != 0) {
+        } else if (unit->ddir == DDIR_WRITE && file.zone_append) {
             check_append(unit, file, completion.append_lba);
         } else if (unit->ddir != DDIR_READ) {
             continue;

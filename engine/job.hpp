@@ -135,9 +135,11 @@ struct alignas(256) FileSlot {
     // A namespace with metadata: its layout, protection and the host's part
     // (job_protection.cpp); nullptr on a namespace without metadata.
     const FileLayout* layout = nullptr;
-    // zone_append=1 on a zoned namespace: its zone size in blocks, and its
-    // writes go as Zone Append to their zone's start; 0: writes are Writes.
-    std::uint64_t append_zone_blocks = 0;
+    // A zoned namespace: its zone size in blocks (0: not zoned). A zone's
+    // writes all go through one of the controller's queues, so that they
+    // reach its write pointer in the order fio issued them.
+    std::uint64_t zone_blocks = 0;
+    bool zone_append = false;  // zone_append=1: writes go as Zone Append to their zone's start
 };
 static_assert(std::has_single_bit(sizeof(FileSlot)), "queue() indexes files_ with a shift");
 
@@ -189,8 +191,9 @@ class Job {
     // A read on such a namespace completed: its PI checked by the host, its
     // data copied out of the bounce area; a mismatch fails it with EILSEQ.
     void finish_protected_read(io_u* unit, const FileSlot& file);
-    // zone_append=1: the files whose writes go as Zone Append (zoned.cpp).
-    void choose_zone_appends(const EngineOptions& options);
+    // Each zoned file's zone size, and with zone_append=1 its writes as Zone
+    // Append (zoned.cpp).
+    void choose_zone_writes(const EngineOptions& options);
     // A Zone Append succeeded at `written_at`: fio 3.33 cannot move an I/O to
     // where the controller put it, so anywhere but where fio placed it fails.
     void check_append(io_u* unit, const FileSlot& file, std::uint64_t written_at);

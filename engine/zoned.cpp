@@ -140,7 +140,7 @@ std::string check_zone_options(const thread_data* td, const EngineOptions& optio
         if (td->o.zone_mode != ZONE_MODE_ZBD) {
             throw SpecError(option +
                             "needs zonemode=zbd: only fio's zone mode places each write at its "
-                            "zone's write pointer, one write per zone at a time");
+                            "zone's write pointer, in order");
         }
     }
     return notes.empty() ? notes : "initial_zone_reset=1 does nothing where " + notes;
@@ -211,13 +211,11 @@ void reset_zones(thread_data* td, const TargetSpec& spec, const fio_file* f, std
 
 // --- the job's Zone Appends ---------------------------------------------------
 
-void Job::choose_zone_appends(const EngineOptions& options) {
-    if (options.zone_append == 0) {
-        return;
-    }
+void Job::choose_zone_writes(const EngineOptions& options) {
     for (FileSlot& file : files_) {
         if (file.ns.info().zoned) {
-            file.append_zone_blocks = file.ns.info().zones.zone_blocks;
+            file.zone_blocks = file.ns.info().zones.zone_blocks;
+            file.zone_append = options.zone_append != 0;
         }
     }
 }

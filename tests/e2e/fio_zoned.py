@@ -172,19 +172,19 @@ def test_verify():
 
 def test_numjobs():
     """Two jobs on one namespace share fio's zone state (the engine names
-    their files after the target): neither writes past the other's write
-    pointer."""
+    their files after the target), each over two I/O queues (a zone's writes
+    keep to one): no write misses a write pointer."""
     wd = h.workdir()
     amount = 2 * MIB
     with h.target(wd, namespace=ZONED) as t:
         sums = run_clean(t, wd, ZBD + ["rw=randwrite", "bs=4k", "size=4M", f"io_size={amount}",
-                                       "numjobs=2"])
+                                       "numjobs=2", "nr_io_queues=2"])
         zones = zones_of(t)
         t.stop()
     check(sums["write"]["bytes"] == 2 * amount, f"fio wrote {sums['write']['bytes']}")
     check(t.stats()["errors"] == 0, f"target counted {t.stats()['errors']} errors")
     check(0 < written_bytes(zones) <= 4 * CAPACITY, f"the zones hold {written_bytes(zones)} bytes")
-    print(f"numjobs=2: {2 * amount} bytes over zones 0-3, no error")
+    print(f"numjobs=2, 2 queues each: {2 * amount} bytes over zones 0-3, no error")
 
 
 def test_initial_zone_reset():
