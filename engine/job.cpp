@@ -294,16 +294,16 @@ void Job::finish_unusual(std::size_t first, std::size_t count) {
     for (std::size_t i = first; i < first + count; ++i) {
         const Completion& completion = completions_[i];
         auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
-        const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
         if (!completion.status.ok()) {
             fail_unit(unit, completion.status);
-        } else if (unit->ddir == DDIR_WRITE && file.zone_append) {
-            check_append(unit, file, completion.append_lba);
         } else if (unit->ddir != DDIR_READ) {
-            continue;
+            if (zone_appends_ && unit->ddir == DDIR_WRITE) {
+                check_append(unit, completion.append_lba);
+            }
         } else if (gpu_verify_) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
-        } else if (file.layout != nullptr && file.layout->finishes_reads()) {
+        } else if (const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+                   file.layout != nullptr && file.layout->finishes_reads()) {
             finish_protected_read(unit, file);
         }
     }

@@ -196,7 +196,7 @@ class Job {
     void choose_zone_writes(const EngineOptions& options);
     // A Zone Append succeeded at `written_at`: fio 3.33 cannot move an I/O to
     // where the controller put it, so anywhere but where fio placed it fails.
-    void check_append(io_u* unit, const FileSlot& file, std::uint64_t written_at);
+    void check_append(io_u* unit, std::uint64_t written_at);
     // A trim of a zoned namespace's zone in zonemode=zbd is fio's zone reset
     // (do_io_u_trim, which calls reset_wp), run inline as SPDK's plugin has
     // fio run it (FIO_ASYNCIO_SYNC_TRIM) rather than a Dataset Management.
@@ -257,8 +257,10 @@ class Job {
     std::byte* arena_base_ = nullptr;  // what io_u buffers are offsets from
     std::byte* mirror_ = nullptr;      // host mirror of the GPU arena (fio's orig_buffer)
     bool gpu_verify_ = false;          // copy through the mirror around each I/O
-    // Every completion goes through finish_unusual (GPU mirrors, reads to finish).
+    // Every completion goes through finish_unusual (GPU mirrors, reads to
+    // finish, Zone Appends to check).
     bool finish_every_ = false;
+    bool zone_appends_ = false;        // some file's writes go as Zone Append (check_append)
     std::vector<FileLayout> layouts_;  // per file (files_[i].layout points here when it applies)
     // The bounce area, after fio's buffers in the registered arena: one slot
     // per io_u (by io_u->index) for the data-only layout's staging.

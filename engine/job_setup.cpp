@@ -348,9 +348,10 @@ void Job::record_facts(const EngineOptions& options) const {
 
 void* Job::allocate_buffers(std::size_t bytes) {
     // Reads the host finishes, and Zone Appends whose LBA is checked.
+    zone_appends_ = std::ranges::any_of(files_, [](const FileSlot& f) { return f.zone_append; });
     finish_every_ =
         std::ranges::any_of(layouts_, [](const FileLayout& l) { return l.finishes_reads(); }) ||
-        std::ranges::any_of(files_, [](const FileSlot& f) { return f.zone_append; });
+        zone_appends_;
     if (gpu_ < 0) {
         // fio's buffers, then the bounce area (if a file stages): allocated
         // (and owned) through the first controller, registered with the others.

@@ -220,7 +220,11 @@ void Job::choose_zone_writes(const EngineOptions& options) {
     }
 }
 
-void Job::check_append(io_u* unit, const FileSlot& file, std::uint64_t written_at) {
+void Job::check_append(io_u* unit, std::uint64_t written_at) {
+    const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+    if (!file.zone_append) {
+        return;
+    }
     const std::uint64_t placed_at = unit->offset >> file.ns.lba_shift();
     if (written_at != placed_at) {
         complete_with_error(
