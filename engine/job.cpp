@@ -53,7 +53,17 @@ bool Job::completion_near() const {
 }
 
 void Job::fail_unit(io_u* unit, const CompletionStatus& status) {
-    complete_with_error(unit, status.error_number(), describe(status));
+    std::string why = describe(status);
+    const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+    if (unit->ddir == DDIR_WRITE && status.zone_invalid_write() &&
+        controllers_[file.controller].controller.reconnect_stats().transfers_retried != 0) {
+        // The core re-sends a zoned write held through an outage; the zone's
+        // write pointer refuses it if the first reached the controller.
+        why +=
+            ": if a reconnect re-sent it, the write had reached the controller before the "
+            "outage and moved the zone's write pointer (a zoned write is never applied twice)";
+    }
+    complete_with_error(unit, status.error_number(), why);
 }
 
 void Job::reject(io_u* unit, int error, const char* why) {
@@ -80,7 +90,7 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
             transfer.op = Op::read;
             break;
         case DDIR_WRITE:
-            transfer.op = Op::write;
+            transfer.op = file.zone_append ? Op::zone_append : Op::write;
             break;
         case DDIR_TRIM:
             transfer.op = Op::deallocate;
@@ -108,7 +118,10 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     }
     transfer.slba = unit->offset >> lba_shift;
     transfer.blocks = unit->xfer_buflen >> lba_shift;
-    if (transfer.op == Op::read || transfer.op == Op::write) {
+    if (transfer.op == Op::zone_append) {
+        transfer.slba -= transfer.slba % file.zone_blocks;  // the zone's start
+    }
+    if (transfer.op == Op::read || transfer.op == Op::write || transfer.op == Op::zone_append) {
         // This controller's registration of the arena; GPU buffers: the same
         // offset in the GPU arena as in the host mirror.
         transfer.memory = &controller.arena;
@@ -161,6 +174,9 @@ fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file,
 }
 
 fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot& controller) {
+    if (unit->ddir == DDIR_TRIM && td_->o.zone_mode == ZONE_MODE_ZBD && file.ns.info().zoned) {
+        return trim_as_zone_reset(unit);
+    }
     Transfer transfer;
     if (!build_transfer(unit, file, controller, transfer)) {
         return FIO_Q_COMPLETED;
@@ -174,7 +190,14 @@ fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot
     stamp_before_post(unit);
     // Round robin over the controller's queues, starting after the last one used.
     std::size_t index = controller.next_queue;
-    for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
+    std::size_t tries = controller.queue_count;
+    if (file.zone_blocks != 0 && (transfer.op == Op::write || transfer.op == Op::zone_append)) {
+        // The zone's own queue, and only it: on another a later write could
+        // overtake an earlier one and miss the write pointer.
+        index = transfer.slba / file.zone_blocks % controller.queue_count;
+        tries = 1;
+    }
+    for (std::size_t tried = 0; tried < tries; ++tried) {
         IoQueue& q = queues_[controller.first_queue + index];
         if (++index == controller.queue_count) {
             index = 0;
@@ -274,7 +297,9 @@ void Job::finish_unusual(std::size_t first, std::size_t count) {
         if (!completion.status.ok()) {
             fail_unit(unit, completion.status);
         } else if (unit->ddir != DDIR_READ) {
-            continue;
+            if (zone_appends_ && unit->ddir == DDIR_WRITE) {
+                check_append(unit, completion.append_lba);
+            }
         } else if (gpu_verify_) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
         } else if (const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
