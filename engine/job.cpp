@@ -225,11 +225,14 @@ void Job::ride_out_outage(ControllerSlot& controller) noexcept {
 }
 
 int Job::commit() noexcept {
-    if (post_ == Post::deferred) {
+    if (post_ == Post::deferred && !sends_at_reap_) {
         post_deferred();
     }
     // fio calls this only with I/Os queued since its last commit (io_u_queued),
-    // each of them posted by now.
+    // each of them posted by now, or (sends_at_reap_) by the getevents that
+    // fio calls before it waits for any of them: every wait of fio's
+    // (io_u_quiesce for thinktime and rate limits, a full queue, the job's
+    // end) reaps through getevents.
     io_u_mark_submit(td_, td_->io_u_queued);
     return 0;
 }
@@ -308,7 +311,9 @@ int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     max = std::min<unsigned int>(max, static_cast<unsigned int>(completions_.size()));
     // fio commits before a blocking wait but not before a non-blocking pass;
     // anything still deferred would otherwise never leave (fio's own commit
-    // counts them as submitted later).
+    // counts them as submitted later). Over NVMe/TCP this is where every
+    // batch goes: all the I/Os fio queued since the last reap, one sendmsg
+    // per queue.
     if (post_ == Post::deferred) {
         post_deferred();
     }

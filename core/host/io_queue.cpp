@@ -146,6 +146,10 @@ bool IoQueue::failed() const noexcept {
     return host(queue_).failed();
 }
 
+TransportCounters IoQueue::transport_counters() const noexcept {
+    return host(queue_).transport_counters();
+}
+
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {
     return host(queue_).pieces(ns.ref(), transfer);
 }
