@@ -270,6 +270,20 @@ void Job::post_deferred() noexcept {
     }
 }
 
+void Job::send_deferred() noexcept {
+    // Over NVMe/TCP, I/Os already finished go to fio first, with no system
+    // call: fio reaps one at a time by default (iodepth_batch_complete_max=1)
+    // and queues one I/O per reap, so the sends wait until the finished ones
+    // run out and then go together, one sendmsg per queue. Nothing waits for
+    // a poll of the socket or a sleep: a pass that finds nothing began with
+    // no queue holding a finished I/O, so with this send.
+    if (sends_at_reap_ &&
+        std::ranges::any_of(queues_, [](const IoQueue& q) { return q.finished() != 0; })) {
+        return;
+    }
+    post_deferred();
+}
+
 void Job::finish_unusual(std::size_t first, std::size_t count) {
     for (std::size_t i = first; i < first + count; ++i) {
         const Completion& completion = completions_[i];
@@ -309,20 +323,19 @@ void Job::service_keep_alive() noexcept {
 int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     std::size_t nr_events = 0;  // completions_[0, nr_events) go to fio
     max = std::min<unsigned int>(max, static_cast<unsigned int>(completions_.size()));
-    // fio commits before a blocking wait but not before a non-blocking pass;
-    // anything still deferred would otherwise never leave (fio's own commit
-    // counts them as submitted later). Over NVMe/TCP this is where every
-    // batch goes: all the I/Os fio queued since the last reap, one sendmsg
-    // per queue.
-    if (post_ == Post::deferred) {
-        post_deferred();
-    }
     service_keep_alive();
     const bool one_pass = t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0;
     using Clock = std::chrono::steady_clock;
     unsigned idle_polls = 0;
     Clock::time_point idle_since{};  // first empty poll of this idle stretch
     while (nr_events < max) {
+        // fio commits before a blocking wait but not before a non-blocking
+        // pass; anything still deferred would otherwise never leave (fio's
+        // own commit counts them as submitted later). Over NVMe/TCP every
+        // batch goes from here (send_deferred).
+        if (post_ == Post::deferred) {
+            send_deferred();
+        }
         std::size_t found = 0;
         // From a different queue each call: with fio's usual max of 1, a
         // fixed first queue would always win and the others wait.

@@ -141,6 +141,9 @@ class Job {
     int commit() noexcept;
     // Out of line: with nothing deferred (Post::now), commit() is one check.
     [[gnu::noinline]] void post_deferred() noexcept;
+    // getevents' post: post_deferred(), which over NVMe/TCP waits while a
+    // queue still holds finished I/Os for fio.
+    void send_deferred() noexcept;
     int getevents(unsigned int min, unsigned int max, const timespec* t);
     io_u* event(int index) {
         return reinterpret_cast<io_u*>(

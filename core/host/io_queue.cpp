@@ -142,6 +142,9 @@ std::size_t IoQueue::near_completion() const noexcept {
 std::size_t IoQueue::held() const noexcept {
     return host(queue_).held();
 }
+std::size_t IoQueue::finished() const noexcept {
+    return host(queue_).finished();
+}
 bool IoQueue::failed() const noexcept {
     return host(queue_).failed();
 }

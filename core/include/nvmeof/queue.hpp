@@ -102,6 +102,9 @@ class IoQueue {
     // Transfers held while the controller reconnects, re-sent once it is back
     // (they complete later, like those in flight).
     std::size_t held() const noexcept;
+    // Transfers finished and not yet handed back: the next poll() returns
+    // them without asking the transport (no system call over NVMe/TCP).
+    std::size_t finished() const noexcept;
     bool failed() const noexcept;
     // How many commands a transfer is split into (0 for an empty one). Up to
     // free_slots() go out at once, the rest as slots free up.
