@@ -213,6 +213,8 @@ def kernel_host_reason():
     """Why the kernel's nvme-tcp host cannot run here, or None."""
     if Path("/sys/module/nvme_tcp").exists():
         return None if shutil.which("nvme") else "nvme-cli is not installed"
+    if not shutil.which("modprobe"):
+        return f"the nvme-tcp module is not loaded and there is no modprobe (kernel {os.uname().release})"
     r = subprocess.run(["modprobe", "nvme-tcp"], capture_output=True, text=True)
     if r.returncode != 0:
         return f"the nvme-tcp module cannot be loaded ({(r.stderr or r.stdout).strip()[:200] or 'no modules'})"
