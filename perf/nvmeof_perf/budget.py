@@ -342,7 +342,8 @@ def _syscall_run(tools, target, workload, ios, workdir, name, use_perf):
         raise BudgetError(f"{name}: fio failed (exit {proc.returncode}): {proc.stderr[-1500:]}")
     job = json.loads(proc.stdout[proc.stdout.index("{"):])["jobs"][0]
     done = sum(job[d]["total_ios"] for d in ("read", "write", "trim"))
-    counts = {k: _end_record(info)[k] for k in SYSCALL_FIELDS}
+    end = _end_record(info)
+    counts = {k: end[k] for k in SYSCALL_FIELDS}
     if use_perf:
         lines = [ln for ln in stat.read_text().splitlines() if "raw_syscalls:sys_enter" in ln]
         counts["all_syscalls"] = int(lines[0].split(",")[0])
