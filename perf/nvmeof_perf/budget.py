@@ -27,11 +27,14 @@ listener, and two of its paths are the TCP queue's (TCP_PATHS):
   commit      nvmeof_commit, and Job::post_deferred, where getevents sends every
               I/O fio queued since the last reap in one sendmsg per queue (over
               TCP the commit hook sends nothing)
-  completion  TcpQueue::receive (the recvmsg, its iovecs) and
-              TcpQueue::take_pdus (every PDU received: headers checked, read
+  completion  TcpQueue::take_pdus (every PDU received: headers checked, read
               data copied out of the receive buffer, commands completed);
-              the system call's kernel side is not counted (callgrind sees
-              user space only): `--syscalls` counts the calls
+              the recvmsg (TcpQueue::receive) is polling and not counted, as
+              poll_cq is not over RDMA, nor the system calls' kernel side
+              (callgrind sees user space only): `--syscalls` counts the calls.
+              A TCP workload is checked within TCP_TOLERANCE (25 %) unless it
+              names its own "tolerance": how many answers one recvmsg brings
+              depends on timing
 Without a budget file the workloads are 4 KiB random reads and 4 KiB random
 writes at QD 32 over RDMA (a write's data travels another way, by the target's
 RDMA READ or in the command capsule). The
@@ -63,8 +66,13 @@ PATHS = {
 TCP_PATHS = {
     **PATHS,
     "commit": ("nvmeof_commit(", "nvmeof::engine::Job::post_deferred("),
-    "completion": ("TcpQueue::receive(", "TcpQueue::take_pdus("),
+    "completion": ("TcpQueue::take_pdus(",),
 }
+# How much the TCP paths move between runs of one build: how many answers
+# each recvmsg brings, and so each poll's fixed cost per I/O, depends on
+# timing (the target's share of the cores): 4 KiB writes' completion measured
+# 204 to 231 in runs minutes apart. A TCP workload's default tolerance.
+TCP_TOLERANCE = 0.25
 TRANSPORTS = ("rdma", "tcp")
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000
@@ -232,12 +240,26 @@ def check(measured, budget, tolerance):
     return rows
 
 
-def check_workloads(measured, budgets, tolerance):
+def check_workloads(measured, budgets, tolerance, tolerances=None):
     """[(workload, path, own, inclusive, budget, verdict)] of every measured
-    workload against {workload: {path: budget}}; a workload the file has no
-    figures for is 'no budget' throughout, never 'over'."""
+    workload against {workload: {path: budget}}, each within its own
+    tolerance where `tolerances` names one, else `tolerance`; a workload the
+    file has no figures for is 'no budget' throughout, never 'over'."""
+    tolerances = tolerances or {}
     return [(name, *row) for name, costs in measured.items()
-            for row in check(costs, budgets.get(name, {}), tolerance)]
+            for row in check(costs, budgets.get(name, {}), tolerances.get(name, tolerance))]
+
+
+def tolerances_of(data):
+    """{workload: tolerance} of a loaded budget file: a workload's own
+    "tolerance", else TCP_TOLERANCE over NVMe/TCP; the others take the file's."""
+    out = {}
+    for name, w in data["workloads"].items():
+        if "tolerance" in w:
+            out[name] = float(w["tolerance"])
+        elif w.get("transport") == "tcp":
+            out[name] = TCP_TOLERANCE
+    return out
 
 
 def workloads_of(data):

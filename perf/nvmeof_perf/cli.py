@@ -108,7 +108,8 @@ def cmd_budget(a, root):
         raise runner.RunError(str(e)) from None
     if budget is not None:
         tolerance = budget.get("tolerance", budget_mod.DEFAULT_TOLERANCE)
-        rows = budget_mod.check_workloads(measured, budget_mod.budgets_of(budget), tolerance)
+        rows = budget_mod.check_workloads(measured, budget_mod.budgets_of(budget), tolerance,
+                                          budget_mod.tolerances_of(budget))
         print(f"Instructions per I/O (callgrind, delta of {ios} and {3 * ios} I/Os) against {a.check}:")
         for name, w in workloads.items():
             print(f"  {name}: {w.describe()}")
