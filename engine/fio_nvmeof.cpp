@@ -164,12 +164,22 @@ fio_option engine_options[] = {
                       "ENOLINK until reconnected, in milliseconds (kernel fast_io_fail_tmo); 0: "
                       "off, they wait up to ctrl_loss_tmo_ms",
                       "0"),
-    NVMEOF_INT_OPTION("poll_spin_us", poll_spin_us,
-                      "How long a job waiting for completions polls before it sleeps until one "
-                      "arrives, in microseconds (0: sleep at once); it polls only "
-                      "while an I/O is one command from done (not for a split I/O's earlier "
-                      "pieces)",
-                      "200"),
+    // A string: its default depends on the transport.
+    fio_option{
+        .name = "poll_spin_us",
+        .lname = "poll_spin_us",
+        .type = FIO_OPT_STR,
+        .off1 = offsetof(EngineOptions, poll_spin_us),
+        .cb = string_callback<offsetof(EngineOptions, poll_spin_us)>(),
+        .help = "How long a job waiting for completions polls before it sleeps until one "
+                "arrives, in microseconds (0: sleep at once); it polls only while an I/O is "
+                "one command from done (not for a split I/O's earlier pieces). auto: 200 "
+                "over NVMe/RDMA, 0 when every controller is NVMe/TCP (an empty poll there "
+                "is a recvmsg)",
+        .def = "auto",
+        .category = FIO_OPT_C_ENGINE,
+        .group = FIO_OPT_G_INVALID,
+    },
     NVMEOF_STRING_OPTION("gpu", gpu,
                          "I/O buffers in GPU memory: a GPU number, or rr (round-robin over the "
                          "visible GPUs by job); needs a CUDA build and driver, and NVMe/RDMA"),

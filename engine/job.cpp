@@ -248,11 +248,14 @@ void Job::ride_out_outage(ControllerSlot& controller) noexcept {
 }
 
 int Job::commit() noexcept {
-    if (post_ == Post::deferred) {
+    if (post_ == Post::deferred && !sends_at_reap_) {
         post_deferred();
     }
     // fio calls this only with I/Os queued since its last commit (io_u_queued),
-    // each of them posted by now.
+    // each of them posted by now, or (sends_at_reap_) by the getevents that
+    // fio calls before it waits for any of them: every wait of fio's
+    // (io_u_quiesce for thinktime and rate limits, a full queue, the job's
+    // end) reaps through getevents.
     io_u_mark_submit(td_, td_->io_u_queued);
     return 0;
 }
@@ -288,6 +291,20 @@ void Job::post_deferred() noexcept {
     for (IoQueue& q : queues_) {
         q.commit();
     }
+}
+
+void Job::send_deferred() noexcept {
+    // Over NVMe/TCP, I/Os already finished go to fio first, with no system
+    // call: fio reaps one at a time by default (iodepth_batch_complete_max=1)
+    // and queues one I/O per reap, so the sends wait until the finished ones
+    // run out and then go together, one sendmsg per queue. Nothing waits for
+    // a poll of the socket or a sleep: a pass that finds nothing began with
+    // no queue holding a finished I/O, so with this send.
+    if (sends_at_reap_ &&
+        std::ranges::any_of(queues_, [](const IoQueue& q) { return q.finished() != 0; })) {
+        return;
+    }
+    post_deferred();
 }
 
 void Job::finish_unusual(std::size_t first, std::size_t count) {
@@ -331,18 +348,19 @@ void Job::service_keep_alive() noexcept {
 int Job::getevents(unsigned int min, unsigned int max, const timespec* t) {
     std::size_t nr_events = 0;  // completions_[0, nr_events) go to fio
     max = std::min<unsigned int>(max, static_cast<unsigned int>(completions_.size()));
-    // fio commits before a blocking wait but not before a non-blocking pass;
-    // anything still deferred would otherwise never leave (fio's own commit
-    // counts them as submitted later).
-    if (post_ == Post::deferred) {
-        post_deferred();
-    }
     service_keep_alive();
     const bool one_pass = t != nullptr && t->tv_sec == 0 && t->tv_nsec == 0;
     using Clock = std::chrono::steady_clock;
     unsigned idle_polls = 0;
     Clock::time_point idle_since{};  // first empty poll of this idle stretch
     while (nr_events < max) {
+        // fio commits before a blocking wait but not before a non-blocking
+        // pass; anything still deferred would otherwise never leave (fio's
+        // own commit counts them as submitted later). Over NVMe/TCP every
+        // batch goes from here (send_deferred).
+        if (post_ == Post::deferred) {
+            send_deferred();
+        }
         std::size_t found = 0;
         // From a different queue each call: with fio's usual max of 1, a
         // fixed first queue would always win and the others wait.

@@ -62,8 +62,10 @@ struct EngineOptions {
     unsigned int connect_timeout_ms;
     unsigned int io_timeout_ms;
     unsigned int keep_alive_ms;
-    unsigned int poll_spin_us;  // idle polling before getevents sleeps on the completion channel
-    char gpu[kOptionTextSize];  // "", "N" or "rr": I/O buffers in GPU memory
+    // Idle polling before getevents sleeps on the completion channel, in µs,
+    // or "auto" (spin_of, job_setup.cpp).
+    char poll_spin_us[kOptionTextSize];
+    char gpu[kOptionTextSize];            // "", "N" or "rr": I/O buffers in GPU memory
     char info_file[kOptionTextSize];      // "": none; else one JSON line of start-up facts per job
     unsigned int queue_size;              // I/O queue entries asked for; 0: derived from iodepth
     unsigned int reconnect_delay_ms;      // reconnect: see docs/reconnect.md
@@ -158,10 +160,14 @@ class Job {
     // Never throws: an error fails the io_u, so fio's hook needs no exception
     // boundary per I/O.
     fio_q_status queue(io_u* unit) noexcept;
-    // Posts everything queued since the last commit in one chain per queue.
+    // Posts everything queued since the last commit in one chain per queue
+    // (over NVMe/TCP, getevents does: sends_at_reap_).
     int commit() noexcept;
     // Out of line: with nothing deferred (Post::now), commit() is one check.
     [[gnu::noinline]] void post_deferred() noexcept;
+    // getevents' post: post_deferred(), which over NVMe/TCP waits while a
+    // queue still holds finished I/Os for fio.
+    void send_deferred() noexcept;
     int getevents(unsigned int min, unsigned int max, const timespec* t);
     // The namespace of fio file `f`, for fio's zone hooks in the job (reports,
     // resets): every deferred I/O is posted first, so that a zone command never
@@ -245,8 +251,9 @@ class Job {
     // back off briefly instead of letting fio spin on queue().
     void ride_out_outage(ControllerSlot& controller) noexcept;
     void report_reconnects() const;
-    // The info_file's "end" record: each controller's outages.
-    void record_reconnects() const;
+    // The info_file's "end" record: each controller's outages, the job's
+    // transport counters.
+    void record_end() const;
 
     thread_data* td_;
     int gpu_ = -1;  // GPU ordinal, or -1: host buffers
@@ -273,6 +280,9 @@ class Job {
     // Post::now when fio commits after every queue() (iodepth_batch_submit=1):
     // a deferred post would only wait for that commit.
     Post post_ = Post::deferred;
+    // Every controller NVMe/TCP: commit() leaves the deferred commands to
+    // getevents, which sends each queue's in one sendmsg before it polls.
+    bool sends_at_reap_ = false;
     // fio wants issue times (fio_fill_issue_time: not with gtod_reduce), by post mode.
     bool stamp_now_ = false;
     bool stamp_deferred_ = false;
@@ -283,7 +293,7 @@ class Job {
     std::vector<Completion> completions_;
     std::chrono::microseconds poll_spin_;  // idle polling before sleeping in getevents
     bool keep_alive_ = false;      // keep_alive_ms or ctrl_loss_tmo_ms > 0: serviced from getevents
-    std::string end_record_file_;  // info_file, when the job reconnects; "" otherwise
+    std::string end_record_file_;  // info_file; "" when none
 };
 
 }  // namespace nvmeof::engine

@@ -116,6 +116,19 @@ std::string array_json(const std::vector<T>& items, Fn each) {
     return out + "]";
 }
 
+std::string transport_json(const TransportCounters& t) {
+    std::string out;
+    ObjectWriter w(out);
+    w.number("pdus_sent", t.pdus_sent);
+    w.number("pdus_received", t.pdus_received);
+    w.number("send_calls", t.send_calls);
+    w.number("receive_calls", t.receive_calls);
+    w.number("bytes_copied", t.bytes_copied);
+    w.number("bytes_direct", t.bytes_direct);
+    w.close();
+    return out;
+}
+
 std::string reconnect_json(const ReconnectFacts& c) {
     std::string out;
     ObjectWriter w(out);
@@ -168,6 +181,7 @@ std::string to_json_line(const JobEndFacts& facts) {
     w.number("job_number", facts.job_number);
     w.number("pid", static_cast<std::uint64_t>(facts.pid));
     w.raw("reconnect", array_json(facts.controllers, reconnect_json));
+    w.raw("transport", transport_json(facts.transport));
     w.close();
     return out + "\n";
 }

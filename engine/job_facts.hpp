@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "nvmeof/base/transport.hpp"
+
 namespace nvmeof::engine {
 
 struct ControllerFacts {
@@ -75,10 +77,14 @@ struct JobEndFacts {
     unsigned int job_number = 0;
     long pid = 0;
     std::vector<ReconnectFacts> controllers;
+    // Summed over the job's I/O queues: over NVMe/TCP the system calls and
+    // PDUs a benchmark divides by fio's I/O count (zeros over NVMe/RDMA).
+    TransportCounters transport;
 };
 
 // One line of JSON (ending in '\n'): "record" is "start" for the start-up
-// facts, "end" for what happened during the job.
+// facts, "end" for what happened during the job (its reconnects and its
+// transport's counters).
 std::string to_json_line(const JobFacts& facts);
 std::string to_json_line(const JobEndFacts& facts);
 

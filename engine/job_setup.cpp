@@ -2,10 +2,12 @@
 // depths fitted to the queues, the buffer arena registered, the facts and
 // reconnect figures written. The per-I/O path is job.cpp.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 #include "job.hpp"
 #include "job_facts.hpp"
@@ -137,12 +139,29 @@ Options job_options(const thread_data* td, const TargetSpec& spec, const EngineO
     return o;
 }
 
+// poll_spin_us: microseconds, or "auto": 200 over NVMe/RDMA, where an empty
+// poll reads a completion queue in memory; none when every controller is
+// NVMe/TCP, where each empty poll is a recvmsg (a system call that finds
+// nothing, and a core the target on the same machine may need).
+std::chrono::microseconds spin_of(const char* text, bool all_tcp) {
+    const std::string_view value(text);
+    if (value.empty() || value == "auto") {
+        return std::chrono::microseconds(all_tcp ? 0 : 200);
+    }
+    unsigned int us = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), us);
+    if (error != std::errc() || end != value.data() + value.size()) {
+        throw SpecError("poll_spin_us=" + std::string(value) +
+                        ": a number of microseconds, or auto");
+    }
+    return std::chrono::microseconds(us);
+}
+
 }  // namespace
 
 Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOptions& options)
     : td_(td),
       gpu_(job_gpu(td, options)),
-      poll_spin_(options.poll_spin_us),
       keep_alive_(options.keep_alive_ms != 0 || options.ctrl_loss_tmo_ms != 0) {
     connect_all(specs, options);
     choose_layouts(specs, options);
@@ -152,7 +171,13 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
         waitable_.push_back(&slot.controller);
     }
     completions_.resize(std::max(1u, td->o.iodepth));
-    post_ = td->o.iodepth_batch <= 1 ? Post::now : Post::deferred;
+    // Over NVMe/TCP a post is a sendmsg: when every controller is TCP, the
+    // I/Os fio queues between two reaps go out together, in one sendmsg per
+    // queue at the start of getevents, whatever iodepth_batch says.
+    sends_at_reap_ = std::ranges::all_of(
+        controllers_, [](const ControllerSlot& c) { return c.spec.transport == Transport::tcp; });
+    post_ = sends_at_reap_ || td->o.iodepth_batch > 1 ? Post::deferred : Post::now;
+    poll_spin_ = spin_of(options.poll_spin_us, sends_at_reap_);
     stamp_now_ = fio_fill_issue_time(td) && post_ == Post::now;
     stamp_deferred_ = fio_fill_issue_time(td) && post_ == Post::deferred;
     if (stamp_deferred_) {
@@ -161,9 +186,7 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
     announce();
     if (options.info_file[0] != '\0') {
         record_facts(options);
-        if (options.ctrl_loss_tmo_ms > 0) {
-            end_record_file_ = options.info_file;
-        }
+        end_record_file_ = options.info_file;
     }
 }
 
@@ -439,7 +462,7 @@ void Job::report_reconnects() const {
     }
 }
 
-void Job::record_reconnects() const {
+void Job::record_end() const {
     JobEndFacts facts;
     facts.job = td_->o.name != nullptr ? td_->o.name : "";
     facts.job_number = td_->thread_number;
@@ -463,6 +486,15 @@ void Job::record_reconnects() const {
         c.lost_reason = stats.lost_reason;
         facts.controllers.push_back(std::move(c));
     }
+    for (const IoQueue& q : queues_) {
+        const TransportCounters t = q.transport_counters();
+        facts.transport.pdus_sent += t.pdus_sent;
+        facts.transport.pdus_received += t.pdus_received;
+        facts.transport.send_calls += t.send_calls;
+        facts.transport.receive_calls += t.receive_calls;
+        facts.transport.bytes_copied += t.bytes_copied;
+        facts.transport.bytes_direct += t.bytes_direct;
+    }
     append_line(end_record_file_, to_json_line(facts));
 }
 
@@ -473,7 +505,7 @@ void Job::close() noexcept {
     }
     if (!end_record_file_.empty()) {
         try {
-            record_reconnects();
+            record_end();
         } catch (const std::exception& e) {
             say_note("nvmeof: %s: %s\n", td_->o.name, e.what());
         }

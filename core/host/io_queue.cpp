@@ -150,8 +150,15 @@ std::size_t IoQueue::near_completion() const noexcept {
 std::size_t IoQueue::held() const noexcept {
     return host(queue_).held();
 }
+std::size_t IoQueue::finished() const noexcept {
+    return host(queue_).finished();
+}
 bool IoQueue::failed() const noexcept {
     return host(queue_).failed();
+}
+
+TransportCounters IoQueue::transport_counters() const noexcept {
+    return host(queue_).transport_counters();
 }
 
 std::size_t IoQueue::pieces(const Namespace& ns, const Transfer& transfer) const noexcept {

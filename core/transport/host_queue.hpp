@@ -103,6 +103,8 @@ class HostQueue : public QueueCore {
     virtual void reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
                         std::uint16_t cntlid) = 0;
     virtual std::string local_address() const = 0;
+    // What the transport did over the queue's life (IoQueue::transport_counters).
+    virtual TransportCounters transport_counters() const noexcept = 0;
     // The core's counters and the transport's (builds with invariants only).
     virtual void check_counters() const noexcept = 0;
 

@@ -248,6 +248,9 @@ class QueueCore : public QueueImpl {
         return open_transfers_ - transfers_awaiting_several_;
     }
     std::size_t held() const noexcept { return held_count_; }
+    // Finished transfers waiting to be handed back (take_completions() gives
+    // them without polling the transport).
+    std::size_t finished() const noexcept { return finished_count_; }
     // The earliest deadline of a command in flight (may be early, never late;
     // commands not yet stamped get theirs on the next poll).
     Clock::time_point earliest_deadline() const noexcept {

@@ -98,6 +98,8 @@ class RdmaQueue final : public HostQueue {
     void reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
                 std::uint16_t cntlid) override;
     std::string local_address() const override;
+    // The data path makes no system call and copies nothing: all 0.
+    TransportCounters transport_counters() const noexcept override { return {}; }
     std::uint16_t crqsize() const { return crqsize_; }
     // Before connect(): writes of at most `bytes` per command carry their data
     // in the capsule (a second SGE on the caller's buffer); 0: all keyed.

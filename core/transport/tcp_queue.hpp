@@ -19,7 +19,8 @@
 //     its bytes left), and goes on with the next commit or poll. Writes
 //     larger than the capsule take, and every controller's R2T, are served
 //     by H2CData PDUs of at most MAXH2CDATA, made as the ring has room.
-//   receive side (tcp_queue_receive.cpp): one recvmsg per poll into a 64 KiB
+//   receive side (tcp_queue_receive.cpp): one recvmsg per poll (none while no command is out) into
+//   a 64 KiB
 //     receive buffer and, while a C2HData's data is due, straight into the
 //     caller's memory first; every whole PDU received is handled in one pass
 //     (CapsuleResp and C2HData with SUCCESS complete commands, R2T starts
@@ -102,6 +103,7 @@ class TcpQueue final : public HostQueue {
     void reopen(const PeerAddress& peer, const ConnectDeadline& deadline,
                 std::uint16_t cntlid) override;
     std::string local_address() const override;
+    TransportCounters transport_counters() const noexcept override;
     void check_counters() const noexcept override;
 
     // --- the transport operations (QueueBackend, queue_core.hpp) ---
@@ -155,6 +157,11 @@ class TcpQueue final : public HostQueue {
     // that rest: the next PDU headers, and small PDUs whole.
     static constexpr std::size_t kReceiveTail = 4 * 1024;
     static_assert(kReceiveTail >= wire::kTcpTermReqMaxLength && kReceiveTail <= kReceiveBytes);
+    // A C2HData's rest shorter than this is not received in place but copied
+    // with the headers after it: a recvmsg costs more than copying 16 KiB,
+    // and one in place takes at most kReceiveTail bytes besides.
+    static constexpr std::uint32_t kDirectReceiveMin = 16 * 1024;
+    static_assert(kDirectReceiveMin < kReceiveBytes);
     // H2CData PDUs made ahead of the socket (their data is the caller's: the
     // headers are what they cost).
     static constexpr std::uint32_t kMaxH2cInRing = 64;

@@ -3,7 +3,7 @@
 // (tcp_queue_command.hpp), and the poll that continues the output and feeds
 // what was received to the core (tcp_queue.hpp describes it). No allocation,
 // no blocking and no exception per request; one sendmsg per commit, one
-// recvmsg per poll.
+// recvmsg per poll (none while no command is out).
 #include "transport/queue_core_datapath.hpp"
 #include "transport/tcp_queue.hpp"
 #include "transport/tcp_queue_command.hpp"
@@ -53,9 +53,11 @@ int TcpQueue::poll_cq() noexcept {
         push_output();  // what an earlier send left, and H2CData not yet sent
     }
     // What the last poll's budget left first; then one recvmsg, if the budget
-    // allows and nothing whole is waiting.
+    // allows, nothing whole is waiting and a command is out (with none, only a
+    // close or a C2HTermReq can come: the idle wait's arm_if_quiet looks for
+    // those, and the next command's poll finds them).
     int n = take_pdus(kPollBatch);
-    if (!failed() && !rx_ready_) {
+    if (!failed() && !rx_ready_ && in_flight() != 0) {
         receive();
         n += take_pdus(kPollBatch - n);
     }
@@ -73,6 +75,12 @@ bool TcpQueue::arm_if_quiet() noexcept {
         return false;
     }
     while (poll_cq() == kPollBatch) {
+    }
+    if (in_flight() == 0 && !failed() && !rx_ready_) {
+        // poll_cq() made no recvmsg: a connection the controller closed (or a
+        // C2HTermReq) is noticed here rather than waking the wait at once.
+        receive();
+        take_pdus(kPollBatch);
     }
     // Output still to send cannot wait for the socket to turn readable (the
     // controller may be waiting for it): the caller keeps polling.

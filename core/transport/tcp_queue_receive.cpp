@@ -3,12 +3,13 @@
 // checked (nvmeof/wire/tcp.hpp's checks, then against the command it names)
 // before anything it says is acted on.
 //
-// Where C2HData lands: while a C2HData's data is due, the recvmsg scatters
-// into the caller's memory first (the rest of that data) and into at most
+// Where C2HData lands: while at least kDirectReceiveMin bytes of a C2HData's
+// data are due, the recvmsg scatters into the caller's memory first (the rest
+// of that data) and into at most
 // kReceiveTail bytes of the receive buffer after it (the next headers), so a
 // large read arrives in place with no copy. Data that came into the receive
-// buffer together with headers (the start of a C2HData, and small reads
-// whole) is copied out of it into the caller's memory: the one copy the
+// buffer together with headers (the start of a C2HData, small reads whole,
+// and a short rest) is copied out of it into the caller's memory: the one copy the
 // stream forces without a recvmsg per header, counted in
 // Counters::data_copied (Counters::data_received_direct the rest).
 //
@@ -63,7 +64,12 @@ void TcpQueue::receive() noexcept {
     }
     iovec iov[2];
     std::size_t count = 0;
-    const bool direct = rx_state_ == ReceiveState::data && rx_end_ == 0 && rx_left_ != 0;
+    // Only a long rest goes in place: a short one (a small read's data that
+    // the last receive cut) is cheaper copied along with what follows it than
+    // received with a recvmsg of its own, which would also cap the receive
+    // at the rest plus kReceiveTail.
+    const bool direct =
+        rx_state_ == ReceiveState::data && rx_end_ == 0 && rx_left_ >= kDirectReceiveMin;
     if (direct) {
         iov[count++] = iovec{rx_dest_, rx_left_};  // the C2HData's rest, in place
     }

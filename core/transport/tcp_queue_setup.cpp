@@ -275,6 +275,17 @@ std::string TcpQueue::local_address() const {
     return address_text(reinterpret_cast<const sockaddr*>(&address));
 }
 
+TransportCounters TcpQueue::transport_counters() const noexcept {
+    return TransportCounters{
+        .pdus_sent = counters_.pdus_sent,
+        .pdus_received = counters_.pdus_received,
+        .send_calls = counters_.sends,
+        .receive_calls = counters_.receives,
+        .bytes_copied = counters_.data_copied,
+        .bytes_direct = counters_.data_received_direct,
+    };
+}
+
 bool TcpQueue::drain_output(Clock::time_point deadline) noexcept {
     commit();  // anything deferred goes first
     while (output_pending() && !failed()) {

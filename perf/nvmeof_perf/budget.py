@@ -21,9 +21,23 @@ added to the data path is the project's cost.
   reap        nvmeof_event (fio's per-I/O take of a finished io_u), and
               QueueCore::hand_back and Job::finish_unusual when used (transfers parked
               in the queue's ring, failed I/Os, GPU mirrors)
-and their sum, "engine+core", for each workload of the budget file (by default
-4 KiB random reads and 4 KiB random writes at QD 32: a write's data travels
-another way, by the target's RDMA READ or in the command capsule). The
+and their sum, "engine+core", for each workload of the budget file. A workload
+over NVMe/TCP ("transport": "tcp") runs against the embedded target's TCP
+listener, and two of its paths are the TCP queue's (TCP_PATHS):
+  commit      nvmeof_commit, and Job::post_deferred, where getevents sends every
+              I/O fio queued since the last reap in one sendmsg per queue (over
+              TCP the commit hook sends nothing)
+  completion  TcpQueue::take_pdus (every PDU received: headers checked, read
+              data copied out of the receive buffer, commands completed);
+              the recvmsg (TcpQueue::receive) is polling and not counted, as
+              poll_cq is not over RDMA, nor the system calls' kernel side
+              (callgrind sees user space only): `--syscalls` counts the calls.
+              A TCP workload is checked within TCP_TOLERANCE (25 %) unless it
+              names its own "tolerance": how many answers one recvmsg brings
+              depends on timing
+Without a budget file the workloads are 4 KiB random reads and 4 KiB random
+writes at QD 32 over RDMA (a write's data travels another way, by the target's
+RDMA READ or in the command capsule). The
 embedded target serves a plain 64 MiB namespace (NSID 1) and one of 4096+8
 blocks with type 1 protection information (NSID 2, PI_NAMESPACE), for
 workloads whose options name `nsid=2` and the PI options, and a zoned one
@@ -33,6 +47,7 @@ file holds the figures of a known-good build; `--check` fails when a path or
 the sum of any workload costs more than its budget by more than the tolerance
 (5 %, and at least SLACK_INSTRUCTIONS: small paths move by an instruction or two
 between runs)."""
+import contextlib
 import json
 import shutil
 import subprocess
@@ -49,6 +64,18 @@ PATHS = {
     "completion": ("RdmaQueue::handle_completion(",),
     "reap": ("QueueCore::hand_back(", "nvmeof::engine::Job::finish_unusual(", "nvmeof_event("),
 }
+# Over NVMe/TCP: the send happens in getevents, the receive in the TCP queue.
+TCP_PATHS = {
+    **PATHS,
+    "commit": ("nvmeof_commit(", "nvmeof::engine::Job::post_deferred("),
+    "completion": ("TcpQueue::take_pdus(",),
+}
+# How much the TCP paths move between runs of one build: how many answers
+# each recvmsg brings, and so each poll's fixed cost per I/O, depends on
+# timing (the target's share of the cores): 4 KiB writes' completion measured
+# 204 to 231 in runs minutes apart. A TCP workload's default tolerance.
+TCP_TOLERANCE = 0.25
+TRANSPORTS = ("rdma", "tcp")
 TOTAL = "engine+core"
 DEFAULT_IOS = 2000
 PI_NAMESPACE = "ram:64M:4096+8:pi1"
@@ -79,10 +106,15 @@ class Workload:
     bs: str = "4k"
     queue_depth: int = 32
     options: dict = field(default_factory=dict)
+    transport: str = "rdma"
 
     def describe(self):
         extra = "".join(f", {k}={v}" for k, v in self.options.items())
-        return f"{self.bs} {self.rw} at QD {self.queue_depth}{extra}"
+        over = " over NVMe/TCP" if self.transport == "tcp" else ""
+        return f"{self.bs} {self.rw} at QD {self.queue_depth}{over}{extra}"
+
+    def paths(self):
+        return TCP_PATHS if self.transport == "tcp" else PATHS
 
 
 DEFAULT_WORKLOADS = {"randread": Workload("randread"), "randwrite": Workload("randwrite")}
@@ -94,7 +126,7 @@ def _fio_args(tools, traddr, trsvcid, subnqn, ios, workload):
             # number_ios ends the run, not size: 3N 128 KiB I/Os exceed 64 MiB.
             "--size=64m", "--io_size=1t", f"--iodepth={qd}", f"--iodepth_batch_complete_max={qd}", "--norandommap",
             "--randrepeat=0", "--thread=1", f"--number_ios={ios}", f"--ioengine=external:{tools.engine}",
-            f"--traddr={traddr}", f"--trsvcid={trsvcid}", f"--subnqn={subnqn}",
+            f"--traddr={traddr}", f"--trsvcid={trsvcid}", f"--subnqn={subnqn}", f"--trtype={workload.transport}",
             # Room for every I/O in flight even while SEND completions lag the
             # responses: a full queue would make fio re-queue ("busy"), and how
             # often depends on timing, not on the code. A workload whose I/Os
@@ -103,25 +135,25 @@ def _fio_args(tools, traddr, trsvcid, subnqn, ios, workload):
             *(f"--{k}={v}" for k, v in workload.options.items())]
 
 
-def _prefill_pi_namespace(tools, traddr, trsvcid, subnqn):
+def _prefill_pi_namespace(tools, traddr, trsvcid, subnqn, transport="rdma"):
     """Writes the PI namespace once with pi_act=1 (the target generates each
     block's PI), outside callgrind: a read of a never-written block finds the
     escape tag and checks nothing, which would leave the host's check out of
     the read workloads' figures."""
     cmd = [tools.softverbs_run, tools.fio, "--name=prefill", "--rw=write", "--bs=128k", "--size=64m",
            "--iodepth=16", "--thread=1", f"--ioengine=external:{tools.engine}", f"--traddr={traddr}",
-           f"--trsvcid={trsvcid}", f"--subnqn={subnqn}", f"--nsid={PI_NSID}", "--pi_act=1"]
+           f"--trsvcid={trsvcid}", f"--subnqn={subnqn}", f"--nsid={PI_NSID}", "--pi_act=1", f"--trtype={transport}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PREFILL_TIMEOUT_S)
     if proc.returncode != 0:
         raise BudgetError(f"writing the PI namespace before the run failed (exit {proc.returncode}): "
                           f"{proc.stderr[-1500:]}")
 
 
-def path_costs(callgrind_out):
+def path_costs(callgrind_out, paths=None):
     """{path: (own instructions, inclusive instructions)} of one run."""
     graph = callgrind.CallGraph(callgrind_out)
     costs = {}
-    for name, needles in PATHS.items():
+    for name, needles in (paths or PATHS).items():
         functions = [f for needle in needles for f in graph.functions(needle)]
         if functions:
             costs[name] = (sum(graph.own_inclusive(f, is_ours) for f in functions),
@@ -137,37 +169,61 @@ def measure(tools, workloads, ios=DEFAULT_IOS):
     workdir = tempfile.mkdtemp(prefix="nvmeof-perf-budget-")
     measured = {}
     try:
-        target = suite.Target(namespace="ram:64M",
-                              args=["--namespace", PI_NAMESPACE, "--namespace", ZONED_NAMESPACE])
-        with runner.embedded_target(tools, target, [], workdir) as (traddr, trsvcid):
-            if any(str(w.options.get("nsid")) == str(PI_NSID) for w in workloads.values()):
-                _prefill_pi_namespace(tools, traddr, trsvcid, target.subnqn)
+        with _targets(tools, workloads, workdir) as targets:
             for name, workload in workloads.items():
+                traddr, trsvcid, subnqn = targets[workload.transport]
                 costs = []
                 for n in (ios, 3 * ios):
                     out = Path(workdir) / f"callgrind-{name}-{n}.out"
-                    cmd = [tools.softverbs_run, "valgrind", "--tool=callgrind", "--compress-strings=no",
+                    cmd = [*_wrapper(tools, workload), "valgrind", "--tool=callgrind", "--compress-strings=no",
                            "--compress-pos=no", f"--callgrind-out-file={out}"]
-                    cmd += _fio_args(tools, traddr, trsvcid, target.subnqn, n, workload)
+                    cmd += _fio_args(tools, traddr, trsvcid, subnqn, n, workload)
                     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CALLGRIND_TIMEOUT_S)
                     if proc.returncode != 0 or not out.exists():
                         raise BudgetError(f"{name}: fio under callgrind failed (exit {proc.returncode}): "
                                           f"{proc.stderr[-1500:]}")
-                    costs.append(path_costs(out))
-                measured[name] = per_io(costs[0], costs[1], ios, name)
+                    costs.append(path_costs(out, workload.paths()))
+                measured[name] = per_io(costs[0], costs[1], ios, name, workload.paths())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return measured
 
 
-def per_io(small, large, ios, name="workload"):
+def _wrapper(tools, workload):
+    """softverbs under an RDMA workload; nothing under a TCP one (plain sockets)."""
+    return [] if workload.transport == "tcp" else [tools.softverbs_run]
+
+
+@contextlib.contextmanager
+def _targets(tools, workloads, workdir):
+    """{transport: (traddr, trsvcid, subnqn)}: one embedded target per transport
+    the workloads use, each with the plain, the PI and the zoned namespace (the
+    PI one written first when a workload reads it)."""
+    with contextlib.ExitStack() as stack:
+        targets = {}
+        for transport in TRANSPORTS:
+            used = [w for w in workloads.values() if w.transport == transport]
+            if not used:
+                continue
+            args = ["--namespace", PI_NAMESPACE, "--namespace", ZONED_NAMESPACE]
+            args += ["--transport", "tcp"] if transport == "tcp" else []
+            target = suite.Target(namespace="ram:64M", args=args)
+            traddr, trsvcid = stack.enter_context(runner.embedded_target(tools, target, [], workdir))
+            if any(str(w.options.get("nsid")) == str(PI_NSID) for w in used):
+                _prefill_pi_namespace(tools, traddr, trsvcid, target.subnqn, transport)
+            targets[transport] = (traddr, trsvcid, target.subnqn)
+        yield targets
+
+
+def per_io(small, large, ios, name="workload", paths=None):
     """{path: (own, inclusive) per I/O} from the path costs of the N and 3N
     runs, the own sum under TOTAL."""
-    missing = [p for p in PATHS if p not in small or p not in large]
+    paths = paths or PATHS
+    missing = [p for p in paths if p not in small or p not in large]
     if missing:
         raise BudgetError(f"{name}: callgrind has no cost for {', '.join(missing)} "
                           "(engine built without symbols?)")
-    out = {p: tuple((large[p][i] - small[p][i]) / (2 * ios) for i in range(2)) for p in PATHS}
+    out = {p: tuple((large[p][i] - small[p][i]) / (2 * ios) for i in range(2)) for p in paths}
     out[TOTAL] = (sum(v[0] for v in out.values()), sum(v[1] for v in out.values()))
     if out[TOTAL][0] <= 0:
         # e.g. a sequential job that stops at the end of its size in both runs
@@ -180,7 +236,7 @@ def check(measured, budget, tolerance):
     """[(path, own, inclusive, budget, verdict)] of one workload; verdict
     'over' beyond the tolerance."""
     rows = []
-    for path in [*PATHS, TOTAL]:
+    for path in [*(p for p in measured if p != TOTAL), TOTAL]:
         own, inclusive = measured[path]
         limit = budget.get(path)
         if limit is None:
@@ -191,17 +247,32 @@ def check(measured, budget, tolerance):
     return rows
 
 
-def check_workloads(measured, budgets, tolerance):
+def check_workloads(measured, budgets, tolerance, tolerances=None):
     """[(workload, path, own, inclusive, budget, verdict)] of every measured
-    workload against {workload: {path: budget}}; a workload the file has no
-    figures for is 'no budget' throughout, never 'over'."""
+    workload against {workload: {path: budget}}, each within its own
+    tolerance where `tolerances` names one, else `tolerance`; a workload the
+    file has no figures for is 'no budget' throughout, never 'over'."""
+    tolerances = tolerances or {}
     return [(name, *row) for name, costs in measured.items()
-            for row in check(costs, budgets.get(name, {}), tolerance)]
+            for row in check(costs, budgets.get(name, {}), tolerances.get(name, tolerance))]
+
+
+def tolerances_of(data):
+    """{workload: tolerance} of a loaded budget file: a workload's own
+    "tolerance", else TCP_TOLERANCE over NVMe/TCP; the others take the file's."""
+    out = {}
+    for name, w in data["workloads"].items():
+        if "tolerance" in w:
+            out[name] = float(w["tolerance"])
+        elif w.get("transport") == "tcp":
+            out[name] = TCP_TOLERANCE
+    return out
 
 
 def workloads_of(data):
     """{name: Workload} of a loaded budget file."""
-    return {name: Workload(w["rw"], w.get("bs", "4k"), w.get("queue_depth", 32), dict(w.get("options", {})))
+    return {name: Workload(w["rw"], w.get("bs", "4k"), w.get("queue_depth", 32), dict(w.get("options", {})),
+                           w.get("transport", "rdma"))
             for name, w in data["workloads"].items()}
 
 
@@ -228,6 +299,8 @@ def load_budget(path):
     for name, w in workloads.items():
         if not isinstance(w, dict) or not isinstance(w.get("rw"), str) or not isinstance(w.get("paths"), dict):
             raise BudgetError(f"{path}: workload '{name}' needs 'rw' and a 'paths' table")
+        if w.get("transport", "rdma") not in TRANSPORTS:
+            raise BudgetError(f"{path}: workload '{name}': transport must be one of {', '.join(TRANSPORTS)}")
     return data
 
 
@@ -238,6 +311,7 @@ def budget_file(measured, workloads, ios, engine_git):
                     "method",
             "ios": ios, "tolerance": DEFAULT_TOLERANCE, "engine_git": engine_git,
             "workloads": {name: {"rw": w.rw, "bs": w.bs, "queue_depth": w.queue_depth,
+                                 **({"transport": w.transport} if w.transport != "rdma" else {}),
                                  **({"options": w.options} if w.options else {}),
                                  "paths": {k: round(v[0]) for k, v in measured[name].items()},
                                  "inclusive_for_reference": {k: round(v[1]) for k, v in measured[name].items()}}
@@ -252,4 +326,93 @@ def markdown(rows, tolerance):
                 if verdict == "over" else verdict)
         out.append(f"| {workload} | {path} | {own:.0f} | {'-' if limit is None else f'{limit:.0f}'} | {mark} "
                    f"| {inclusive:.0f} |")
+    return "\n".join(out)
+
+
+# --- system calls per I/O (budget --syscalls) ---
+SYSCALL_IOS = 20000
+SYSCALL_TIMEOUT_S = 300
+SYSCALL_FIELDS = ("send_calls", "receive_calls", "pdus_sent", "pdus_received", "bytes_copied")
+
+
+def perf_stat_usable():
+    """Whether `perf stat` may count this user's system calls (the
+    raw_syscalls tracepoint: root, or perf_event_paranoid allowing it)."""
+    if not shutil.which("perf"):
+        return False
+    try:
+        proc = subprocess.run(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "--", "true"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and "raw_syscalls:sys_enter" in proc.stderr and "<not" not in proc.stderr
+
+
+def _end_record(info_path):
+    """The transport counters of the info_file's end record (one job)."""
+    records = [json.loads(line) for line in Path(info_path).read_text().splitlines() if line.strip()]
+    ends = [r for r in records if r.get("record") == "end"]
+    if len(ends) != 1 or "transport" not in ends[0]:
+        raise BudgetError(f"{info_path}: expected one end record with transport counters, got {records}")
+    return ends[0]["transport"]
+
+
+def _syscall_run(tools, target, workload, ios, workdir, name, use_perf):
+    """(fio's I/Os, {counter: total}) of one native run (no callgrind)."""
+    traddr, trsvcid, subnqn = target
+    info = Path(workdir) / f"info-{name}-{ios}.jsonl"
+    stat = Path(workdir) / f"perf-{name}-{ios}.txt"
+    cmd = [*_wrapper(tools, workload)]
+    if use_perf:
+        cmd += ["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-o", str(stat), "--"]
+    cmd += _fio_args(tools, traddr, trsvcid, subnqn, ios, workload) + [f"--info_file={info}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SYSCALL_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise BudgetError(f"{name}: fio failed (exit {proc.returncode}): {proc.stderr[-1500:]}")
+    job = json.loads(proc.stdout[proc.stdout.index("{"):])["jobs"][0]
+    done = sum(job[d]["total_ios"] for d in ("read", "write", "trim"))
+    end = _end_record(info)
+    counts = {k: end[k] for k in SYSCALL_FIELDS}
+    if use_perf:
+        lines = [ln for ln in stat.read_text().splitlines() if "raw_syscalls:sys_enter" in ln]
+        counts["all_syscalls"] = int(lines[0].split(",")[0])
+    return done, counts
+
+
+def count_syscalls(tools, workloads, ios=SYSCALL_IOS):
+    """{workload: {counter: per I/O}} for the NVMe/TCP workloads, by the delta
+    method on native runs of N and 3N I/Os (connect and set-up cancel): the
+    engine's end record gives sendmsg and recvmsg calls (send_calls,
+    receive_calls, and their sum "syscalls"), PDUs and bytes copied;
+    `perf stat` on fio, when usable, every system call of the process
+    ("all_syscalls": also the idle waits' poll/epoll_wait and fio's own)."""
+    tcp = {name: w for name, w in workloads.items() if w.transport == "tcp"}
+    if not tcp:
+        raise BudgetError("no NVMe/TCP workload to count system calls of")
+    use_perf = perf_stat_usable()
+    workdir = tempfile.mkdtemp(prefix="nvmeof-perf-syscalls-")
+    counted = {}
+    try:
+        with _targets(tools, tcp, workdir) as targets:
+            for name, workload in tcp.items():
+                (n1, small), (n3, large) = (_syscall_run(tools, targets["tcp"], workload, n, workdir, name, use_perf)
+                                            for n in (ios, 3 * ios))
+                if n3 <= n1:
+                    raise BudgetError(f"{name}: the {3 * ios}-I/O run did no more I/O than the {ios}-I/O run")
+                per = {k: (large[k] - small[k]) / (n3 - n1) for k in small}
+                per["syscalls"] = per["send_calls"] + per["receive_calls"]
+                counted[name] = per
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return counted
+
+
+def syscalls_markdown(counted):
+    out = ["| workload | sendmsg / I/O | recvmsg / I/O | transport system calls / I/O | all of fio's / I/O "
+           "| PDUs sent / I/O | PDUs received / I/O | bytes copied / I/O |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, c in counted.items():
+        every = f"{c['all_syscalls']:.2f}" if "all_syscalls" in c else "- (no perf)"
+        out.append(f"| {name} | {c['send_calls']:.3f} | {c['receive_calls']:.3f} | {c['syscalls']:.3f} | {every} "
+                   f"| {c['pdus_sent']:.2f} | {c['pdus_received']:.2f} | {c['bytes_copied']:.0f} |")
     return "\n".join(out)

@@ -95,13 +95,21 @@ def cmd_budget(a, root):
         previous = budget_mod.load_budget(a.write) if a.write and Path(a.write).is_file() else None
         source = budget or previous
         workloads = budget_mod.workloads_of(source) if source else budget_mod.DEFAULT_WORKLOADS
+        if a.only:
+            workloads = {k: w for k, w in workloads.items() if k in a.only}
+            unknown = sorted(set(a.only) - set(workloads))
+            if unknown:
+                raise budget_mod.BudgetError(f"--only: no workload {', '.join(unknown)}")
+        if a.syscalls:
+            return _syscalls(a, budget_mod, tools, workloads)
         ios = a.ios or (source or {}).get("ios", budget_mod.DEFAULT_IOS)
         measured = budget_mod.measure(tools, workloads, ios)
     except budget_mod.BudgetError as e:
         raise runner.RunError(str(e)) from None
     if budget is not None:
         tolerance = budget.get("tolerance", budget_mod.DEFAULT_TOLERANCE)
-        rows = budget_mod.check_workloads(measured, budget_mod.budgets_of(budget), tolerance)
+        rows = budget_mod.check_workloads(measured, budget_mod.budgets_of(budget), tolerance,
+                                          budget_mod.tolerances_of(budget))
         print(f"Instructions per I/O (callgrind, delta of {ios} and {3 * ios} I/Os) against {a.check}:")
         for name, w in workloads.items():
             print(f"  {name}: {w.describe()}")
@@ -119,6 +127,26 @@ def cmd_budget(a, root):
     else:
         print(text, end="")
     return 0
+
+
+def _syscalls(a, budget_mod, tools, workloads):
+    """budget --syscalls: system calls per I/O of the NVMe/TCP workloads;
+    exit 1 when --max-syscalls is given and a workload makes more sendmsg and
+    recvmsg calls per I/O than that."""
+    ios = a.ios or budget_mod.SYSCALL_IOS
+    counted = budget_mod.count_syscalls(tools, workloads, ios)
+    print(f"System calls per I/O (delta of {ios} and {3 * ios} I/Os, native runs):")
+    for name, w in workloads.items():
+        if name in counted:
+            print(f"  {name}: {w.describe()}")
+    print()
+    print(budget_mod.syscalls_markdown(counted))
+    if a.max_syscalls is None:
+        return 0
+    over = [name for name, c in counted.items() if c["syscalls"] > a.max_syscalls]
+    for name in over:
+        print(f"{name}: {counted[name]['syscalls']:.3f} sendmsg+recvmsg per I/O, more than {a.max_syscalls}")
+    return 1 if over else 0
 
 
 def main(root, argv=None):
@@ -160,6 +188,13 @@ def main(root, argv=None):
     b.add_argument("--ios", type=int, help="N of the N and 3N runs (default: the budget's, else 2000)")
     b.add_argument("--build", help="build folder (default: ./build of the source tree)")
     b.add_argument("--engine", help="the engine's .so")
+    b.add_argument("--only", action="append", metavar="WORKLOAD",
+                   help="measure only this workload of the file (repeatable)")
+    b.add_argument("--syscalls", action="store_true",
+                   help="instead of instructions: system calls, PDUs and bytes copied per I/O of the NVMe/TCP "
+                        "workloads (native runs; the engine's info_file counters, and perf stat when usable)")
+    b.add_argument("--max-syscalls", type=float, metavar="PER_IO",
+                   help="with --syscalls: exit 1 when a workload makes more sendmsg+recvmsg calls per I/O")
     a = p.parse_args(argv)
     if getattr(a, "repeats", None) is not None and a.repeats < 1:
         p.error("--repeats must be at least 1")

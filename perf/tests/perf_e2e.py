@@ -315,9 +315,22 @@ def test_datapath_smoke(workdir):
     print(proc.stdout)
 
 
+def test_tcp_syscalls(workdir):
+    """Over NVMe/TCP at QD 32 the engine sends what fio queued between two
+    reaps in one sendmsg and takes many answers per recvmsg: at most one of
+    the two system calls per I/O over 3 × 20,000 4 KiB random reads (counts
+    from the engine's info_file end record, not times)."""
+    proc = perf("budget", "--check", str(BUDGET), "--syscalls", "--only", "tcp-randread",
+                "--max-syscalls", "1")
+    check(proc.returncode == 0, f"budget --syscalls exited {proc.returncode}:\n{proc.stdout}{proc.stderr[-2000:]}")
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| tcp-randread |")]
+    check(len(rows) == 1, f"no tcp-randread row:\n{proc.stdout}")
+    print(proc.stdout)
+
+
 CASES = {"unchanged": test_unchanged, "regressed": test_regressed, "two-hosts": test_two_hosts,
          "gpu-fake": test_gpu_fake, "budget-within": test_budget_within, "budget-over": test_budget_over,
-         "datapath-smoke": test_datapath_smoke}
+         "datapath-smoke": test_datapath_smoke, "tcp-syscalls": test_tcp_syscalls}
 
 
 def main():

@@ -476,12 +476,49 @@ class BudgetWorkloads(unittest.TestCase):
         with self.assertRaisesRegex(budget.BudgetError, "workload 'w' needs 'rw'"):
             budget.load_budget(self.write_file({"workloads": {"w": {"paths": {}}}}))
 
+    def test_a_tcp_workload_reads_back_and_runs_over_tcp(self):
+        workloads = {"tcp-randread": budget.Workload("randread", transport="tcp"),
+                     "randread": budget.Workload("randread")}
+        data = budget.budget_file({"tcp-randread": self.READ, "randread": self.READ}, workloads, 2000, None)
+        self.assertEqual(data["workloads"]["tcp-randread"]["transport"], "tcp")
+        self.assertNotIn("transport", data["workloads"]["randread"])  # rdma, the default
+        loaded = budget.load_budget(self.write_file(data))
+        self.assertEqual(budget.workloads_of(loaded), workloads)
+        tools = runner.Tools("fio", "/e.so", "t", "sv")
+        self.assertIn("--trtype=tcp", budget._fio_args(tools, "a", "1", "n", 5, workloads["tcp-randread"]))
+        self.assertIn("--trtype=rdma", budget._fio_args(tools, "a", "1", "n", 5, workloads["randread"]))
+        self.assertEqual(budget._wrapper(tools, workloads["tcp-randread"]), [])  # no softverbs
+        self.assertEqual(budget._wrapper(tools, workloads["randread"]), ["sv"])
+        # The send happens in getevents, the receive in the TCP queue.
+        self.assertIn("nvmeof::engine::Job::post_deferred(", workloads["tcp-randread"].paths()["commit"])
+        self.assertEqual(workloads["tcp-randread"].paths()["completion"], ("TcpQueue::take_pdus(",))
+        # A TCP workload is held within 25 % (timing moves its polls' share), unless it names its own.
+        self.assertEqual(budget.tolerances_of(loaded), {"tcp-randread": budget.TCP_TOLERANCE})
+        loaded["workloads"]["randread"]["tolerance"] = 0.1
+        self.assertEqual(budget.tolerances_of(loaded)["randread"], 0.1)
+        rows = budget.check_workloads({"tcp-randread": self.READ}, {"tcp-randread": {"completion": 85}}, 0.05,
+                                      {"tcp-randread": 0.25})
+        self.assertEqual({r[1]: r[5] for r in rows}["completion"], "ok")  # 100 ≤ 85 × 1.25
+        self.assertEqual(workloads["randread"].paths(), budget.PATHS)
+        data["workloads"]["tcp-randread"]["transport"] = "udp"
+        with self.assertRaisesRegex(budget.BudgetError, "'tcp-randread': transport must be one of rdma, tcp"):
+            budget.load_budget(self.write_file(data))
+
+    def test_syscall_table(self):
+        counted = {"tcp-randread": {"send_calls": 0.08, "receive_calls": 0.13, "syscalls": 0.21,
+                                    "pdus_sent": 1.0, "pdus_received": 2.0, "bytes_copied": 4096.0}}
+        self.assertIn("| tcp-randread | 0.080 | 0.130 | 0.210 | - (no perf) | 1.00 | 2.00 | 4096 |",
+                      budget.syscalls_markdown(counted))
+
     def test_shipped_budget_workloads(self):
         loaded = budget.load_budget(Path(__file__).resolve().parents[2] / "bench" / "instruction-budget.json")
         workloads = budget.workloads_of(loaded)
-        plain = {(w.rw, w.bs, w.queue_depth) for w in workloads.values() if "nsid" not in w.options}
+        plain = {(w.rw, w.bs, w.queue_depth) for w in workloads.values()
+                 if "nsid" not in w.options and w.transport == "rdma"}
         self.assertEqual(plain, {("randread", "4k", 32), ("randwrite", "4k", 32), ("randread", "4k", 1),
                                  ("randread", "4k", 128), ("randwrite", "128k", 8), ("read", "1m", 4)})
+        tcp = {name: (w.rw, w.bs, w.queue_depth) for name, w in workloads.items() if w.transport == "tcp"}
+        self.assertEqual(tcp, {"tcp-randread": ("randread", "4k", 32), "tcp-randwrite": ("randwrite", "4k", 32)})
         # On the PI namespace: the controller's PI (pi_act=1) and the host's (pi_act=0), both
         # directions, every check; the host's in both layouts (bs 4104 interleaved, 4k staged).
         pi = {(w.rw, w.bs, w.options["pi_act"]) for w in workloads.values()

@@ -424,7 +424,9 @@ runtime=3
 
 
 def read_info_records(path):
-    return [json.loads(line) for line in open(path).read().splitlines()]
+    """The info_file's start records (one per job; each job's end record follows)."""
+    records = [json.loads(line) for line in open(path).read().splitlines()]
+    return [r for r in records if r["record"] == "start"]
 
 
 def test_machine_output(fmt, numjobs, mode):

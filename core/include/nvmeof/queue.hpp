@@ -16,6 +16,7 @@
 
 #include "nvmeof/base/response.hpp"
 #include "nvmeof/base/transfer.hpp"
+#include "nvmeof/base/transport.hpp"
 #include "nvmeof/errors.hpp"
 #include "nvmeof/memory.hpp"
 #include "nvmeof/protection.hpp"
@@ -101,10 +102,16 @@ class IoQueue {
     // Transfers held while the controller reconnects, re-sent once it is back
     // (they complete later, like those in flight).
     std::size_t held() const noexcept;
+    // Transfers finished and not yet handed back: the next poll() returns
+    // them without asking the transport (no system call over NVMe/TCP).
+    std::size_t finished() const noexcept;
     bool failed() const noexcept;
     // How many commands a transfer is split into (0 for an empty one). Up to
     // free_slots() go out at once, the rest as slots free up.
     std::size_t pieces(const Namespace& ns, const Transfer& transfer) const noexcept;
+    // PDUs, system calls and bytes copied so far (zeros over NVMe/RDMA);
+    // off the data path, cheap enough to read once a second.
+    TransportCounters transport_counters() const noexcept;
 
   private:
     QueueImpl* queue_;

@@ -125,12 +125,20 @@ TEST(JobFacts, EndRecordCarriesEachControllersOutages) {
     c.ios_retried = 31;
     c.lost_reason = "said \"no\"";
     facts.controllers.push_back(c);
+    facts.transport = {.pdus_sent = 9,
+                       .pdus_received = 8,
+                       .send_calls = 3,
+                       .receive_calls = 2,
+                       .bytes_copied = 4096,
+                       .bytes_direct = 0};
     const std::string line = e::to_json_line(facts);
     EXPECT_EQ(
         line,
         R"({"record": "end", "job": "rr", "job_number": 2, "pid": 7, "reconnect": [{"traddr": )"
         R"("10.0.0.2", "trsvcid": 4420, "subnqn": "nqn.x", "path": "10.0.0.3:4420", )"
         R"("reconnects": 2, "failed_attempts": 1, "outages_ms": [1200, 800], )"
-        R"("ios_retried": 31, "ios_failed": 0, "ana_moves": 0, "lost": false, "lost_reason": "said \"no\""}]})"
+        R"("ios_retried": 31, "ios_failed": 0, "ana_moves": 0, "lost": false, "lost_reason": "said \"no\""}], )"
+        R"("transport": {"pdus_sent": 9, "pdus_received": 8, "send_calls": 3, "receive_calls": 2, )"
+        R"("bytes_copied": 4096, "bytes_direct": 0}})"
         "\n");
 }

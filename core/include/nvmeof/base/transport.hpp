@@ -26,4 +26,20 @@ std::optional<Transport> parse_transport(std::string_view text) noexcept;
 // controller's default is 4420 over either (nvmeof::kDefaultPort).
 std::uint16_t default_discovery_port(Transport transport) noexcept;
 
+// What a queue's transport did over the queue's life (every connection, its
+// Fabrics Connect included), for "system calls per I/O" and "bytes copied
+// per I/O" (IoQueue::transport_counters()). NVMe/TCP counts all of it; over
+// NVMe/RDMA the data path makes no system call and copies nothing, and every
+// field is 0.
+struct TransportCounters {
+    std::uint64_t pdus_sent = 0;
+    std::uint64_t pdus_received = 0;
+    std::uint64_t send_calls = 0;     // sendmsg
+    std::uint64_t receive_calls = 0;  // recvmsg
+    // Read data copied out of the queue's receive buffer, and received
+    // straight into the caller's memory.
+    std::uint64_t bytes_copied = 0;
+    std::uint64_t bytes_direct = 0;
+};
+
 }  // namespace nvmeof
