@@ -10,7 +10,9 @@
 # Environment: NVMEOF_BUILD_DIR  build tree to test (default REPO/build; must be under the
 #              repository, which the guest sees at the same path), INTEROP_TIMEOUT (whole boot,
 #              default 1200 s), INTEROP_GTEST_FILTER (triage only: --gtest_filter for the
-#              core integration tests). Logs: .cache/interop/last-run/ (console.log = guest kernel log,
+#              core integration tests), INTEROP_ZBD_TESTS (t/zbd test numbers for
+#              linux-host-to-ours-zoned, default all), INTEROP_ZBD_TIMEOUT (t/zbd, default
+#              1200 s). Logs: .cache/interop/last-run/ (console.log = guest kernel log,
 #              logs/<check>.log = every step's output).
 set -euo pipefail
 
@@ -55,7 +57,8 @@ echo "interop: image $image ready after $((SECONDS - t0)) s; booting"
 
 rc=0
 "$here/run-in-guest.sh" --image "$image" --nvmet --timeout "${INTEROP_TIMEOUT:-1200}" --out "$out" -- \
-    env NVMEOF_BUILD_DIR="$build" INTEROP_GTEST_FILTER="${INTEROP_GTEST_FILTER:-}" bash "$here/checks-guest.sh" "${checks[@]}" | sed 's/^/  | /' \
+    env NVMEOF_BUILD_DIR="$build" INTEROP_GTEST_FILTER="${INTEROP_GTEST_FILTER:-}" \
+        INTEROP_ZBD_TESTS="${INTEROP_ZBD_TESTS:-}" INTEROP_ZBD_TIMEOUT="${INTEROP_ZBD_TIMEOUT:-}" bash "$here/checks-guest.sh" "${checks[@]}" | sed 's/^/  | /' \
     || rc=${PIPESTATUS[0]}
 case $rc in
     0|1) summary "no result (the guest run ended early)" ;;
