@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154
+# shellcheck shell=bash disable=SC2154,SC2034
 # The zoned interop checks, sourced by checks-guest.sh (its helpers and variables: begin,
 # finish, problem, say, run_fio, start_target, host_connect, ...).
 #
@@ -38,6 +38,7 @@ expect = {}
 for spec in sys.argv[5:]:
     i, cond, wp = spec.split(":")
     expect[int(i)] = (int(cond), None if wp == "-" else int(wp))
+# blkzone prints the write pointer as an offset into the zone.
 pat = re.compile(r"start: (0x[0-9a-f]+), len (0x[0-9a-f]+), cap (0x[0-9a-f]+), wptr (0x[0-9a-f]+)"
                  r".*zcond: *(\d+)\(\w+\) \[type: (\d+)")
 zones = [m.groups() for m in map(pat.search, lines) if m]
@@ -47,9 +48,9 @@ if len(zones) != count:
 for i, z in enumerate(zones[:count]):
     start, length, zcap, wp, cond, ztype = (int(v, 0) for v in z)
     want_cond, want_wp = expect.get(i, (1, 0))
-    got = f"start {start:#x} len {length:#x} cap {zcap:#x} wp +{wp - start:#x} cond {cond} type {ztype}"
+    got = f"start {start:#x} len {length:#x} cap {zcap:#x} wp +{wp:#x} cond {cond} type {ztype}"
     if (start, length, zcap, ztype) != (i * size, size, cap, 2) or cond != want_cond or \
-            (want_wp is not None and wp - start != want_wp):
+            (want_wp is not None and wp != want_wp):
         want = f"start {i * size:#x} len {size:#x} cap {cap:#x} wp " + \
             ("-" if want_wp is None else f"+{want_wp:#x}") + f" cond {want_cond} type 2"
         problems.append(f"zone {i}: {got}, expected {want}")
@@ -66,13 +67,23 @@ sysfs_expect() {
     [ "$got" = "$3" ] || problem "/sys/block/$1/queue/$2 is '$got', expected '$3'"
 }
 
-# zoned_path_scheduler DEV: mq-deadline on the request-based devices under DEV (the path
-# devices nvmeXcYnZ where the host uses native multipath, else DEV itself): without it writes
+# zoned_request_devices DEV: the request-based devices of namespace DEV: the path devices
+# nvmeXcYnZ where the host uses native multipath (DEV is then the head), else DEV itself.
+zoned_request_devices() {
+    local dev=$1 q found=""
+    for q in /sys/block/"${dev%n*}"c*n"${dev##*n}"; do
+        [ -e "$q/queue/scheduler" ] && found+=" ${q##*/}"
+    done
+    echo "${found:-$dev}"
+}
+
+# zoned_path_scheduler DEV: mq-deadline on DEV's request-based devices: without it writes
 # above queue depth 1 reach a zone out of order (Zone Invalid Write).
 zoned_path_scheduler() {
     local dev=$1 q n=0
-    for q in /sys/block/"${dev%n*}"c*n"${dev##*n}"/queue/scheduler /sys/block/"$dev"/queue/scheduler; do
-        [ -e "$q" ] && grep -q mq-deadline "$q" || continue
+    for q in $(zoned_request_devices "$dev"); do
+        q=/sys/block/$q/queue/scheduler
+        grep -qs mq-deadline "$q" || continue
         echo mq-deadline > "$q" && n=$((n + 1))
         echo "$q: $(cat "$q")" >> "$log"
     done
@@ -103,8 +114,13 @@ zoned_host_basics() {
     sysfs_expect "$dev" zoned host-managed
     sysfs_expect "$dev" nr_zones "$zoned_ns1_zones"
     sysfs_expect "$dev" chunk_sectors "$zoned_zone_sectors"
-    sysfs_expect "$dev" max_open_zones "$zoned_ns1_max_open"
-    sysfs_expect "$dev" max_active_zones "$zoned_ns1_max_active"
+    # The limits (MOR, MAR): 6.1 keeps them on the request queue of the path device, and a
+    # native multipath head (nvmeXnY over nvmeXcYnZ) reports 0, no limit.
+    local path
+    for path in $(zoned_request_devices "$dev"); do
+        sysfs_expect "$path" max_open_zones "$zoned_ns1_max_open"
+        sysfs_expect "$path" max_active_zones "$zoned_ns1_max_active"
+    done
     say "  zone_append_max_bytes $(cat /sys/block/"$dev"/queue/zone_append_max_bytes 2>/dev/null)"
     [ "$(cat /sys/block/"$dev"/queue/zone_append_max_bytes 2>/dev/null)" -gt 0 ] 2>/dev/null \
         || problem "zone_append_max_bytes is not above 0 (Linux found no Zone Append)"
