@@ -213,7 +213,7 @@ linux_host_to_ours_zoned() {
         zoned_host_basics "$host_dev"
         local dev2="${host_dev%n*}n2"
         if [ "$with_t_zbd" = 1 ]; then
-            if [ -b "/dev/$dev2" ]; then zoned_t_zbd "$dev2"
+            if [ -b "/dev/$dev2" ]; then zoned_path_scheduler "$dev2"; zoned_t_zbd "$dev2"
             else problem "no block device $dev2 for namespace 2"; fi
         fi
     fi
