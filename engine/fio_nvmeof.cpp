@@ -27,6 +27,7 @@
 #include "job_facts.hpp"
 #include "output.hpp"
 #include "probe.hpp"
+#include "zoned.hpp"
 
 #ifndef FIO_EXPECTED_VERSION
 #error "FIO_EXPECTED_VERSION must name the fio release the headers come from"
@@ -206,6 +207,15 @@ fio_option engine_options[] = {
     NVMEOF_STRING_OPTION("digest_enable", digest_enable,
                          "NVMe/TCP digests asked for (SPDK's): HEADER, DATA, BOTH or NONE (any "
                          "case; default NONE); no effect over RDMA"),
+    // SPDK's zone options, with SPDK's meanings (zoned.hpp).
+    NVMEOF_BOOL_OPTION("initial_zone_reset", initial_zone_reset,
+                       "1: reset every zone of each zoned namespace once, before the job starts "
+                       "(Zone Management Send, Select All)",
+                       "0"),
+    NVMEOF_BOOL_OPTION("zone_append", zone_append,
+                       "1: send writes to zoned namespaces as Zone Append to their zone's start "
+                       "(needs zonemode=zbd); 0: as Writes",
+                       "0"),
     NVMEOF_IGNORED_OPTION(0),
     NVMEOF_IGNORED_OPTION(1),
     NVMEOF_IGNORED_OPTION(2),
@@ -226,11 +236,9 @@ fio_option engine_options[] = {
     NVMEOF_IGNORED_OPTION(17),
     NVMEOF_IGNORED_OPTION(18),
     NVMEOF_IGNORED_OPTION(19),
-    NVMEOF_IGNORED_OPTION(20),
-    NVMEOF_IGNORED_OPTION(21),
     fio_option{.name = nullptr},
 };
-static_assert(kSpdkIgnoredOptions.size() == 22, "one NVMEOF_IGNORED_OPTION per ignored name");
+static_assert(kSpdkIgnoredOptions.size() == 20, "one NVMEOF_IGNORED_OPTION per ignored name");
 static_assert(kDefaultConnectTimeoutMs == 30000 && kDefaultIoTimeoutMs == 30000,
               "keep the option defaults above in step");
 
@@ -369,6 +377,20 @@ void use_discovered_subsystems(thread_data* td) {
     options_of(td).files_discovered = true;
 }
 
+// fio shares one zone state (write pointers, open zones, zone locks) among
+// the jobs whose files have the same name. A job without `filename` gets files
+// fio names after the job and its clone number (w.0.0, w.1.0), so numjobs=2 on
+// one zoned namespace would write its zones as two strangers, each failing the
+// other's writes. In zonemode=zbd those files take their target's canonical
+// name instead, the same in every clone.
+void name_files_by_target(thread_data* td) {
+    if (td->o.zone_mode != ZONE_MODE_ZBD || td->o.filename != nullptr ||
+        options_of(td).files_discovered) {
+        return;
+    }
+    replace_files(td, specs_of(td));
+}
+
 // fio runs a job whose start offset is at or past the end of its file and
 // moves nothing, without a word (a range only partly past the end it truncates
 // itself). fio computes the start (offset, offset=N%, offset_increment for the
@@ -470,6 +492,7 @@ int nvmeof_setup(thread_data* td) {
         check_secret_options(o.dhchap_secret, o.dhchap_ctrl_secret);
         const ProtectionOptions protection = protection_options(o);
         use_discovered_subsystems(td);  // every file's spec resolves, before anything connects
+        name_files_by_target(td);
         const std::vector<TargetSpec> specs = specs_of(td);
         // digest_enable means something where a file is over TCP.
         const bool digest_ignored = parse_digest_enable(o.digest_enable).given &&
@@ -489,6 +512,11 @@ int nvmeof_setup(thread_data* td) {
             fio_file_set_size_known(td->files[i]);
         }
         note_protection_options(td, protection, specs, p);
+        std::copy(std::begin(p.zones), std::end(p.zones), std::begin(options_of(td).zones));
+        if (const std::string note = check_zone_options(td, o, specs); !note.empty()) {
+            say_once("nvmeof: " + std::string(td->o.name) + ": " + note, say_note);
+        }
+        mark_zoned_files(td, o);
         check_start_offsets(td, specs);
         return 0;
     } catch (const std::exception& error) {
@@ -555,6 +583,44 @@ io_u* nvmeof_event(thread_data* td, int index) {
     return job_of(td)->event(index);
 }
 
+// fio's zone hooks (zonemode=zbd), zoned.hpp. fio wants a negative errno and
+// reads errno for its own line after the engine's.
+int zone_hook_failed(thread_data* td, const char* hook, const std::exception& error) {
+    report(td, hook, error);
+    errno = error_number(error);
+    return -errno;
+}
+
+int nvmeof_get_zoned_model(thread_data* td, fio_file* f, zbd_zoned_model* model) {
+    *model = zoned_model(options_of(td), f);
+    return 0;
+}
+
+int nvmeof_report_zones(thread_data* td, fio_file* f, std::uint64_t offset, zbd_zone* zones,
+                        unsigned int nr_zones) {
+    try {
+        const std::vector<zbd_zone> found = report_zones(td, spec_of(td, f), f, offset, nr_zones);
+        std::copy(found.begin(), found.end(), zones);
+        return static_cast<int>(found.size());
+    } catch (const std::exception& error) {
+        return zone_hook_failed(td, "report_zones", error);
+    }
+}
+
+int nvmeof_reset_wp(thread_data* td, fio_file* f, std::uint64_t offset, std::uint64_t length) {
+    try {
+        reset_zones(td, spec_of(td, f), f, offset, length);
+        return 0;
+    } catch (const std::exception& error) {
+        return zone_hook_failed(td, "reset_wp", error);
+    }
+}
+
+int nvmeof_get_max_open_zones(thread_data* td, fio_file* f, unsigned int* max_open) {
+    *max_open = max_open_zones(options_of(td), f);
+    return 0;
+}
+
 int nvmeof_open_file(thread_data*, fio_file*) {
     return 0;
 }
@@ -581,6 +647,10 @@ ioengine_ops engine_ops = {
     .close_file = nvmeof_close_file,
     .iomem_alloc = nvmeof_iomem_alloc,
     .iomem_free = nvmeof_iomem_free,
+    .get_zoned_model = nvmeof_get_zoned_model,
+    .report_zones = nvmeof_report_zones,
+    .reset_wp = nvmeof_reset_wp,
+    .get_max_open_zones = nvmeof_get_max_open_zones,
     .option_struct_size = sizeof(EngineOptions),
     .options = engine_options,
 };

@@ -53,7 +53,16 @@ bool Job::completion_near() const {
 }
 
 void Job::fail_unit(io_u* unit, const CompletionStatus& status) {
-    complete_with_error(unit, status.error_number(), describe(status));
+    std::string why = describe(status);
+    const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+    if (unit->ddir == DDIR_WRITE && status.nvme.is(wire::ZonedStatus::zone_invalid_write) &&
+        controllers_[file.controller].controller.reconnect_stats().transfers_retried != 0) {
+        // The core re-sends a zoned write held through an outage; the zone's
+        // write pointer refuses it if the first reached the controller.
+        why += ": if a reconnect re-sent it, the write had reached the controller before the "
+               "outage and moved the zone's write pointer (a zoned write is never applied twice)";
+    }
+    complete_with_error(unit, status.error_number(), why);
 }
 
 void Job::reject(io_u* unit, int error, const char* why) {
@@ -80,7 +89,7 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
             transfer.op = Op::read;
             break;
         case DDIR_WRITE:
-            transfer.op = Op::write;
+            transfer.op = file.append_zone_blocks != 0 ? Op::zone_append : Op::write;
             break;
         case DDIR_TRIM:
             transfer.op = Op::deallocate;
@@ -108,7 +117,10 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     }
     transfer.slba = unit->offset >> lba_shift;
     transfer.blocks = unit->xfer_buflen >> lba_shift;
-    if (transfer.op == Op::read || transfer.op == Op::write) {
+    if (transfer.op == Op::zone_append) {
+        transfer.slba -= transfer.slba % file.append_zone_blocks;  // the zone's start
+    }
+    if (transfer.op == Op::read || transfer.op == Op::write || transfer.op == Op::zone_append) {
         // This controller's registration of the arena; GPU buffers: the same
         // offset in the GPU arena as in the host mirror.
         transfer.memory = &controller.arena;
@@ -271,14 +283,16 @@ void Job::finish_unusual(std::size_t first, std::size_t count) {
     for (std::size_t i = first; i < first + count; ++i) {
         const Completion& completion = completions_[i];
         auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
+        const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
         if (!completion.status.ok()) {
             fail_unit(unit, completion.status);
+        } else if (unit->ddir == DDIR_WRITE && file.append_zone_blocks != 0) {
+            check_append(unit, file, completion.append_lba);
         } else if (unit->ddir != DDIR_READ) {
             continue;
         } else if (gpu_verify_) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
-        } else if (const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
-                   file.layout != nullptr && file.layout->finishes_reads()) {
+        } else if (file.layout != nullptr && file.layout->finishes_reads()) {
             finish_protected_read(unit, file);
         }
     }

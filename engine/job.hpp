@@ -33,6 +33,20 @@ namespace nvmeof::engine {
 // Text options live inside the struct (not on the heap): fio copies this struct
 // from job to job with memcpy and frees only the strings it stored itself.
 inline constexpr std::size_t kOptionTextSize = 256;  // an NQN is at most 223 bytes
+// Files one job may name: what setup() learns per file is kept in fixed-size
+// arrays (the probe's reply to fio's parent, the zone facts below).
+inline constexpr std::size_t kMaxFilesPerJob = 256;
+
+// What setup() learns of a file's namespace for fio's zone hooks (zoned.hpp).
+// Sizes are in fio's file: blocks of the file's layout.
+struct ZoneFacts {
+    bool zoned = false;
+    std::uint32_t max_open_zones = 0;  // 0: no limit
+    std::uint32_t block_bytes = 0;     // per block in fio's file
+    std::uint32_t metadata_bytes = 0;  // per block; the namespace's format
+    std::uint64_t zone_bytes = 0;      // a zone's size
+    std::uint64_t zone_append_max_bytes = 0;  // 0: the controller has no Zone Append
+};
 
 struct EngineOptions {
     void* pad;
@@ -66,9 +80,14 @@ struct EngineOptions {
     char md_per_io_size[kOptionTextSize];
     char digest_enable[kOptionTextSize];  // SPDK's: NVMe/TCP digests (parse_digest_enable)
     std::uint64_t spdk_ignored;           // bit i: kSpdkIgnoredOptions[i] was given
+    // SPDK's zone options (zoned.hpp): reset every zone once in setup(); send
+    // writes to zoned namespaces as Zone Append.
+    unsigned int initial_zone_reset;
+    unsigned int zone_append;
     // Learned by setup():
     unsigned int pieces_per_io_u;
     bool files_discovered;  // the files are what a discovery spec listed (their names say all)
+    ZoneFacts zones[kMaxFilesPerJob];  // per file, in fio's file order
 };
 
 OptionValues option_values(const EngineOptions& options);
@@ -116,6 +135,9 @@ struct alignas(256) FileSlot {
     // A namespace with metadata: its layout, protection and the host's part
     // (job_protection.cpp); nullptr on a namespace without metadata.
     const FileLayout* layout = nullptr;
+    // zone_append=1 on a zoned namespace: its zone size in blocks, and its
+    // writes go as Zone Append to their zone's start; 0: writes are Writes.
+    std::uint64_t append_zone_blocks = 0;
 };
 static_assert(std::has_single_bit(sizeof(FileSlot)), "queue() indexes files_ with a shift");
 
@@ -139,6 +161,10 @@ class Job {
     // Out of line: with nothing deferred (Post::now), commit() is one check.
     [[gnu::noinline]] void post_deferred() noexcept;
     int getevents(unsigned int min, unsigned int max, const timespec* t);
+    // The namespace of fio file `f`, for fio's zone hooks in the job (reports,
+    // resets): every deferred I/O is posted first, so that a zone command never
+    // overtakes a write queued before it.
+    Namespace& namespace_for_zone_command(const fio_file* f);
     io_u* event(int index) {
         return reinterpret_cast<io_u*>(
             static_cast<std::uintptr_t>(completions_[static_cast<std::size_t>(index)].user_data));
@@ -163,6 +189,11 @@ class Job {
     // A read on such a namespace completed: its PI checked by the host, its
     // data copied out of the bounce area; a mismatch fails it with EILSEQ.
     void finish_protected_read(io_u* unit, const FileSlot& file);
+    // zone_append=1: the files whose writes go as Zone Append (zoned.cpp).
+    void choose_zone_appends(const EngineOptions& options);
+    // A Zone Append succeeded at `written_at`: fio 3.33 cannot move an I/O to
+    // where the controller put it, so anywhere but where fio placed it fails.
+    void check_append(io_u* unit, const FileSlot& file, std::uint64_t written_at);
     // The io_u's part of the bounce area (data-only layout).
     std::byte* bounce_of(const io_u* unit) const;
     // Sets each file's layout (files_ and layouts_ in step) and sizes the bounce area.

@@ -141,6 +141,7 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
       keep_alive_(options.keep_alive_ms != 0 || options.ctrl_loss_tmo_ms != 0) {
     connect_all(specs, options);
     choose_layouts(specs, options);
+    choose_zone_appends(options);
     clamp_iodepth();
     for (ControllerSlot& slot : controllers_) {
         waitable_.push_back(&slot.controller);
@@ -341,8 +342,10 @@ void Job::record_facts(const EngineOptions& options) const {
 }
 
 void* Job::allocate_buffers(std::size_t bytes) {
+    // Reads the host finishes, and Zone Appends whose LBA is checked.
     finish_every_ =
-        std::ranges::any_of(layouts_, [](const FileLayout& l) { return l.finishes_reads(); });
+        std::ranges::any_of(layouts_, [](const FileLayout& l) { return l.finishes_reads(); }) ||
+        std::ranges::any_of(files_, [](const FileSlot& f) { return f.append_zone_blocks != 0; });
     if (gpu_ < 0) {
         // fio's buffers, then the bounce area (if a file stages): allocated
         // (and owned) through the first controller, registered with the others.
@@ -401,7 +404,8 @@ void Job::prepare_common_case() {
     for (FileSlot& file : files_) {
         ControllerSlot& controller = controllers_[file.controller];
         const bool common = controller.queue_count == 1 && !gpu_verify_ &&
-                            (file.layout == nullptr || file.layout->common_path());
+                            (file.layout == nullptr || file.layout->common_path()) &&
+                            file.append_zone_blocks == 0;
         file.only_queue = common ? &queues_[controller.first_queue] : nullptr;
         file.arena = &controller.arena;
         file.protection = file.layout != nullptr ? file.layout->protection : Protection{};

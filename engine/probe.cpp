@@ -12,6 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include "zoned.hpp"
+
 namespace nvmeof::engine {
 
 // The errno of a job's failure, for fio's job error.
@@ -132,6 +134,11 @@ Probe probe(thread_data* td, const std::vector<TargetSpec>& specs, const EngineO
         const FileLayout layout = file_layout(td, options, spec, ns.format());
         result.file_size[i] = ns.size_lbas() * layout.block_bytes;
         result.format[i] = ns.format();
+        result.zones[i] = zone_facts(ns, layout);
+        if (options.initial_zone_reset != 0 && ns.info().zoned) {
+            // SPDK's initial_zone_reset: every zone, once, before fio reads them.
+            ns.zone_action(ZoneAction::reset, 0, ZoneSelect::all);
+        }
         // Commands the largest I/O takes: whole blocks of what travels per command.
         const std::uint64_t per_command = controller.limits().max_transfer_bytes;
         const std::uint64_t blocks = td_max_bs(td) / layout.block_bytes;

@@ -15,14 +15,13 @@
 namespace nvmeof::engine {
 
 inline constexpr std::uint16_t kProbeQueueDepth = 2;  // setup() only reads the geometry
-// Files one job may name: the probe's reply to fio's parent is a fixed-size record.
-inline constexpr std::size_t kMaxFilesPerJob = 256;
 
 // What setup() learns from the targets.
 struct Probe {
     unsigned int file_count;
     unsigned long long file_size[kMaxFilesPerJob];  // per file, in fio's file order
     BlockFormat format[kMaxFilesPerJob];            // per file: metadata and PI
+    ZoneFacts zones[kMaxFilesPerJob];               // per file: zoned or not, zone geometry
     unsigned int pieces_per_io_u;                   // commands per largest I/O, most of any file
 };
 
