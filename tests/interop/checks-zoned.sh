@@ -8,11 +8,12 @@
 #     null_blk, over RDMA and TCP.
 
 # Namespace 1: zone capacity below the zone size and both limits, for the report and state
-# checks and the fio jobs; namespace 2: capacity = size and an open limit, for t/zbd (fio 3.33
-# does not know the active limit). Zone sizes are a power of two in blocks, as Linux requires.
+# checks and the fio jobs; namespace 2: capacity = size, an open limit and 256 zones (t/zbd's
+# tests 3, 4, 28, 29, 48 and 58 want 65 to 130), for t/zbd (fio 3.33 does not know the active
+# limit). Zone sizes are a power of two in blocks, as Linux requires.
 zoned_zone_mib=4
 zoned_ns1="ram:128M:zoned=4M,cap=3M,max_open=4,max_active=8"
-zoned_ns2="ram:128M:zoned=4M,max_open=8"
+zoned_ns2="ram:128M:zoned=512K,max_open=8"
 zoned_ns1_zones=32 zoned_ns1_cap_sectors=6144 zoned_ns1_max_open=4 zoned_ns1_max_active=8
 zoned_zone_sectors=$((zoned_zone_mib * 2048))
 our_port_host_zoned=4425
@@ -182,7 +183,7 @@ zoned_t_zbd() {
     say "  t/zbd/test-zbd-support on /dev/$dev (tests: ${zbd_tests:-all})"
     local t0=$SECONDS rc=0
     # Its verdicts as they come (not on a terminal, it prints them without colours).
-    (cd "$tree/t/zbd" && timeout -k 10 "${INTEROP_ZBD_TIMEOUT:-1200}" ./test-zbd-support "${args[@]}" "/dev/$dev") \
+    (cd "$tree/t/zbd" && timeout -k 10 "${INTEROP_ZBD_TIMEOUT:-1800}" ./test-zbd-support "${args[@]}" "/dev/$dev") \
         > "$INTEROP_OUT/zbd-results" 2>&1 || rc=$?
     cat "$INTEROP_OUT/zbd-results" >> "$log"
     mkdir -p "$INTEROP_OUT/logs/zbd"
@@ -192,15 +193,16 @@ zoned_t_zbd() {
     fail="$(grep -oE 'Running test [0-9]+ \.\.\. FAIL' "$INTEROP_OUT/zbd-results" | awk '{print $3}' | xargs)"
     skip="$(grep -oE 'Running test [0-9]+ \.\.\. SKIP' "$INTEROP_OUT/zbd-results" | awk '{print $3}' | xargs)"
     say "  t/zbd after $((SECONDS - t0)) s (exit $rc): pass [$pass] fail [$fail] skip [$skip]"
-    [ $rc -ne 124 ] || problem "t/zbd did not finish within ${INTEROP_ZBD_TIMEOUT:-1200} s"
+    [ $rc -ne 124 ] || problem "t/zbd did not finish within ${INTEROP_ZBD_TIMEOUT:-1800} s"
     [ -n "$pass" ] || problem "t/zbd passed no test: $(head -3 "$INTEROP_OUT/zbd-results" | tr '\n' '|')"
     local f
     for f in $fail; do
         case " $zbd_known_failures " in *" $((10#$f)) "*) ;; *) problem "t/zbd test $f failed" ;; esac
     done
 }
-# t/zbd tests that fail for causes outside our target (docs/zoned.md has each).
-zbd_known_failures=""
+# t/zbd tests that fail for causes outside our target (docs/zoned.md has each): 54 trips an
+# assertion of fio 3.33 itself (zbd_replay_write_order), on a zoned null_blk the same.
+zbd_known_failures="54"
 
 # linux_host_to_ours_zoned NAME TRTYPE PORT WITH_T_ZBD [TARGET OPTION...]
 linux_host_to_ours_zoned() {
