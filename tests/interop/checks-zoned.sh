@@ -21,11 +21,11 @@ our_port_host_tcp_zoned=4426
 # t/zbd's tests to run (INTEROP_ZBD_TESTS, space separated; empty: all of them).
 zbd_tests="${INTEROP_ZBD_TESTS-}"
 
-# zone_report_check DEV LABEL [INDEX:COND:WP_OFFSET...]: blkzone's report of DEV lists
-# $zoned_ns1_zones zones of $zoned_zone_sectors sectors, capacity $2's, each empty (condition 1,
-# write pointer at its start) but the ones named: condition COND, write pointer WP_OFFSET sectors
-# into the zone ("-": not checked). A full zone has no write pointer in our report; Linux puts
-# it at the zone's end.
+# zone_report_check DEV LABEL [INDEX:COND:WP_OFFSET...]: blkzone's report of DEV (namespace 1)
+# lists $zoned_ns1_zones zones of $zoned_zone_sectors sectors and $zoned_ns1_cap_sectors sectors
+# of capacity, each empty (condition 1, write pointer at its start) but the ones named:
+# condition COND, write pointer WP_OFFSET sectors into the zone ("-": not checked). A full zone
+# has no write pointer in our report; Linux puts it at the zone's end.
 zone_report_check() {
     local dev=$1 label=$2; shift 2
     local verdict
@@ -165,10 +165,9 @@ zoned_host_basics() {
 }
 
 # fio's own zoned test script (fio 3.33's t/zbd/test-zbd-support, from the fetched source)
-# on DEV: every test's verdict goes to the log and $INTEROP_OUT/zbd-results, a failing test's
-# fio log to logs/zbd/. A failing t/zbd test is reported, not a problem of the check: each
-# known failure has its cause in docs/zoned.md, and the check fails on a test that passed
-# there and fails now.
+# on DEV: every test's verdict goes to the log and $INTEROP_OUT/zbd-results, each test's fio
+# log to logs/zbd/. A test in zbd_known_failures that fails is reported only (docs/zoned.md has
+# each cause); any other failing test fails the check.
 zoned_t_zbd() {
     local dev=$1 src="$INTEROP_REPO/.cache/fio-src/t/zbd"
     if [ ! -x "$src/test-zbd-support" ]; then
