@@ -55,12 +55,13 @@ bool Job::completion_near() const {
 void Job::fail_unit(io_u* unit, const CompletionStatus& status) {
     std::string why = describe(status);
     const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
-    if (unit->ddir == DDIR_WRITE && status.nvme.is(wire::ZonedStatus::zone_invalid_write) &&
+    if (unit->ddir == DDIR_WRITE && status.zone_invalid_write() &&
         controllers_[file.controller].controller.reconnect_stats().transfers_retried != 0) {
         // The core re-sends a zoned write held through an outage; the zone's
         // write pointer refuses it if the first reached the controller.
-        why += ": if a reconnect re-sent it, the write had reached the controller before the "
-               "outage and moved the zone's write pointer (a zoned write is never applied twice)";
+        why +=
+            ": if a reconnect re-sent it, the write had reached the controller before the "
+            "outage and moved the zone's write pointer (a zoned write is never applied twice)";
     }
     complete_with_error(unit, status.error_number(), why);
 }
@@ -89,7 +90,7 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
             transfer.op = Op::read;
             break;
         case DDIR_WRITE:
-            transfer.op = file.append_zone_blocks != 0 ? Op::zone_append : Op::write;
+            transfer.op = file.zone_append ? Op::zone_append : Op::write;
             break;
         case DDIR_TRIM:
             transfer.op = Op::deallocate;
@@ -118,7 +119,7 @@ bool Job::build_transfer(io_u* unit, const FileSlot& file, ControllerSlot& contr
     transfer.slba = unit->offset >> lba_shift;
     transfer.blocks = unit->xfer_buflen >> lba_shift;
     if (transfer.op == Op::zone_append) {
-        transfer.slba -= transfer.slba % file.append_zone_blocks;  // the zone's start
+        transfer.slba -= transfer.slba % file.zone_blocks;  // the zone's start
     }
     if (transfer.op == Op::read || transfer.op == Op::write || transfer.op == Op::zone_append) {
         // This controller's registration of the arena; GPU buffers: the same
@@ -173,6 +174,9 @@ fio_q_status Job::queue_unusual(io_u* unit, const FileSlot& file,
 }
 
 fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot& controller) {
+    if (unit->ddir == DDIR_TRIM && td_->o.zone_mode == ZONE_MODE_ZBD && file.ns.info().zoned) {
+        return trim_as_zone_reset(unit);
+    }
     Transfer transfer;
     if (!build_transfer(unit, file, controller, transfer)) {
         return FIO_Q_COMPLETED;
@@ -186,7 +190,14 @@ fio_q_status Job::queue_general(io_u* unit, const FileSlot& file, ControllerSlot
     stamp_before_post(unit);
     // Round robin over the controller's queues, starting after the last one used.
     std::size_t index = controller.next_queue;
-    for (std::size_t tried = 0; tried < controller.queue_count; ++tried) {
+    std::size_t tries = controller.queue_count;
+    if (file.zone_blocks != 0 && (transfer.op == Op::write || transfer.op == Op::zone_append)) {
+        // The zone's own queue, and only it: on another a later write could
+        // overtake an earlier one and miss the write pointer.
+        index = transfer.slba / file.zone_blocks % controller.queue_count;
+        tries = 1;
+    }
+    for (std::size_t tried = 0; tried < tries; ++tried) {
         IoQueue& q = queues_[controller.first_queue + index];
         if (++index == controller.queue_count) {
             index = 0;
@@ -283,16 +294,16 @@ void Job::finish_unusual(std::size_t first, std::size_t count) {
     for (std::size_t i = first; i < first + count; ++i) {
         const Completion& completion = completions_[i];
         auto* unit = reinterpret_cast<io_u*>(static_cast<std::uintptr_t>(completion.user_data));
-        const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
         if (!completion.status.ok()) {
             fail_unit(unit, completion.status);
-        } else if (unit->ddir == DDIR_WRITE && file.append_zone_blocks != 0) {
-            check_append(unit, file, completion.append_lba);
         } else if (unit->ddir != DDIR_READ) {
-            continue;
+            if (zone_appends_ && unit->ddir == DDIR_WRITE) {
+                check_append(unit, completion.append_lba);
+            }
         } else if (gpu_verify_) {
             gpu_copy(unit, false);  // after poll() flushed the GPUDirect writes
-        } else if (file.layout != nullptr && file.layout->finishes_reads()) {
+        } else if (const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+                   file.layout != nullptr && file.layout->finishes_reads()) {
             finish_protected_read(unit, file);
         }
     }

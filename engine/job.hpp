@@ -41,10 +41,10 @@ inline constexpr std::size_t kMaxFilesPerJob = 256;
 // Sizes are in fio's file: blocks of the file's layout.
 struct ZoneFacts {
     bool zoned = false;
-    std::uint32_t max_open_zones = 0;  // 0: no limit
-    std::uint32_t block_bytes = 0;     // per block in fio's file
-    std::uint32_t metadata_bytes = 0;  // per block; the namespace's format
-    std::uint64_t zone_bytes = 0;      // a zone's size
+    std::uint32_t max_open_zones = 0;         // 0: no limit
+    std::uint32_t block_bytes = 0;            // per block in fio's file
+    std::uint32_t metadata_bytes = 0;         // per block; the namespace's format
+    std::uint64_t zone_bytes = 0;             // a zone's size
     std::uint64_t zone_append_max_bytes = 0;  // 0: the controller has no Zone Append
 };
 
@@ -135,9 +135,11 @@ struct alignas(256) FileSlot {
     // A namespace with metadata: its layout, protection and the host's part
     // (job_protection.cpp); nullptr on a namespace without metadata.
     const FileLayout* layout = nullptr;
-    // zone_append=1 on a zoned namespace: its zone size in blocks, and its
-    // writes go as Zone Append to their zone's start; 0: writes are Writes.
-    std::uint64_t append_zone_blocks = 0;
+    // A zoned namespace: its zone size in blocks (0: not zoned). A zone's
+    // writes all go through one of the controller's queues, so that they
+    // reach its write pointer in the order fio issued them.
+    std::uint64_t zone_blocks = 0;
+    bool zone_append = false;  // zone_append=1: writes go as Zone Append to their zone's start
 };
 static_assert(std::has_single_bit(sizeof(FileSlot)), "queue() indexes files_ with a shift");
 
@@ -189,11 +191,16 @@ class Job {
     // A read on such a namespace completed: its PI checked by the host, its
     // data copied out of the bounce area; a mismatch fails it with EILSEQ.
     void finish_protected_read(io_u* unit, const FileSlot& file);
-    // zone_append=1: the files whose writes go as Zone Append (zoned.cpp).
-    void choose_zone_appends(const EngineOptions& options);
+    // Each zoned file's zone size, and with zone_append=1 its writes as Zone
+    // Append (zoned.cpp).
+    void choose_zone_writes(const EngineOptions& options);
     // A Zone Append succeeded at `written_at`: fio 3.33 cannot move an I/O to
     // where the controller put it, so anywhere but where fio placed it fails.
-    void check_append(io_u* unit, const FileSlot& file, std::uint64_t written_at);
+    void check_append(io_u* unit, std::uint64_t written_at);
+    // A trim of a zoned namespace's zone in zonemode=zbd is fio's zone reset
+    // (do_io_u_trim, which calls reset_wp), run inline as SPDK's plugin has
+    // fio run it (FIO_ASYNCIO_SYNC_TRIM) rather than a Dataset Management.
+    fio_q_status trim_as_zone_reset(io_u* unit);
     // The io_u's part of the bounce area (data-only layout).
     std::byte* bounce_of(const io_u* unit) const;
     // Sets each file's layout (files_ and layouts_ in step) and sizes the bounce area.
@@ -250,8 +257,10 @@ class Job {
     std::byte* arena_base_ = nullptr;  // what io_u buffers are offsets from
     std::byte* mirror_ = nullptr;      // host mirror of the GPU arena (fio's orig_buffer)
     bool gpu_verify_ = false;          // copy through the mirror around each I/O
-    // Every completion goes through finish_unusual (GPU mirrors, reads to finish).
+    // Every completion goes through finish_unusual (GPU mirrors, reads to
+    // finish, Zone Appends to check).
     bool finish_every_ = false;
+    bool zone_appends_ = false;        // some file's writes go as Zone Append (check_append)
     std::vector<FileLayout> layouts_;  // per file (files_[i].layout points here when it applies)
     // The bounce area, after fio's buffers in the registered arena: one slot
     // per io_u (by io_u->index) for the data-only layout's staging.

@@ -91,9 +91,14 @@ Options controller_options(const TargetSpec& spec, const EngineOptions& options,
 namespace {
 
 // Slots per queue so that iodepth transfers of `pieces` commands each fit,
-// plus the one slot NVMe keeps free.
+// plus the one slot NVMe keeps free. In zonemode=zbd every queue holds the
+// whole iodepth: a zone's writes all take one queue (Job::queue_general), and
+// a busy queue must not happen there, since fio 3.33 moves the zone's write
+// pointer past a write it is told is busy and lets another job write the zone
+// before the requeued one.
 std::uint16_t wanted_queue_depth(const thread_data* td, const EngineOptions& options) {
-    const std::uint64_t queues = std::max(1u, options.nr_io_queues);
+    const std::uint64_t queues =
+        td->o.zone_mode == ZONE_MODE_ZBD ? 1 : std::max(1u, options.nr_io_queues);
     const std::uint64_t pieces = std::max(1u, options.pieces_per_io_u);
     const std::uint64_t per_queue = (td->o.iodepth * pieces + queues - 1) / queues + 1;
     return static_cast<std::uint16_t>(std::min<std::uint64_t>(per_queue, 0xFFFF));
@@ -141,7 +146,7 @@ Job::Job(thread_data* td, const std::vector<TargetSpec>& specs, const EngineOpti
       keep_alive_(options.keep_alive_ms != 0 || options.ctrl_loss_tmo_ms != 0) {
     connect_all(specs, options);
     choose_layouts(specs, options);
-    choose_zone_appends(options);
+    choose_zone_writes(options);
     clamp_iodepth();
     for (ControllerSlot& slot : controllers_) {
         waitable_.push_back(&slot.controller);
@@ -343,9 +348,10 @@ void Job::record_facts(const EngineOptions& options) const {
 
 void* Job::allocate_buffers(std::size_t bytes) {
     // Reads the host finishes, and Zone Appends whose LBA is checked.
+    zone_appends_ = std::ranges::any_of(files_, [](const FileSlot& f) { return f.zone_append; });
     finish_every_ =
         std::ranges::any_of(layouts_, [](const FileLayout& l) { return l.finishes_reads(); }) ||
-        std::ranges::any_of(files_, [](const FileSlot& f) { return f.append_zone_blocks != 0; });
+        zone_appends_;
     if (gpu_ < 0) {
         // fio's buffers, then the bounce area (if a file stages): allocated
         // (and owned) through the first controller, registered with the others.
@@ -405,7 +411,7 @@ void Job::prepare_common_case() {
         ControllerSlot& controller = controllers_[file.controller];
         const bool common = controller.queue_count == 1 && !gpu_verify_ &&
                             (file.layout == nullptr || file.layout->common_path()) &&
-                            file.append_zone_blocks == 0;
+                            !file.zone_append;
         file.only_queue = common ? &queues_[controller.first_queue] : nullptr;
         file.arena = &controller.arena;
         file.protection = file.layout != nullptr ? file.layout->protection : Protection{};

@@ -106,16 +106,11 @@ void check_transport_support(Transport transport, std::string_view gpu);
 // that have no effect here, on either transport: accepted so that SPDK job
 // files run by changing only ioengine, and named once per job in a note.
 inline constexpr std::array<std::string_view, 20> kSpdkIgnoredOptions = {
-    "enable_wrr",          "arbitration_burst",
-    "low_weight",          "medium_weight",
-    "high_weight",         "wrr_priority",
-    "mem_size_mb",         "shm_id",
-    "enable_sgl",          "sge_size",
-    "bit_bucket_data_len", "enable_vmd",
-    "print_qid_mappings",  "log_flags",
-    "spdk_tracing",        "spdk_conf",
-    "spdk_json_conf",      "spdk_mem",
-    "spdk_single_seg",     "disable_pcie_sgl_merge",
+    "enable_wrr",         "arbitration_burst", "low_weight",          "medium_weight",
+    "high_weight",        "wrr_priority",      "mem_size_mb",         "shm_id",
+    "enable_sgl",         "sge_size",          "bit_bucket_data_len", "enable_vmd",
+    "print_qid_mappings", "log_flags",         "spdk_tracing",        "spdk_conf",
+    "spdk_json_conf",     "spdk_mem",          "spdk_single_seg",     "disable_pcie_sgl_merge",
 };
 static_assert(kSpdkIgnoredOptions.size() <= 64, "one bit each in a 64-bit mask");
 

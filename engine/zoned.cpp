@@ -126,10 +126,10 @@ std::string check_zone_options(const thread_data* td, const EngineOptions& optio
                             "the zoned command set)");
         }
         if (facts.metadata_bytes != 0) {
-            throw SpecError(option + where + " has metadata (" +
-                            std::to_string(facts.metadata_bytes) +
-                            " bytes per block): the engine sends Zone Append only to namespaces without "
-                            "metadata");
+            throw SpecError(
+                option + where + " has metadata (" + std::to_string(facts.metadata_bytes) +
+                " bytes per block): the engine sends Zone Append only to namespaces without "
+                "metadata");
         }
         if (td->o.max_bs[DDIR_WRITE] > facts.zone_append_max_bytes) {
             throw SpecError(option + "a write of " + std::to_string(td->o.max_bs[DDIR_WRITE]) +
@@ -140,7 +140,7 @@ std::string check_zone_options(const thread_data* td, const EngineOptions& optio
         if (td->o.zone_mode != ZONE_MODE_ZBD) {
             throw SpecError(option +
                             "needs zonemode=zbd: only fio's zone mode places each write at its "
-                            "zone's write pointer, one write per zone at a time");
+                            "zone's write pointer, in order");
         }
     }
     return notes.empty() ? notes : "initial_zone_reset=1 does nothing where " + notes;
@@ -211,27 +211,39 @@ void reset_zones(thread_data* td, const TargetSpec& spec, const fio_file* f, std
 
 // --- the job's Zone Appends ---------------------------------------------------
 
-void Job::choose_zone_appends(const EngineOptions& options) {
-    if (options.zone_append == 0) {
-        return;
-    }
+void Job::choose_zone_writes(const EngineOptions& options) {
     for (FileSlot& file : files_) {
         if (file.ns.info().zoned) {
-            file.append_zone_blocks = file.ns.info().zones.zone_blocks;
+            file.zone_blocks = file.ns.info().zones.zone_blocks;
+            file.zone_append = options.zone_append != 0;
         }
     }
 }
 
-void Job::check_append(io_u* unit, const FileSlot& file, std::uint64_t written_at) {
+void Job::check_append(io_u* unit, std::uint64_t written_at) {
+    const FileSlot& file = files_[static_cast<std::size_t>(unit->file->fileno)];
+    if (!file.zone_append) {
+        return;
+    }
     const std::uint64_t placed_at = unit->offset >> file.ns.lba_shift();
     if (written_at != placed_at) {
         complete_with_error(
             unit, EIO,
-            "Zone Append wrote the blocks at LBA " + std::to_string(written_at) +
-                ", not at LBA " + std::to_string(placed_at) +
+            "Zone Append wrote the blocks at LBA " + std::to_string(written_at) + ", not at LBA " +
+                std::to_string(placed_at) +
                 " where fio placed them (fio 3.33 cannot move an I/O to where the controller "
                 "appended it): was the zone written by something besides this fio run?");
     }
+}
+
+fio_q_status Job::trim_as_zone_reset(io_u* unit) {
+    if (fio_fill_issue_time(td_)) {
+        fio_gettime(&unit->issue_time, nullptr);  // fio leaves it to the engine
+    }
+    if (do_io_u_trim(td_, unit) == 0) {  // failed: fio's error set, reset_wp said why
+        unit->resid = unit->xfer_buflen;
+    }
+    return FIO_Q_COMPLETED;
 }
 
 Namespace& Job::namespace_for_zone_command(const fio_file* f) {

@@ -22,11 +22,11 @@ ZoneFacts zone_facts(const Namespace& ns, const FileLayout& layout);
 // and the namespace (SpecError): a namespace that is not zoned, a controller
 // without Zone Append, a block size above its Zone Append limit, a namespace
 // with metadata, a job without zonemode=zbd (only fio's zone mode writes each
-// zone at its write pointer, one write at a time). Returns the note to say
+// zone in order at its write pointer). Returns the note to say
 // once ("" for none): initial_zone_reset=1 does nothing on a namespace that is
 // not zoned.
 std::string check_zone_options(const thread_data* td, const EngineOptions& options,
-                        const std::vector<TargetSpec>& specs);
+                               const std::vector<TargetSpec>& specs);
 
 // fio asks a file for its zone model only when the file is not a regular file
 // (zbd.c emulates zones in those): zoned namespaces become character devices,

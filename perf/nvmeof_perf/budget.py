@@ -26,7 +26,9 @@ and their sum, "engine+core", for each workload of the budget file (by default
 another way, by the target's RDMA READ or in the command capsule). The
 embedded target serves a plain 64 MiB namespace (NSID 1) and one of 4096+8
 blocks with type 1 protection information (NSID 2, PI_NAMESPACE), for
-workloads whose options name `nsid=2` and the PI options. A budget
+workloads whose options name `nsid=2` and the PI options, and a zoned one
+(NSID 3, ZONED_NAMESPACE) for workloads with `nsid=3` and `zonemode=zbd`
+(their `initial_zone_reset=1` empties it before each run). A budget
 file holds the figures of a known-good build; `--check` fails when a path or
 the sum of any workload costs more than its budget by more than the tolerance
 (5 %, and at least SLACK_INSTRUCTIONS: small paths move by an instruction or two
@@ -51,6 +53,10 @@ TOTAL = "engine+core"
 DEFAULT_IOS = 2000
 PI_NAMESPACE = "ram:64M:4096+8:pi1"
 PI_NSID = 2
+# Zones of 4 MiB: the 3N run's 4 KiB writes (24 MiB at the default N) spread
+# over 16 zones fill none, so fio resets no zone during a run.
+ZONED_NAMESPACE = "ram:64M:4096:zoned=4M"
+ZONED_NSID = 3
 PREFILL_TIMEOUT_S = 300
 DEFAULT_TOLERANCE = 0.05
 # Also allowed over a path's budget, whatever the percentage: the delta method
@@ -131,7 +137,8 @@ def measure(tools, workloads, ios=DEFAULT_IOS):
     workdir = tempfile.mkdtemp(prefix="nvmeof-perf-budget-")
     measured = {}
     try:
-        target = suite.Target(namespace="ram:64M", args=["--namespace", PI_NAMESPACE])
+        target = suite.Target(namespace="ram:64M",
+                              args=["--namespace", PI_NAMESPACE, "--namespace", ZONED_NAMESPACE])
         with runner.embedded_target(tools, target, [], workdir) as (traddr, trsvcid):
             if any(str(w.options.get("nsid")) == str(PI_NSID) for w in workloads.values()):
                 _prefill_pi_namespace(tools, traddr, trsvcid, target.subnqn)

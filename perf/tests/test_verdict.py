@@ -489,8 +489,16 @@ class BudgetWorkloads(unittest.TestCase):
         self.assertEqual(pi, {("randread", "4k", 1), ("randwrite", "4k", 1), ("randread", "4104", 0),
                               ("randwrite", "4104", 0), ("randread", "4k", 0)})
         for w in workloads.values():
-            if "nsid" in w.options:
+            if w.options.get("nsid") == budget.PI_NSID:
                 self.assertEqual(w.options["pi_chk"], "GUARD,REFTAG,APPTAG")
+        # On the zoned namespace: 4 KiB random writes in fio's zone mode, as Writes and as
+        # Zone Appends, each run starting from empty zones.
+        zoned = {(w.rw, w.bs, w.options.get("zone_append", 0)) for w in workloads.values()
+                 if w.options.get("nsid") == budget.ZONED_NSID}
+        self.assertEqual(zoned, {("randwrite", "4k", 0), ("randwrite", "4k", 1)})
+        for w in workloads.values():
+            if w.options.get("nsid") == budget.ZONED_NSID:
+                self.assertEqual((w.options["zonemode"], w.options["initial_zone_reset"]), ("zbd", 1))
         for paths in budget.budgets_of(loaded).values():
             self.assertEqual(set(paths), {*budget.PATHS, budget.TOTAL})
 

@@ -128,6 +128,11 @@ struct CompletionStatus {
     bool miscompare() const noexcept {
         return transport == TransportErrc::none && nvme.is(wire::MediaStatus::compare_failure);
     }
+    // Zone Invalid Write (SCT 1 SC 0xBC): a write not at its zone's write
+    // pointer, as a write re-sent after it had already moved the pointer is.
+    bool zone_invalid_write() const noexcept {
+        return transport == TransportErrc::none && nvme.is(wire::ZonedStatus::zone_invalid_write);
+    }
     // An errno for callers that speak errno (fio, Python's OSError): 0; EILSEQ
     // for a failed end-to-end check (SCT 2 SC 0x82-0x84), EBADMSG for a
     // Compare Failure (SCT 2 SC 0x85: the blocks differ from the buffer), on
