@@ -230,13 +230,14 @@ check_core_to_kernel() {
 }
 
 # ---- 3. Linux host (nvme-cli, nvme-rdma) -> our nvmeof-target --------------------------
-# linux_host_to_ours NAME TRTYPE PORT [TARGET OPTION...]: the Linux host discovers, connects
-# to, verifies I/O on and disconnects from our target over TRTYPE (rdma or tcp).
-linux_host_to_ours() {
-    local name=$1 trtype=$2 port=$3; shift 3
-    begin "$name"
-    start_target "$port" "$@" --subsystem "$our_nqn" --namespace ram:64M || { finish "$name"; return; }
-    local out rc=0
+# host_connect TRTYPE PORT: the Linux host discovers our target over TRTYPE (rdma or tcp) and
+# connects to $our_nqn; sets host_connected (1 once nvme connect succeeded), host_dev to
+# namespace 1's block device (empty on failure) and host_dmesg_mark to the kernel log's length
+# before the connect. Returns 0 once the block device is there.
+host_connected=0 host_dev="" host_dmesg_mark=0
+host_connect() {
+    local trtype=$1 port=$2 out rc=0
+    host_connected=0 host_dev=""
     out="$(timeout -k 5 60 nvme discover -t "$trtype" -a "$addr" -s "$port" 2>&1)" || rc=$?
     echo "$out" >> "$log"
     if [ $rc -ne 0 ]; then problem "nvme discover exit $rc: $(echo "$out" | tail -1)"
@@ -244,38 +245,69 @@ linux_host_to_ours() {
     elif ! grep -q "trtype: *$trtype" <<< "$out"; then problem "discovery log does not name trtype $trtype"
     else say "  discover: $(grep -c '^=====Discovery Log Entry' <<< "$out") record(s)"; fi
 
-    local dmesg_before; dmesg_before="$(dmesg | wc -l)"
+    host_dmesg_mark="$(dmesg | wc -l)"
     rc=0
     out="$(timeout -k 5 90 nvme connect -t "$trtype" -a "$addr" -s "$port" -n "$our_nqn" 2>&1)" || rc=$?
     echo "$out" >> "$log"
-    local dev=""
-    if [ $rc -ne 0 ]; then problem "nvme connect exit $rc: $(echo "$out" | tail -1)"
-    else
-        # The controller (or, with native multipath: our target reports ANA and
-        # several controllers, so the namespace is the subsystem's nvmeXnY and the
-        # controller holds only the hidden path nvmeXcYnZ) whose subsysnqn is ours;
-        # its namespace block device appears shortly.
-        local c d
-        for _ in $(seq 100); do
-            for c in /sys/class/nvme/nvme* /sys/class/nvme-subsystem/nvme-subsys*; do
-                [ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$our_nqn" ] || continue
-                for d in "$c"/nvme*n1; do
-                    [ -b "/dev/${d##*/}" ] && { dev="${d##*/}"; break; }
-                done
+    if [ $rc -ne 0 ]; then problem "nvme connect exit $rc: $(echo "$out" | tail -1)"; return 1; fi
+    host_connected=1
+    # The controller (or, with native multipath: our target reports ANA and
+    # several controllers, so the namespace is the subsystem's nvmeXnY and the
+    # controller holds only the hidden path nvmeXcYnZ) whose subsysnqn is ours;
+    # its namespace block device appears shortly.
+    local c d dev=""
+    for _ in $(seq 100); do
+        for c in /sys/class/nvme/nvme* /sys/class/nvme-subsystem/nvme-subsys*; do
+            [ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$our_nqn" ] || continue
+            for d in "$c"/nvme*n1; do
+                [ -b "/dev/${d##*/}" ] && { dev="${d##*/}"; break; }
             done
-            [ -n "$dev" ] && [ -b "/dev/$dev" ] && break; dev=""; sleep 0.1
         done
-        if [ -z "$dev" ]; then problem "no block device after nvme connect"; dmesg | tail -20 >> "$log"
-        else
-            say "  connected: /dev/$dev ($(cat /sys/block/"$dev"/size) sectors)"
-            # DLFEAT: our blocks read as zeroes once deallocated, and nvme-cli says so.
-            local dlfeat; dlfeat="$(nvme id-ns "/dev/$dev" -H 2>&1 | grep 'Bytes Read From a Deallocated' | head -1)"
-            echo "id-ns: $dlfeat" >> "$log"
-            case "$dlfeat" in
-                *"Metadata are 0x00"*) say "  id-ns dlfeat: ${dlfeat#*] : }" ;;
-                *) problem "nvme id-ns -H: '$dlfeat' (DLFEAT should say all bytes 0x00)" ;;
-            esac
-            cat > "$work/kernel-host.fio" <<JOB
+        [ -n "$dev" ] && [ -b "/dev/$dev" ] && break; dev=""; sleep 0.1
+    done
+    if [ -z "$dev" ]; then problem "no block device after nvme connect"; dmesg | tail -20 >> "$log"; return 1; fi
+    host_dev=$dev
+    say "  connected: /dev/$dev ($(cat /sys/block/"$dev"/size) sectors)"
+}
+
+# host_disconnect TRTYPE: after host_connect, nvme disconnect (where it connected), the block
+# device gone, and no complaint from the kernel host about our controller (e.g. a failed
+# Identify) since the connect, but for the lines host_expected_errors (a regex) matches: the
+# errors a check provoked.
+host_expected_errors=""
+host_disconnect() {
+    local trtype=$1 out rc=0
+    if [ "$host_connected" = 1 ]; then
+        out="$(timeout -k 5 60 nvme disconnect -n "$our_nqn" 2>&1)" || rc=$?
+        echo "$out" >> "$log"
+        if [ $rc -ne 0 ]; then problem "nvme disconnect exit $rc: $out"
+        elif ! grep -q "disconnected 1 controller" <<< "$out"; then problem "nvme disconnect: '$out'"
+        else say "  $out"; fi
+        [ -z "$host_dev" ] || { sleep 1; [ ! -e "/dev/$host_dev" ] || problem "/dev/$host_dev still present after disconnect"; }
+    fi
+    local complaints; complaints="$(dmesg | tail -n +"$((host_dmesg_mark + 1))" | grep -E 'nvme' |
+        grep -iE 'error|fail|invalid|timeout|reset|not supported|warn' |
+        grep -vE "${host_expected_errors:-^$}" | head -3)"
+    dmesg | tail -n +"$((host_dmesg_mark + 1))" | grep -iE "nvme|$trtype" >> "$log"
+    [ -z "$complaints" ] || problem "kernel host logged: $(echo "$complaints" | tr '\n' '|')"
+}
+
+# linux_host_to_ours NAME TRTYPE PORT [TARGET OPTION...]: the Linux host discovers, connects
+# to, verifies I/O on and disconnects from our target over TRTYPE (rdma or tcp).
+linux_host_to_ours() {
+    local name=$1 trtype=$2 port=$3; shift 3
+    begin "$name"
+    start_target "$port" "$@" --subsystem "$our_nqn" --namespace ram:64M || { finish "$name"; return; }
+    if host_connect "$trtype" "$port"; then
+        local dev=$host_dev
+        # DLFEAT: our blocks read as zeroes once deallocated, and nvme-cli says so.
+        local dlfeat; dlfeat="$(nvme id-ns "/dev/$dev" -H 2>&1 | grep 'Bytes Read From a Deallocated' | head -1)"
+        echo "id-ns: $dlfeat" >> "$log"
+        case "$dlfeat" in
+            *"Metadata are 0x00"*) say "  id-ns dlfeat: ${dlfeat#*] : }" ;;
+            *) problem "nvme id-ns -H: '$dlfeat' (DLFEAT should say all bytes 0x00)" ;;
+        esac
+        cat > "$work/kernel-host.fio" <<JOB
 [kernel-host]
 filename=/dev/$dev
 ioengine=io_uring
@@ -290,21 +322,9 @@ verify_state_save=0
 verify_fatal=1
 do_verify=1
 JOB
-            run_fio io_uring-verify "$work/kernel-host.fio"
-        fi
-        rc=0
-        out="$(timeout -k 5 60 nvme disconnect -n "$our_nqn" 2>&1)" || rc=$?
-        echo "$out" >> "$log"
-        if [ $rc -ne 0 ]; then problem "nvme disconnect exit $rc: $out"
-        elif ! grep -q "disconnected 1 controller" <<< "$out"; then problem "nvme disconnect: '$out'"
-        else say "  $out"; fi
-        [ -z "$dev" ] || { sleep 1; [ ! -e "/dev/$dev" ] || problem "/dev/$dev still present after disconnect"; }
+        run_fio io_uring-verify "$work/kernel-host.fio"
     fi
-    # The Linux host must not have complained about our controller (e.g. a failed Identify).
-    local complaints; complaints="$(dmesg | tail -n +"$((dmesg_before + 1))" | grep -E 'nvme' |
-        grep -iE 'error|fail|invalid|timeout|reset|not supported|warn' | head -3)"
-    dmesg | tail -n +"$((dmesg_before + 1))" | grep -iE "nvme|$trtype" >> "$log"
-    [ -z "$complaints" ] || problem "kernel host logged: $(echo "$complaints" | tr '\n' '|')"
+    host_disconnect "$trtype"
     stop_target
     finish "$name"
 }
@@ -758,6 +778,9 @@ JOB
     finish in-capsule-against-kernel
 }
 
+# shellcheck source=tests/interop/checks-zoned.sh
+. "$INTEROP_REPO/tests/interop/checks-zoned.sh"
+
 all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours linux-host-tcp-to-ours engine-to-ours
      engine-tcp-to-kernel errors-against-kernel discovery-against-kernel reconnect-against-kernel
      in-capsule-against-kernel)
@@ -776,6 +799,9 @@ for c in "${all[@]}"; do
         in-capsule-against-kernel) check_in_capsule_against_kernel ;;
         auth-engine-to-kernel) check_auth_engine_to_kernel ;;
         auth-linux-host-to-ours) check_auth_linux_host_to_ours ;;
+        linux-host-to-ours-zoned) check_linux_host_to_ours_zoned ;;
+        linux-host-tcp-to-ours-zoned) check_linux_host_tcp_to_ours_zoned ;;
+        engine-to-kernel-zoned) check_engine_to_kernel_zoned ;;
         *) echo "FAIL $c: unknown check" >> "$results" ;;
     esac
 done

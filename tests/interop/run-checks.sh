@@ -9,8 +9,10 @@
 #
 # Environment: NVMEOF_BUILD_DIR  build tree to test (default REPO/build; must be under the
 #              repository, which the guest sees at the same path), INTEROP_TIMEOUT (whole boot,
-#              default 1200 s), INTEROP_GTEST_FILTER (triage only: --gtest_filter for the
-#              core integration tests). Logs: .cache/interop/last-run/ (console.log = guest kernel log,
+#              default 1200 s, 3000 s with linux-host-to-ours-zoned), INTEROP_GTEST_FILTER
+#              (triage only: --gtest_filter for the core integration tests), INTEROP_ZBD_TESTS (t/zbd test numbers for
+#              linux-host-to-ours-zoned, default all), INTEROP_ZBD_TIMEOUT (t/zbd, default
+#              1800 s). Logs: .cache/interop/last-run/ (console.log = guest kernel log,
 #              logs/<check>.log = every step's output).
 set -euo pipefail
 
@@ -21,7 +23,9 @@ all=(engine-to-kernel core-integration-to-kernel linux-host-to-ours linux-host-t
      engine-tcp-to-kernel errors-against-kernel discovery-against-kernel reconnect-against-kernel
      in-capsule-against-kernel)
 # Named only (not in the default run): auth-engine-to-kernel, auth-linux-host-to-ours need a guest
-# kernel with DH-HMAC-CHAP (INTEROP_KERNEL=backports; bookworm's 6.1 has none).
+# kernel with DH-HMAC-CHAP (INTEROP_KERNEL=backports; bookworm's 6.1 has none);
+# linux-host-to-ours-zoned (fio's t/zbd: about 8 minutes), linux-host-tcp-to-ours-zoned,
+# engine-to-kernel-zoned.
 checks=("$@"); [ ${#checks[@]} -gt 0 ] || checks=("${all[@]}")
 out="$repo/.cache/interop/last-run"
 t0=$SECONDS
@@ -53,9 +57,13 @@ if ! image="$("$here/build-image.sh" 2> "$out/build-image.log")"; then
 fi
 echo "interop: image $image ready after $((SECONDS - t0)) s; booting"
 
+# fio's t/zbd (linux-host-to-ours-zoned) alone takes about 8 minutes under TCG (30 allowed).
+boot_timeout=1200
+[[ " ${checks[*]} " != *" linux-host-to-ours-zoned "* ]] || boot_timeout=$((boot_timeout + 1800))
 rc=0
-"$here/run-in-guest.sh" --image "$image" --nvmet --timeout "${INTEROP_TIMEOUT:-1200}" --out "$out" -- \
-    env NVMEOF_BUILD_DIR="$build" INTEROP_GTEST_FILTER="${INTEROP_GTEST_FILTER:-}" bash "$here/checks-guest.sh" "${checks[@]}" | sed 's/^/  | /' \
+"$here/run-in-guest.sh" --image "$image" --nvmet --timeout "${INTEROP_TIMEOUT:-$boot_timeout}" --out "$out" -- \
+    env NVMEOF_BUILD_DIR="$build" INTEROP_GTEST_FILTER="${INTEROP_GTEST_FILTER:-}" \
+        INTEROP_ZBD_TESTS="${INTEROP_ZBD_TESTS:-}" INTEROP_ZBD_TIMEOUT="${INTEROP_ZBD_TIMEOUT:-}" bash "$here/checks-guest.sh" "${checks[@]}" | sed 's/^/  | /' \
     || rc=${PIPESTATUS[0]}
 case $rc in
     0|1) summary "no result (the guest run ended early)" ;;
