@@ -61,7 +61,10 @@ echo "interop: image $image ready after $((SECONDS - t0)) s; booting"
 boot_timeout=1200
 [[ " ${checks[*]} " != *" linux-host-to-ours-zoned "* ]] || boot_timeout=$((boot_timeout + 1800))
 rc=0
-"$here/run-in-guest.sh" --image "$image" --nvmet --timeout "${INTEROP_TIMEOUT:-$boot_timeout}" --out "$out" -- \
+# 4 GiB: engine-tcp-to-kernel's QD 128 job holds four jobs × 128 × 4 MiB of fio buffers
+# (2 GiB) besides the kernel target's, which a 2 GiB guest's OOM killer ends.
+"$here/run-in-guest.sh" --image "$image" --nvmet --mem "${INTEROP_MEM_MB:-4096}" \
+    --timeout "${INTEROP_TIMEOUT:-$boot_timeout}" --out "$out" -- \
     env NVMEOF_BUILD_DIR="$build" INTEROP_GTEST_FILTER="${INTEROP_GTEST_FILTER:-}" \
         INTEROP_ZBD_TESTS="${INTEROP_ZBD_TESTS:-}" INTEROP_ZBD_TIMEOUT="${INTEROP_ZBD_TIMEOUT:-}" bash "$here/checks-guest.sh" "${checks[@]}" | sed 's/^/  | /' \
     || rc=${PIPESTATUS[0]}
