@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nvmeof/base/transport.hpp"
+#include "nvmeof/options.hpp"  // Transport
 
 namespace nvmeof::engine {
 
