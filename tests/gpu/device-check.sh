@@ -73,6 +73,33 @@ start_target() {  # $1: port; uses softverbs unless $2 = real (or tcp: NVMe/TCP,
 }
 stop_target() { kill "$TARGET_PID" 2>/dev/null; wait "$TARGET_PID" 2>/dev/null; tail -3 "/tmp/gpu-check-target-$1.err"; }
 
+# bandwidth TRTYPE PORT [WRAPPER]: 128 KiB randread and randwrite at QD 16 from GPU memory and
+# from host memory, one line each.
+bandwidth() {
+    local trtype=$1 port=$2 rw mem rc; shift 2
+    for rw in randread randwrite; do
+        for mem in gpu host; do
+            gpu_opt=(--gpu=0); [ "$mem" = host ] && gpu_opt=()
+            timeout 90 "$@" "$FIO" --output-format=json --name=bw --ioengine=external:"$NVMEOF_ENGINE" \
+                --trtype="$trtype" --traddr=127.0.0.1 --trsvcid="$port" --subnqn="$NQN" --nsid=1 "${gpu_opt[@]}" \
+                --rw=$rw --bs=128k --iodepth=16 --norandommap=1 --randrepeat=0 --time_based=1 --runtime=5 \
+                --ramp_time=1 > /tmp/gpu-check-bw.json 2> /tmp/gpu-check-bw.err
+            rc=$?
+            python3 - "$trtype" "$rw" "$mem" "$rc" <<'PY'
+import json, sys
+trtype, rw, mem, rc = sys.argv[1:5]
+try:
+    job = json.load(open("/tmp/gpu-check-bw.json"))["jobs"][0]
+    side = job["read" if rw == "randread" else "write"]
+    print(f"{trtype} {rw:9} {mem:4} {side['bw'] / 1024:8.0f} MiB/s  {side['iops']:8.0f} IOPS  "
+          f"mean {side['clat_ns']['mean'] / 1000:7.0f} us  fio cpu {job['usr_cpu'] + job['sys_cpu']:5.1f} %  [exit {rc}]")
+except Exception as e:
+    print(f"{trtype} {rw:9} {mem:4} no result (exit {rc}): {e}; " + open("/tmp/gpu-check-bw.err").read()[-300:])
+PY
+        done
+    done
+}
+
 section "softverbs serving GPU memory (real driver)"
 SOFTVERBS_CUDA_LIBRARY=libcuda.so.1 run timeout 120 "$SV_RUN" "$BUILD/softverbs/tests/softverbs_gpu_memory_test"
 
@@ -115,54 +142,14 @@ if [ -x "$FIO" ] && [ -f "$BUILD/engine/libfio_nvmeof.so" ]; then
 
     section "bandwidth over softverbs: 128 KiB, QD 16, GPU memory and host memory (software transport)"
     start_target 44303
-    for rw in randread randwrite; do
-        for mem in gpu host; do
-            gpu_opt=(--gpu=0); [ "$mem" = host ] && gpu_opt=()
-            timeout 90 "$SV_RUN" "$FIO" --output-format=json --name=bw --ioengine=external:"$NVMEOF_ENGINE" \
-                --traddr=127.0.0.1 --trsvcid=44303 --subnqn="$NQN" --nsid=1 "${gpu_opt[@]}" --rw=$rw --bs=128k \
-                --iodepth=16 --norandommap=1 --randrepeat=0 --time_based=1 --runtime=5 --ramp_time=1 \
-                > /tmp/gpu-check-bw.json 2> /tmp/gpu-check-bw.err
-            rc=$?
-            python3 - "$rw" "$mem" "$rc" <<'PY'
-import json, sys
-rw, mem, rc = sys.argv[1:4]
-try:
-    job = json.load(open("/tmp/gpu-check-bw.json"))["jobs"][0]
-    side = job["read" if rw == "randread" else "write"]
-    print(f"{rw:9} {mem:4} {side['bw'] / 1024:8.0f} MiB/s  {side['iops']:8.0f} IOPS  "
-          f"mean {side['clat_ns']['mean'] / 1000:7.0f} us  fio cpu {job['usr_cpu'] + job['sys_cpu']:5.1f} %  [exit {rc}]")
-except Exception as e:
-    print(f"{rw:9} {mem:4} no result (exit {rc}): {e}; " + open("/tmp/gpu-check-bw.err").read()[-300:])
-PY
-        done
-    done
+    bandwidth rdma 44303 "$SV_RUN"
     stop_target 44303
 
     section "GPU memory over NVMe/TCP (through each region's host copy): verify, then 128 KiB bandwidth"
     start_target 44304 tcp
     sed 's/^\[global\]$/[global]\ntrtype=tcp/' jobs/gpu-write-verify.fio > /tmp/gpu-write-verify-tcp.fio
     NVMEOF_TRSVCID=44304 run timeout 180 "$FIO" --size=16m /tmp/gpu-write-verify-tcp.fio
-    for rw in randread randwrite; do
-        for mem in gpu host; do
-            gpu_opt=(--gpu=0); [ "$mem" = host ] && gpu_opt=()
-            timeout 90 "$FIO" --output-format=json --name=bw --ioengine=external:"$NVMEOF_ENGINE" --trtype=tcp \
-                --traddr=127.0.0.1 --trsvcid=44304 --subnqn="$NQN" --nsid=1 "${gpu_opt[@]}" --rw=$rw --bs=128k \
-                --iodepth=16 --norandommap=1 --randrepeat=0 --time_based=1 --runtime=5 --ramp_time=1 \
-                > /tmp/gpu-check-bw.json 2> /tmp/gpu-check-bw.err
-            rc=$?
-            python3 - "$rw" "$mem" "$rc" <<'PY'
-import json, sys
-rw, mem, rc = sys.argv[1:4]
-try:
-    job = json.load(open("/tmp/gpu-check-bw.json"))["jobs"][0]
-    side = job["read" if rw == "randread" else "write"]
-    print(f"tcp {rw:9} {mem:4} {side['bw'] / 1024:8.0f} MiB/s  {side['iops']:8.0f} IOPS  "
-          f"mean {side['clat_ns']['mean'] / 1000:7.0f} us  fio cpu {job['usr_cpu'] + job['sys_cpu']:5.1f} %  [exit {rc}]")
-except Exception as e:
-    print(f"tcp {rw:9} {mem:4} no result (exit {rc}): {e}; " + open("/tmp/gpu-check-bw.err").read()[-300:])
-PY
-        done
-    done
+    bandwidth tcp 44304
     stop_target 44304
 else
     echo "fio or the engine is missing: skipped"

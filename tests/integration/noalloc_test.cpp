@@ -74,36 +74,42 @@ extern "C" void* malloc(std::size_t size) {
 
 using namespace nvmeof;
 
+// `transfers` 4 KiB reads and writes alternating over a 64-slot arena, as
+// many in flight as the queue takes, polled until all are done; `post`
+// deferred: sent in batches by commit(), as the fio engine drives NVMe/TCP.
+void run_transfers(IoQueue& io, const Namespace& ns, const MemoryRegion& arena, int transfers,
+                   Post post = Post::now) {
+    const std::uint64_t blocks = 4096 / ns.lba_size();
+    Completion done[32];
+    int submitted = 0, finished = 0;
+    while (finished < transfers) {
+        while (submitted < transfers) {
+            const auto slot = static_cast<std::uint64_t>(submitted % 64);
+            const Transfer t{
+                submitted % 2 ? Op::read : Op::write, slot * blocks, blocks, &arena, slot * 4096,
+                static_cast<std::uint64_t>(submitted)};
+            if (io.submit(ns, t, post) != SubmitResult::queued)
+                break;
+            ++submitted;
+        }
+        if (post == Post::deferred) {
+            io.commit();
+        }
+        const std::size_t n = io.poll(done);
+        for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(done[i].status.ok()) << describe(done[i].status);
+        }
+        finished += static_cast<int>(n);
+    }
+}
+
 TEST(NoAllocation, SteadyStateSubmitAndPoll) {
     test::TargetProcess target({}, "ram:16M");
     auto ctrl = Controller::connect(target.options());
     auto ns = ctrl.namespace_at(1);
     auto arena = ctrl.allocate(64 * 4096);
     auto io = ctrl.io();
-    const std::uint64_t blocks = 4096 / ns.lba_size();
-    Completion done[32];
-    auto run = [&](int transfers) {
-        int submitted = 0, finished = 0;
-        while (finished < transfers) {
-            while (submitted < transfers) {
-                const auto slot = static_cast<std::uint64_t>(submitted % 64);
-                const Transfer t{submitted % 2 ? Op::read : Op::write,
-                                 slot * blocks,
-                                 blocks,
-                                 &arena,
-                                 slot * 4096,
-                                 static_cast<std::uint64_t>(submitted)};
-                if (io.submit(ns, t) != SubmitResult::queued)
-                    break;
-                ++submitted;
-            }
-            const std::size_t n = io.poll(done);
-            for (std::size_t i = 0; i < n; ++i) {
-                ASSERT_TRUE(done[i].status.ok()) << describe(done[i].status);
-            }
-            finished += static_cast<int>(n);
-        }
-    };
+    auto run = [&](int transfers) { run_transfers(io, ns, arena, transfers); };
     run(256);  // warm-up
     counting = true;
     run(2000);
@@ -128,31 +134,7 @@ TEST(NoAllocation, SteadyStateOverTcp) {
     auto ns = ctrl.namespace_at(1);
     auto arena = ctrl.allocate(64 * 4096);
     auto io = ctrl.io();
-    const std::uint64_t blocks = 4096 / ns.lba_size();
-    Completion done[32];
-    auto run = [&](int transfers) {
-        int submitted = 0, finished = 0;
-        while (finished < transfers) {
-            while (submitted < transfers) {
-                const auto slot = static_cast<std::uint64_t>(submitted % 64);
-                const Transfer t{submitted % 2 ? Op::read : Op::write,
-                                 slot * blocks,
-                                 blocks,
-                                 &arena,
-                                 slot * 4096,
-                                 static_cast<std::uint64_t>(submitted)};
-                if (io.submit(ns, t, Post::deferred) != SubmitResult::queued)
-                    break;
-                ++submitted;
-            }
-            io.commit();
-            const std::size_t n = io.poll(done);
-            for (std::size_t i = 0; i < n; ++i) {
-                ASSERT_TRUE(done[i].status.ok()) << describe(done[i].status);
-            }
-            finished += static_cast<int>(n);
-        }
-    };
+    auto run = [&](int transfers) { run_transfers(io, ns, arena, transfers, Post::deferred); };
     run(256);  // warm-up
     counting = true;
     run(2000);
