@@ -127,6 +127,9 @@ TEST(NoAllocation, SteadyStateSubmitAndPoll) {
 // socket, the output ring and the receive buffer are the queue's from
 // connect on.
 TEST(NoAllocation, SteadyStateOverTcp) {
+    if (!test::TargetProcess::serves_tcp()) {
+        GTEST_SKIP() << "the external target has no NVMe/TCP port (NVMEOF_TEST_TCP_TARGET)";
+    }
     test::TargetProcess target({"--transport", "tcp"}, "ram:16M");
     Options o = target.options();
     o.transport = Transport::tcp;

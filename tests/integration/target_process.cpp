@@ -16,6 +16,8 @@
 namespace nvmeof::test {
 namespace {
 
+const std::vector<std::string> kTcp = {"--transport", "tcp"};
+
 std::string env(const char* name) {
     const char* v = std::getenv(name);
     return v != nullptr ? v : "";
@@ -27,9 +29,19 @@ bool TargetProcess::external() {
     return !env("NVMEOF_TEST_TARGET").empty();
 }
 
+bool TargetProcess::serves_tcp() {
+    return !external() || !env("NVMEOF_TEST_TCP_TARGET").empty();
+}
+
 TargetProcess::TargetProcess(std::vector<std::string> extra, std::string ns, std::uint16_t port) {
     if (external()) {
-        const std::string t = env("NVMEOF_TEST_TARGET");
+        const bool tcp =
+            std::search(extra.begin(), extra.end(), kTcp.begin(), kTcp.end()) != extra.end();
+        if (tcp && !serves_tcp()) {
+            throw std::runtime_error(
+                "the external target has no NVMe/TCP port: set NVMEOF_TEST_TCP_TARGET");
+        }
+        const std::string t = env(tcp ? "NVMEOF_TEST_TCP_TARGET" : "NVMEOF_TEST_TARGET");
         const auto colon = t.rfind(':');
         address_ = t.substr(0, colon);
         port_ = static_cast<std::uint16_t>(std::stoul(t.substr(colon + 1)));

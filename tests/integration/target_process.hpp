@@ -1,5 +1,7 @@
 // Finds the peer for integration tests: an external target named by
-// NVMEOF_TEST_TARGET=addr:port and NVMEOF_TEST_NQN, or an nvmeof-target
+// NVMEOF_TEST_TARGET=addr:port (NVMe/RDMA), NVMEOF_TEST_TCP_TARGET=addr:port
+// (its NVMe/TCP port, for tests that ask for "--transport tcp") and
+// NVMEOF_TEST_NQN, or an nvmeof-target
 // (NVMEOF_TARGET_BIN) started on a free port, with extra arguments for limits
 // and faults, and its --stats JSON read back after it stops.
 #pragma once
@@ -39,6 +41,9 @@ class TargetProcess {
     TargetProcess& operator=(const TargetProcess&) = delete;
 
     static bool external();
+    // False when the external target has no NVMe/TCP port named: a test
+    // that asks for "--transport tcp" skips.
+    static bool serves_tcp();
     // True when faults/limits can be injected (our own target).
     static bool can_configure() { return !external(); }
 

@@ -209,12 +209,21 @@ JOB
 # ---- 2. core integration tests -> kernel nvmet-rdma ------------------------------------
 check_core_to_kernel() {
     begin core-integration-to-kernel
-    local t rc
+    local t rc tcp_target=""
+    # The tests that ask for NVMe/TCP reach the same subsystem on an nvmet-tcp port.
+    modprobe nvmet-tcp 2>/dev/null || true
+    # shellcheck source=tests/interop/nvmet.sh
+    . "$INTEROP_REPO/tests/interop/nvmet.sh"
+    if nvmet_port_tcp "$ktcp_port_id" "$addr" "$ktcp_port" && nvmet_link "$ktcp_port_id" "$knqn"; then
+        tcp_target="$addr:$ktcp_port"
+    else
+        problem "could not add an nvmet-tcp port on $addr:$ktcp_port"
+    fi
     for t in core_integration_test core_noalloc_test; do
         if [ ! -x "$it_dir/$t" ]; then problem "$t not built"; continue; fi
         say "  $t"
         rc=0
-        NVMEOF_TEST_TARGET="$addr:$kport" NVMEOF_TEST_NQN="$knqn" \
+        NVMEOF_TEST_TARGET="$addr:$kport" NVMEOF_TEST_TCP_TARGET="$tcp_target" NVMEOF_TEST_NQN="$knqn" \
             timeout -k 10 600 "$it_dir/$t" --gtest_color=no ${INTEROP_GTEST_FILTER:+--gtest_filter="$INTEROP_GTEST_FILTER"} \
             > "$work/$t.out" 2>&1 || rc=$?
         cat "$work/$t.out" >> "$log"
@@ -226,6 +235,7 @@ check_core_to_kernel() {
             problem "$t exit $rc${failed:+ (failed: $failed)}"
         fi
     done
+    [ -z "$tcp_target" ] || nvmet_unlink "$ktcp_port_id" "$knqn"
     finish core-integration-to-kernel
 }
 
