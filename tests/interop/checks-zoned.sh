@@ -186,7 +186,7 @@ zoned_t_zbd() {
         > "$INTEROP_OUT/zbd-results" 2>&1 || rc=$?
     cat "$INTEROP_OUT/zbd-results" >> "$log"
     mkdir -p "$INTEROP_OUT/logs/zbd"
-    cp "$tree"/t/zbd/test-zbd-support.log.* "$INTEROP_OUT/logs/zbd/" 2>/dev/null
+    cp -p "$tree"/t/zbd/test-zbd-support.log.* "$INTEROP_OUT/logs/zbd/" 2>/dev/null
     local pass fail skip
     pass="$(grep -oE 'Running test [0-9]+ \.\.\. PASS' "$INTEROP_OUT/zbd-results" | awk '{print $3}' | xargs)"
     fail="$(grep -oE 'Running test [0-9]+ \.\.\. FAIL' "$INTEROP_OUT/zbd-results" | awk '{print $3}' | xargs)"
