@@ -3,10 +3,8 @@ its configured bound + 1 s with a clear error, a long stall shorter than
 io_timeout_ms is ridden out, and a long wait on a silent target sleeps instead
 of spinning. Over softverbs, or over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp
 (the same cases and bounds). Run one case: fio_bounds.py NAME."""
-import os
 import resource
 import signal
-import subprocess
 import threading
 import time
 

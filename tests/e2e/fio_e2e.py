@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """fio end-to-end tests through libfio_nvmeof.so against nvmeof-target over
-softverbs. One test per invocation: `fio_e2e.py TEST [ARG]`."""
+softverbs; `job` also over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp. One test
+per invocation: `fio_e2e.py TEST [ARG]`."""
 import errno
 import json
 import os
@@ -32,8 +33,35 @@ def test_job(job):
     # Each I/O is at least one command; above MDTS it is several.
     check(stats["commands"]["write"] >= sums["write"]["ios"], "fewer write commands than fio writes")
     check(stats["commands"]["read"] >= sums["read"]["ios"], "fewer read commands than fio reads")
+    if t.transport == "tcp":
+        check_tcp_data_path(stats, job)
     print(f"{job}: fio read {sums['read']['bytes']} B / write {sums['write']['bytes']} B; "
           f"target commands {stats['commands']}")
+
+
+# How the writes of the jobs with an NVMe/TCP twin must travel: quickstart's
+# 4 KiB all in the capsule; mixed-verify's 4 to 64 KiB both ways on one queue.
+TCP_WRITES = {"quickstart.fio": "in-capsule", "mixed-verify.fio": "both"}
+
+
+def check_tcp_data_path(stats, job):
+    """Over NVMe/TCP every write's data came in its command capsule (up to
+    4 KiB: the target's IOCCSZ) or was fetched by one R2T, answered by one
+    H2CData PDU (no job writes above MAXH2CDATA, 128 KiB); every read's data
+    went back in C2HData PDUs; no connection was ended by a C2HTermReq."""
+    writes, tcp = stats["commands"]["write"], stats["tcp"]
+    in_capsule = stats["in_capsule_writes"]
+    check(in_capsule + tcp["r2t"] == writes and tcp["h2c_data"] == tcp["r2t"],
+          f"{writes} writes: {in_capsule} in-capsule, {tcp['r2t']} R2Ts, {tcp['h2c_data']} H2CData PDUs")
+    expect = TCP_WRITES.get(job)
+    check(expect != "in-capsule" or in_capsule == writes > 0,
+          f"{job}: {in_capsule} of {writes} writes in-capsule, expected all")
+    check(expect != "both" or (in_capsule > 0 and tcp["r2t"] > 0),
+          f"{job}: {in_capsule} writes in-capsule and {tcp['r2t']} by R2T, expected some of each")
+    check(tcp["c2h_data"] >= stats["commands"]["read"] and tcp["term_reqs"] == 0,
+          f"{stats['commands']['read']} reads: target TCP counters {tcp}")
+    print(f"over TCP: {in_capsule} writes in-capsule, {tcp['r2t']} fetched by R2T; "
+          f"{tcp['c2h_data']} C2HData PDUs")
 
 
 def test_verify_modes(mode):
@@ -223,7 +251,6 @@ def test_target_drops_connection():
         t.stop()
     check(proc.returncode != 0, "fio reported success although the target dropped the connection")
     check(time.monotonic() - start < 60, "fio took too long to notice the dropped connection")
-    text = proc.stdout + proc.stderr
     errors = [line for line in proc.stderr.splitlines() if "nvmeof" in line and "failed" in line]
     check(errors, f"no engine error message in:\n{proc.stderr[-3000:]}")
     print(f"fio said ({len(errors)} error lines): {errors[0].strip()}")
@@ -321,9 +348,7 @@ def test_gpu_job(job, registration):
     env = {"NVMEOF_GPU": "0", "NVMEOF_CUDA_LIBRARY": fake, "SOFTVERBS_CUDA_LIBRARY": fake,
            "FAKE_CUDA_OPAQUE": "1", "FAKE_CUDA_DMABUF": "1" if registration == "dma-buf" else "0"}
     transport = "tcp" if registration == "staging" else "rdma"
-    path = h.shortened_job(job, wd)
-    if transport == "tcp":
-        path.write_text(path.read_text().replace("[global]\n", "[global]\ntrtype=tcp\n", 1))
+    path = h.shortened_job(job, wd, transport=transport)
     with h.target(wd, transport=transport) as t:
         proc, result = h.run_fio(path, t, extra_env=env)
         stderr = t.stop()

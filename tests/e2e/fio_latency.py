@@ -4,6 +4,11 @@ I/O, and lat = slat + clat. The engine stamps each I/O's issue time just before
 its command is posted (FIO_ASYNCIO_SETS_ISSUE_TIME); without that fio stamps it
 after the post and clat came out shorter than the target's own delay.
 
+Over softverbs, or over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp (the same
+cases and checks): there every case takes the deferred path, the I/Os queued
+between two reaps sent together (one sendmsg per queue) at the start of
+getevents and stamped just before it, whatever iodepth_batch says.
+
 Run one case: fio_latency.py qd1 | qd32 | qd32-batched"""
 import sys
 import tempfile

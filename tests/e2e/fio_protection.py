@@ -3,6 +3,8 @@
 plugin's options (pi_act, pi_chk, apptag, apptag_mask, md_per_io_size), against
 nvmeof-target's 512+8, 4096+8 and 4096+64 (64-bit guard) type 1 namespaces.
 Each test is one or a few fio runs whose job sections cover the combinations.
+Over softverbs, or over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp (the same
+cases and checks: nothing here is the transport's but how the bytes travel).
 One test per invocation: `fio_protection.py TEST [ARG]`."""
 import errno
 import json
@@ -32,7 +34,7 @@ def spec(t, nsid):
 
 
 def global_section(t, mode, info=None):
-    return (f"[global]\nioengine=external:{h.ENGINE}\n"
+    return (f"[global]\nioengine=external:{h.ENGINE}\ntrtype={t.transport}\n"
             + ("thread=1\n" if mode == "thread" else "")
             + (f"info_file={info}\n" if info else ""))
 

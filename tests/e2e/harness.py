@@ -83,10 +83,14 @@ def target(workdir, namespace="ram:128M", extra=(), port=0, transport=TRANSPORT)
         t.stop()
 
 
-def shortened_job(job, workdir, runtime=2):
-    """The shipped job file with only its runtime shortened."""
+def shortened_job(job, workdir, runtime=2, transport=TRANSPORT):
+    """The shipped job file with its runtime shortened and, over a transport
+    other than RDMA (the shipped files name none: the engine's default), its
+    trtype= first in [global]."""
     text = (JOBS / job).read_text()
     text = re.sub(r"(?m)^runtime=\d+$", f"runtime={runtime}", text)
+    if transport != "rdma":
+        text = text.replace("[global]\n", f"[global]\ntrtype={transport}\n", 1)
     path = Path(workdir) / job
     path.write_text(text)
     return path
