@@ -24,7 +24,10 @@ our_port_host_tcp_zoned=4426
 zbd_long_tests="30 31 32 48 57 58"
 case "${INTEROP_ZBD_TESTS:-}" in
     all) zbd_tests="" ;;
-    "") zbd_tests="$(seq 1 58 | grep -vxF -f <(tr ' ' '\n' <<< "$zbd_long_tests") | xargs)" ;;
+    "") zbd_tests=""
+        for zbd_n in $(seq 1 58); do
+            case " $zbd_long_tests " in *" $zbd_n "*) ;; *) zbd_tests+="${zbd_tests:+ }$zbd_n" ;; esac
+        done ;;
     *) zbd_tests="$INTEROP_ZBD_TESTS" ;;
 esac
 
