@@ -7,6 +7,7 @@
 # each target with its committed corpus (tests/fuzz/corpus/TARGET, read only:
 # new inputs go to a scratch directory), and fails on any crash, leak, timeout
 # or sanitizer report, keeping the reproducer. Prints executions per target.
+# Runs as many targets at once as there are cores (NVMEOF_FUZZ_JOBS sets it).
 # NVMEOF_FUZZ_BUILD picks another build folder; NVMEOF_FUZZ_KEEP=1 keeps the
 # scratch corpora.
 set -euo pipefail
@@ -50,22 +51,40 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/nvmeof-fuzz.XXXXXX")
 # Abort on the first report of any sanitizer, so libFuzzer saves the input.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
-failed=()
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: one target's run, its exit status left in $scratch/TARGET/status.
+fuzz_one() {
+    local t=$1 seeds="$root/tests/fuzz/corpus/$1" extra=() status=0
     mkdir -p "$scratch/$t/new"
-    seeds="$root/tests/fuzz/corpus/$t"
-    extra=()
     [ -f "$root/tests/fuzz/$t.dict" ] && extra=("-dict=$root/tests/fuzz/$t.dict")
     [ -f "$root/tests/fuzz/$t.options" ] && extra+=($(grep -v '^#' "$root/tests/fuzz/$t.options"))
-    log="$scratch/$t/log"
-    status=0
     "$build/tests/fuzz/fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$scratch/$t/" "${extra[@]}" "$@" \
-        "$scratch/$t/new" "$seeds" >"$log" 2>&1 || status=$?
+        -print_final_stats=1 -artifact_prefix="$scratch/$t/" "${extra[@]}" "${fuzzer_args[@]}" \
+        "$scratch/$t/new" "$seeds" >"$scratch/$t/log" 2>&1 || status=$?
+    echo "$status" > "$scratch/$t/status"
+}
+# As many targets at once as there are cores (NVMEOF_FUZZ_JOBS): each is one
+# single-threaded process, so each still gets its SECONDS of one core.
+fuzzer_args=("$@")
+jobs=${NVMEOF_FUZZ_JOBS:-$(nproc)}
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: NVMEOF_FUZZ_JOBS must be a positive whole number, not '$jobs'" >&2; exit 2; }
+running=0
+for t in "${targets[@]}"; do
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    fuzz_one "$t" &
+    running=$((running + 1))
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+    log="$scratch/$t/log"
+    status=$(cat "$scratch/$t/status" 2>/dev/null || echo "?")
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
     cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -1 | cut -d' ' -f2)
-    if [ "$status" -ne 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz finding:' "$log"; then
+    if [ "$status" != 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz finding:' "$log"; then
         failed+=("$t")
         echo "fuzz: $t FAILED (exit $status) after ${execs:-?} executions; reproducer and log in $scratch/$t/"
         (grep -E 'ERROR:|runtime error:|fuzz finding:|SUMMARY:|Test unit written to' "$log" || tail -5 "$log") |
