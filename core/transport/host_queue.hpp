@@ -91,7 +91,9 @@ class HostQueue : public QueueCore {
     // Stops the transport (no memory touched after it returns) and fails
     // or holds what is outstanding.
     virtual void fail(TransportErrc code, int sys_errno, const char* why) noexcept = 0;
-    // Orderly close: the transport's disconnect, then what is left fails.
+    // Orderly close: a live queue first completes what was already answered
+    // (the answers received and not yet polled), then the transport's
+    // disconnect, then what is left fails (or is held for a reconnect).
     // `wait_for_peer` false waits for nothing from a peer known dead.
     virtual void disconnect(bool wait_for_peer = true) noexcept = 0;
     // Frees the transport's connection resources (before the controller's

@@ -86,7 +86,8 @@ class RdmaQueue final : public HostQueue {
     // `completion_channel`, the CQ reports there once armed (wait_for_completions).
     void connect(ibv_pd* pd, const ibv_device_attr& device, std::uint64_t max_transfer_bytes,
                  ibv_comp_channel* completion_channel = nullptr);
-    // Orderly close: rdma_disconnect, QP to error, drain, fail what is left.
+    // Orderly close: the answers already in taken (take_answers_in), then
+    // rdma_disconnect, QP to error, drain, fail what is left.
     // `wait_for_peer` false skips the wait for DISCONNECTED (a peer known dead).
     void disconnect(bool wait_for_peer = true) noexcept override;
     // Destroys QP, CQ and ring MRs (before the PD goes), keeps the CM id.
@@ -230,6 +231,11 @@ class RdmaQueue final : public HostQueue {
     // The SEND is the next one built: signalled if it ends a signalling interval.
     [[gnu::always_inline]] inline void prepare_send(CommandSend& send) noexcept;
     void drain() noexcept;
+    // Before a live queue is closed: the answers already in its CQ complete
+    // their requests, so that none is held and re-sent after it was answered
+    // (on a zoned namespace the write pointer would refuse the second write).
+    // Nothing new is posted (no after_poll); a failed completion fails the queue.
+    void take_answers_in() noexcept;
     // Always `queued`: a failed post fails the queue, and the transfers with it.
     [[gnu::always_inline]] inline SubmitResult post_chain(ibv_send_wr* head) noexcept;
     // A batch not handled whole: its receives leave receives_outstanding_.

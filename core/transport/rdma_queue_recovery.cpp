@@ -68,6 +68,17 @@ void RdmaQueue::drain() noexcept {
     }
 }
 
+void RdmaQueue::take_answers_in() noexcept {
+    ibv_wc wc[kPollBatch];
+    while (cq_ && !failed()) {
+        const int n = ibv_poll_cq(cq_.get(), kPollBatch, wc);
+        if (n <= 0) {
+            return;
+        }
+        handle_completion(wc, n);
+    }
+}
+
 void RdmaQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcept {
     if (failed()) {
         return;

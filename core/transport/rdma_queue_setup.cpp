@@ -370,6 +370,9 @@ void RdmaQueue::disconnect(bool wait_for_peer) noexcept {
         return;
     }
     const bool was_connected = state_ == QueueState::connected || state_ == QueueState::live;
+    if (state_ == QueueState::live) {
+        take_answers_in();
+    }
     if (was_connected && rdma_disconnect(id_.get()) == 0 && wait_for_peer) {
         // Best effort: wait briefly for DISCONNECTED so the target sees an orderly close.
         try {

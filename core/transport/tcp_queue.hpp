@@ -256,8 +256,13 @@ class TcpQueue final : public HostQueue {
 
     // --- the receive side (tcp_queue_receive.cpp) ---
     // One recvmsg into the receive buffer (and the caller's memory first while
-    // a C2HData's data is due).
-    void receive() noexcept;
+    // a C2HData's data is due); false when nothing came in.
+    bool receive() noexcept;
+    // Before a live queue is closed: the answers already received complete
+    // their requests, so that none is held and re-sent after it was answered
+    // (on a zoned namespace the write pointer would refuse the second write).
+    // Nothing is sent; a broken PDU or the connection's end fails the queue.
+    void take_answers_in() noexcept;
     // Handles the whole PDUs received, up to `budget` completions; returns how
     // many it completed.
     int take_pdus(int budget) noexcept;

@@ -54,7 +54,7 @@ constexpr TcpPduFault fault(TcpFatalError fes, std::uint32_t fei, const char* wh
 
 }  // namespace
 
-void TcpQueue::receive() noexcept {
+bool TcpQueue::receive() noexcept {
     // What is left in the buffer is at most one PDU's start (or a poll's
     // unhandled rest, when no receive happens): moved to the front.
     if (rx_begin_ != 0) {
@@ -81,7 +81,7 @@ void TcpQueue::receive() noexcept {
         iov[count++] = iovec{rx_.get() + rx_end_, direct ? std::min(room, kReceiveTail) : room};
     }
     if (count == 0) {
-        return;
+        return false;
     }
     const std::int64_t got = socket_.receive(std::span<const iovec>(iov, count));
     ++counters_.receives;
@@ -92,7 +92,7 @@ void TcpQueue::receive() noexcept {
             fail(TransportErrc::disconnected, static_cast<int>(-got),
                  "recvmsg failed: the connection to the controller is gone");
         }
-        return;
+        return false;
     }
     auto rest = static_cast<std::uint64_t>(got);
     if (direct) {
@@ -102,6 +102,16 @@ void TcpQueue::receive() noexcept {
         rest -= in_place;
     }
     rx_end_ += rest;
+    return true;
+}
+
+void TcpQueue::take_answers_in() noexcept {
+    while (socket_ && !failed()) {
+        take_pdus(kPollBatch);
+        if (!failed() && !rx_ready_ && !receive()) {
+            return;  // nothing more has come in
+        }
+    }
 }
 
 void TcpQueue::placed(std::uint32_t bytes) noexcept {

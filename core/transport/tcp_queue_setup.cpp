@@ -325,6 +325,9 @@ void TcpQueue::disconnect(bool wait_for_peer) noexcept {
         return;
     }
     const bool was_connected = state_ == QueueState::connected || state_ == QueueState::live;
+    if (state_ == QueueState::live) {
+        take_answers_in();
+    }
     if (was_connected && wait_for_peer && socket_) {
         // Best effort: what is queued leaves before the connection ends.
         drain_output(Clock::now() + std::min(config_.timeout, kDisconnectWait));

@@ -113,6 +113,9 @@ Faults (repeatable --fault SPEC; each injected fault logs one line on stderr):
   stop-answering-after=N   after N commands, accept but never answer
   ignore-io=N              the Nth I/O command (1-based, counted over all I/O queues) is
                            accepted but never answered; the others are
+  drop-after-run=N         the Nth I/O command (counted as ignore-io) runs, but its answer is
+                           never sent: every connection is dropped instead (the commands
+                           received after it never run)
   reorder-io=N             (RDMA) every Nth I/O command of a queue runs after one that
                            arrived later (held until it finished, 5 ms at most)
   outage-after=N:MS        after N commands, drop every connection and stop listening for

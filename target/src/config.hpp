@@ -148,6 +148,11 @@ struct FaultConfig {
     std::optional<std::uint32_t> delay_ms;
     std::optional<std::uint64_t> stop_answering_after;
     std::optional<std::uint64_t> ignore_io;  // the Nth I/O command is never answered
+    // drop-after-run=N: the Nth I/O command runs, its answer is never sent,
+    // the commands received after it never run, and every connection is
+    // dropped (a controller that ran a command and lost its connection
+    // before answering).
+    std::optional<std::uint64_t> drop_after_run;
     // reorder-io=N (NVMe/RDMA): every Nth I/O command of a queue is held back
     // and run once a command that arrived after it on that queue has
     // finished (or kReorderHoldMs later): the two run against their order

@@ -147,6 +147,12 @@ void parse_fault(std::string_view spec, FaultConfig& faults) {
         faults.stop_answering_after = parse_number(value, what, max64);
     } else if (name == "ignore-io") {
         faults.ignore_io = parse_number(value, what, max64);
+    } else if (name == "drop-after-run") {
+        const std::uint64_t nth = parse_number(value, what, max64);
+        if (nth == 0) {
+            throw UsageError(what + ": N is 1-based");
+        }
+        faults.drop_after_run = nth;
     } else if (name == "reorder-io") {
         const std::uint64_t every = parse_number(value, what, max64);
         if (every == 0) {

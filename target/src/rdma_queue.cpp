@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
@@ -253,7 +254,9 @@ void RdmaQueue::handle_receive(std::uint32_t index, std::uint32_t byte_len) {
         fail("capsule shorter than a command");
         return;
     }
-    if (swallow_capsule(ctx_, nvme_.qid, capsule[0])) {
+    std::uint16_t cid = 0;
+    std::memcpy(&cid, capsule + offsetof(wire::Sqe, command_id), sizeof cid);
+    if (swallow_capsule(ctx_, nvme_, capsule[0], cid)) {
         post_receive(index);
         return;
     }
@@ -426,6 +429,10 @@ void RdmaQueue::release_reordered() {
 }
 
 void RdmaQueue::finish(Request& req, const Completion& done) {
+    if (withhold_answer(ctx_, nvme_, req.sqe.command_id)) [[unlikely]] {
+        --in_flight_;  // never answered: the server drops every connection (drop-after-run)
+        return;
+    }
     if (reordered_ && req.sequence > reordered_->after) {
         release_reordered();  // a command that came after the held one has run
     }

@@ -341,6 +341,10 @@ void RdmaServer::run(const volatile std::sig_atomic_t& stop) {
                 queue->begin_disconnect("drop-after fault");
             }
         }
+        if (faults_.run_then_drop && faults_.run_then_drop->ran && !faults_.run_then_drop->done) {
+            faults_.run_then_drop->done = true;
+            drop_connections(0, "drop-after-run fault");
+        }
         // Every pass, not on the timer: a fast host runs hundreds of commands
         // in one timer period, and the fault must land after the Nth.
         listener_faults_.run(faults_, stats_, core_, *this, now);

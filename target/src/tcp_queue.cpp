@@ -251,7 +251,7 @@ void TcpQueue::on_capsule(const std::uint8_t* pdu, const wire::TcpPduExpect& exp
     }
     const bool digest_error = expect.data_digest && !data_digest_ok(pdu, expect);
     const std::uint16_t cid = cmd->sqe.command_id;
-    if (!swallow_capsule(ctx_, nvme_.qid, cmd->sqe.opcode)) {
+    if (!swallow_capsule(ctx_, nvme_, cmd->sqe.opcode, cid)) {
         // Numbered as swallow_capsule numbers I/O commands (ignore-io).
         if (nvme_.qid != 0 && cmd->sqe.opcode != wire::kFabricsOpcode) {
             pick_fault(*cmd, ctx_.faults.io_commands);

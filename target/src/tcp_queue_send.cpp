@@ -29,6 +29,10 @@ bool TcpQueue::output_full() const {
 }
 
 void TcpQueue::finish(std::unique_ptr<Command> cmd, const Completion& done) {
+    if (withhold_answer(ctx_, nvme_, cmd->sqe.command_id)) [[unlikely]] {
+        --in_flight_;  // never answered: the server drops every connection (drop-after-run)
+        return;
+    }
     cmd->done = done;
     cmd->cqe = ctx_.core.make_cqe(nvme_, cmd->sqe, done);
     if (const auto delay = ctx_.config.faults.delay_ms) {

@@ -248,6 +248,10 @@ void TcpServer::run(const volatile std::sig_atomic_t& stop) {
                          static_cast<unsigned long long>(*config_.faults.drop_after));
             drop_connections(0, "drop-after fault");
         }
+        if (faults_.run_then_drop && faults_.run_then_drop->ran && !faults_.run_then_drop->done) {
+            faults_.run_then_drop->done = true;
+            drop_connections(0, "drop-after-run fault");
+        }
         listener_faults_.run(faults_, stats_, core_, *this, now);
         if (now >= next_timers) {
             next_timers = now + kTimerPeriod;

@@ -16,7 +16,8 @@ fail() {
 grep -q '^Usage: nvmeof-target' "$work/out" || fail "--help lacks the usage line"
 for option in --listen --port --subsystem --namespace --size --allow-host --mdts --mqes --maxcmd \
     --crqsize --ioccsz --max-io-queues --kas --fault --stats reject-connect connect-status \
-    fail-io fail-lba drop-after delay-ms stop-answering-after ignore-io reorder-io outage-after \
+    fail-io fail-lba drop-after delay-ms stop-answering-after ignore-io drop-after-run reorder-io \
+    outage-after \
     port-down-after \
     corrupt-guard corrupt-apptag corrupt-reftag pi1 guard64 --maxh2cdata --c2h-pdu-bytes \
     --no-c2h-success reset-after reset-mid-transfer short-pdu corrupt-pdu r2t-delay-ms \

@@ -89,6 +89,11 @@ TEST(Config, Faults) {
     EXPECT_EQ(f.drop_after, 50u);
     EXPECT_EQ(f.delay_ms, 5u);
     EXPECT_EQ(f.stop_answering_after, 7u);
+    EXPECT_FALSE(f.drop_after_run);
+    EXPECT_EQ(parse({"--subsystem", "nqn.a", "--fault", "drop-after-run=12"}).faults.drop_after_run,
+              12u);
+    EXPECT_EQ(error_of({"--subsystem", "nqn.a", "--fault", "drop-after-run=0"}),
+              "--fault drop-after-run=0: N is 1-based");
 }
 
 TEST(Config, ListenerFaultsAndPorts) {

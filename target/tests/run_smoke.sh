@@ -114,6 +114,19 @@ faults)
     fi
     stop
     grep -q 'fault: drop-after' "$work/err" || fail "drop-after was not logged"
+    # I/O command 1 (the keyed Write) runs, its answer never comes: the
+    # connections drop, and the namespace counts the Write.
+    start --namespace ram:16M --fault drop-after-run=1
+    if "$run" "$client" 127.0.0.1 "$port" "$nqn" both >"$work/client" 2>&1; then
+        fail "the client survived drop-after-run=1"
+    fi
+    stop
+    grep -q 'fault: drop-after-run=1: QID 1 CID .* ran; its answer is not sent' "$work/err" ||
+        fail "drop-after-run was not logged"
+    grep -q 'QID 1 CNTLID 1: disconnecting: drop-after-run fault' "$work/err" ||
+        fail "drop-after-run did not drop the I/O queue"
+    expect_stat '"faults_injected": 1,'
+    expect_stat '"nsid": 1, "commands": {"read": 0, "write": 1}'
     start --namespace ram:16M --fault stop-answering-after=3
     if "$run" "$client" 127.0.0.1 "$port" "$nqn" both >"$work/client" 2>&1; then
         fail "the client survived stop-answering-after=3"

@@ -1,7 +1,9 @@
 // The NVMe/TCP faults of nvmeof-target (--fault reset-after, reset-mid-transfer,
 // short-pdu, corrupt-pdu, r2t-delay-ms), each checked by what a host sees on
 // the wire: the RST, the PDU cut short or broken, the wrong digest, the R2T
-// that comes late; and the log line and the --stats count of each.
+// that comes late; and the log line and the --stats count of each. Also
+// drop-after-run, a fault of both transports, seen here on the wire (over
+// RDMA: run_smoke.sh faults, and tests/e2e/fio_zoned.py).
 #include "tcp_harness.hpp"
 
 namespace {
@@ -247,6 +249,38 @@ TEST(TcpFault, R2tDelayIsNotBeforeItsTime) {
     EXPECT_EQ(c.io.run(Host::rw(wire::IoOpcode::read, 0, data.size(), transport_sgl(8192))).data,
               data);
     EXPECT_NE(tcp_stats(target).find("\"faults\": 1}"), std::string::npos) << target.stats();
+}
+
+TEST(TcpFault, DropAfterRunRunsTheCommandThenDropsEveryConnectionUnanswered) {
+    Target target({"--fault", "drop-after-run=2"});
+    const auto ran = pattern(4096, 9);
+    {
+        Controller c(target.port(), {});
+        write_block(c.io, 1);  // I/O command 1: answered
+        // I/O command 2 runs, unanswered; command 3, sent after it, never runs.
+        wire::Sqe second =
+            Host::rw(wire::IoOpcode::write, 0, ran.size(), wire::in_capsule_data(0, 4096));
+        second.command_id = 50;
+        c.io.send_capsule(second, ran);
+        wire::Sqe third = Host::rw(wire::IoOpcode::write, 8, 4096, wire::in_capsule_data(0, 4096));
+        third.command_id = 51;
+        c.io.send_capsule(third, pattern(4096, 10));
+        const Host::Drained io = c.io.drain();
+        EXPECT_TRUE(io.bytes.empty()) << io.bytes.size() << " bytes came: an answer";
+        EXPECT_TRUE(io.eof) << "error " << io.error;
+        EXPECT_TRUE(c.admin.closed_by_target()) << "the admin queue stays connected";
+    }
+    EXPECT_TRUE(
+        target.log_has("nvmeof-target: fault: drop-after-run=2: QID 1 CID 50 ran; its answer "
+                       "is not sent and every connection is dropped"))
+        << target.log();
+    // The target takes connections again: command 2's data is there, command 3's is not.
+    Controller again(target.port(), {});
+    EXPECT_EQ(again.io.run(Host::rw(wire::IoOpcode::read, 0, 4096, transport_sgl(4096))).data, ran);
+    EXPECT_EQ(again.io.run(Host::rw(wire::IoOpcode::read, 8, 4096, transport_sgl(4096))).data,
+              std::vector<std::uint8_t>(4096, 0));
+    target.stop();
+    EXPECT_NE(target.stats().find("\"faults_injected\": 1,"), std::string::npos) << target.stats();
 }
 
 }  // namespace

@@ -2,14 +2,16 @@
 """fio's zonemode=zbd through the engine, against nvmeof-target's zoned RAM
 namespaces: sequential and random writes (within the open zone limit fio read
 from the engine), SPDK's zone_append and initial_zone_reset, verify, two jobs
-on one namespace, the zone statuses the target's faults give, and the options
-refused on a namespace that is not zoned. Each test checks what fio moved, what
-the target counted and the zones as the Python package reports them after the
-job. Over NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp. One test per invocation:
+on one namespace, the zone statuses the target's faults give, the options
+refused on a namespace that is not zoned, and writes and Zone Appends through
+a reconnect (docs/zoned.md). Each test checks what fio moved, what the target
+counted and the zones as the Python package reports them after the job. Over
+NVMe/TCP with NVMEOF_E2E_TRANSPORT=tcp. One test per invocation:
 `fio_zoned.py TEST`."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -25,7 +27,7 @@ MAX_OPEN = 4
 # 32 zones of 1 MiB, 768 KiB of each writable, at most 4 open.
 ZONED = f"ram:32M:{BLOCK}:zoned=1M,cap=768K,max_open={MAX_OPEN}"
 ZONE_BLOCKS = ZONE // BLOCK
-EIO, EINVAL = 5, 22
+EIO, EINVAL, ECONNRESET, ESHUTDOWN = 5, 22, 104, 108
 
 # Run under the test's transport runner with the Python package on the path:
 # the zones of namespace 1 as JSON.
@@ -251,10 +253,151 @@ def test_not_zoned():
     print("not zoned: fio's zonesize line, emulated zones written, zone_append=1 refused")
 
 
+# Reconnect options as tests/e2e/fio_reconnect.py sets them, with a short delay.
+RECONNECT = ["ctrl_loss_tmo_ms=10000", "reconnect_delay_ms=100", "io_timeout_ms=5000"]
+VERIFY = ["verify=crc32c", "verify_fatal=1", "verify_state_save=0"]
+# The engine's lines (engine/job.cpp, engine/job_setup.cpp) and the core's (core/host/reconnect.cpp).
+RECONNECTED = re.compile(r"reconnected after an outage of \d+ ms \(CNTLID \d+\), (\d+) I/Os re-sent")
+SUMMARY = re.compile(r": (\d+) reconnects \(outages: [^)]*\), \d+ failed attempts, (\d+) I/Os retried")
+REFUSED = re.compile(r"write of (\d+) bytes at offset (\d+) failed: Write: Zone Invalid Write "
+                     r"\(SCT 0x1 SC 0xbc, DNR\): if a reconnect re-sent it, the write had reached "
+                     r"the controller before the outage")
+# A queue that saw the connection end says disconnected (ECONNRESET); one torn
+# down because another queue of the controller saw it first, closed (ESHUTDOWN).
+APPEND_FAILED = re.compile(r"write of (\d+) bytes at offset (\d+) failed: Zone Append: "
+                           r"(?:disconnected|closed) \(")
+
+
+def reconnects(stderr):
+    """(reconnects, I/Os retried) of the engine's end-of-job note, and the
+    I/Os each reconnect re-sent."""
+    summary = SUMMARY.search(stderr)
+    counts = (int(summary.group(1)), int(summary.group(2))) if summary else (0, 0)
+    return counts, [int(n) for n in RECONNECTED.findall(stderr)]
+
+
+def test_reconnect_outage():
+    """rw=write with verify over three zones through an outage in the middle of
+    the writes (outage-after: every connection dropped, nothing listening for
+    300 ms). The writes held through it had not reached the controller (16
+    KiB, above the capsule: their data was still to be fetched, by RDMA READ
+    or R2T), and those the target had answered are completed by the host's
+    teardown, not held: the reconnect re-sends the held ones at the write
+    pointer, verify passes, the zones hold exactly the bytes written, the
+    target counts no error, and the engine logs one reconnect that re-sent
+    writes."""
+    wd = h.workdir()
+    with h.target(wd, namespace=ZONED, extra=["--fault", "outage-after=60:300"]) as t:
+        proc, result, stderr = run(t, wd, ZBD + ["rw=write", "bs=16k", "size=3M"] + VERIFY +
+                                   RECONNECT)
+        zones = zones_of(t)
+        target_log = t.stop()
+    check("fault: outage-after=60:300: dropping every connection" in target_log,
+          f"the target's outage did not happen:\n{target_log[-2000:]}")
+    check(proc.returncode == 0 and result is not None and not h.job_errors(result),
+          f"fio failed across the outage (rc {proc.returncode}):\n{stderr[-3000:]}")
+    (count, retried), resent = reconnects(stderr)
+    check(count == 1 and len(resent) == 1 and resent[0] > 0 and retried == resent[0],
+          f"expected one reconnect that re-sent writes, found {count} reconnects, re-sent "
+          f"{resent}, {retried} retried:\n{stderr[-3000:]}")
+    expected = 3 * CAPACITY
+    sums = h.totals(result)
+    check(sums["write"]["bytes"] == expected and sums["read"]["bytes"] == expected,
+          f"wrote {sums['write']['bytes']}, verified {sums['read']['bytes']}; expected {expected}")
+    check([z["state"] for z in zones[:4]] == ["full"] * 3 + ["empty"],
+          f"zones 0-3 after the job: {[z['state'] for z in zones[:4]]}")
+    check(written_bytes(zones) == expected,
+          f"the zones hold {written_bytes(zones)} bytes, fio wrote {expected}")
+    stats = t.stats()
+    ns = stats["namespaces"][0]
+    check(stats["errors"] == 0 and ns["bytes"]["write"] == expected,
+          f"the target counted {stats['errors']} errors and {ns['bytes']['write']} bytes written, "
+          f"expected none and {expected}")
+    print(f"outage: {resent[0]} writes re-sent by the reconnect, {expected} bytes written once "
+          f"and verified, zones 0-2 full")
+
+
+def test_reconnect_write_ran():
+    """A write the controller ran but never answered (drop-after-run: its
+    answer withheld, every connection dropped) is re-sent by the reconnect and
+    refused by the zone's write pointer: the job fails that write, and only
+    it, with EIO, Zone Invalid Write and the engine's line that it had reached
+    the controller before the outage. Its blocks were written once: the zones
+    hold the bytes fio wrote plus that write's (the writes held behind it, which
+    the target never ran, were re-sent and landed)."""
+    wd = h.workdir()
+    with h.target(wd, namespace=ZONED, extra=["--fault", "drop-after-run=20"]) as t:
+        proc, result, stderr = run(t, wd, ZBD + ["rw=write", "bs=16k", "size=3M"] + VERIFY +
+                                   RECONNECT)
+        zones = zones_of(t)
+        target_log = t.stop()
+    check("fault: drop-after-run=20: QID 1 CID " in target_log,
+          f"the target did not run a write and drop its answer:\n{target_log[-2000:]}")
+    errors = dict(h.job_errors(result)) if result else {}
+    check(proc.returncode != 0 and errors.get("zoned") == EIO,
+          f"fio: rc {proc.returncode}, job errors {errors}; expected EIO:\n{stderr[-3000:]}")
+    refused = [(int(b), int(o)) for b, o in REFUSED.findall(stderr)]
+    check(len(refused) == 1 and refused[0][0] == 16 * KIB,
+          f"expected one 16 KiB write refused with Zone Invalid Write and the engine's line that it "
+          f"had reached the controller, found {refused}:\n{stderr[-3000:]}")
+    (count, retried), resent = reconnects(stderr)
+    check(count == 1 and retried >= 1,
+          f"expected one reconnect re-sending the write, found {count} reconnects, {retried} I/Os "
+          f"retried:\n{stderr[-3000:]}")
+    size, offset = refused[0]
+    wrote = h.totals(result)["write"]["bytes"]
+    check(written_bytes(zones) == wrote + size,
+          f"the zones hold {written_bytes(zones)} bytes; fio wrote {wrote} and the refused write "
+          f"{size} once, {wrote + size}")
+    zone = zones[offset // ZONE]
+    check((zone["wp"] - zone["start"]) * BLOCK >= offset % ZONE + size,
+          f"the refused write at byte {offset} is not below its zone's write pointer: {zone}")
+    check(t.stats()["errors"] == 1, f"the target counted {t.stats()['errors']} errors, not 1")
+    print(f"write run, answer lost: the {size}-byte write at {offset} re-sent and refused (Zone "
+          f"Invalid Write), written once; {retried - 1} writes held behind it re-sent and landed")
+
+
+def test_reconnect_zone_append():
+    """zone_append=1: the Zone Append the controller ran but never answered
+    (drop-after-run), and those in flight behind it (which the target never
+    ran), fail with the queue's error (`Zone Append: disconnected`,
+    ECONNRESET, or `closed`, ESHUTDOWN, where the admin queue saw the outage
+    first) and are never re-sent: the zones hold the bytes fio appended plus
+    that one append's, once, as many as the target appended."""
+    wd = h.workdir()
+    with h.target(wd, namespace=ZONED, extra=["--fault", "drop-after-run=20"]) as t:
+        proc, result, stderr = run(t, wd, ZBD + ["rw=write", "bs=16k", "size=3M",
+                                                 "zone_append=1"] + VERIFY + RECONNECT)
+        zones = zones_of(t)
+        target_log = t.stop()
+    check("fault: drop-after-run=20: QID 1 CID " in target_log,
+          f"the target did not run a Zone Append and drop its answer:\n{target_log[-2000:]}")
+    errors = dict(h.job_errors(result)) if result else {}
+    check(proc.returncode != 0 and errors.get("zoned") in (ECONNRESET, ESHUTDOWN),
+          f"fio: rc {proc.returncode}, job errors {errors}; expected ECONNRESET or ESHUTDOWN:\n"
+          f"{stderr[-3000:]}")
+    failed = sorted((int(o), int(b)) for b, o in APPEND_FAILED.findall(stderr))
+    check(failed and all(b == 16 * KIB for _, b in failed) and "Zone Invalid Write" not in stderr,
+          f"expected the 16 KiB Zone Appends in flight failed back with the queue's error (and "
+          f"none re-sent), found {failed}:\n{stderr[-3000:]}")
+    appended = h.totals(result)["write"]["bytes"]
+    size = 16 * KIB  # the append the target ran
+    check(written_bytes(zones) == appended + size,
+          f"the zones hold {written_bytes(zones)} bytes; fio appended {appended} and the failed "
+          f"append ran once: {appended + size} (twice: {appended + 2 * size})")
+    ns = t.stats()["namespaces"][0]
+    check(ns["bytes"]["write"] == appended + size,
+          f"the target appended {ns['bytes']['write']} bytes, expected {appended + size}")
+    print(f"Zone Append run, answer lost: {len(failed)} in flight failed back (errno "
+          f"{errors['zoned']}), never re-sent; the zones hold {appended} + {size} bytes")
+
+
 TESTS = {"write": test_write, "randwrite-max-open": test_randwrite_max_open,
          "zone-append": test_zone_append, "verify": test_verify, "numjobs": test_numjobs,
          "initial-zone-reset": test_initial_zone_reset, "zone-faults": test_zone_faults,
-         "not-zoned": test_not_zoned}
+         "not-zoned": test_not_zoned, "reconnect-outage": test_reconnect_outage,
+         "reconnect-write-ran": test_reconnect_write_ran,
+         "reconnect-zone-append": test_reconnect_zone_append}
 
 if __name__ == "__main__":
     h.run_named(TESTS)

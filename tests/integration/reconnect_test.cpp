@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "nvmeof/nvmeof.hpp"
@@ -126,6 +127,66 @@ TEST(Reconnect, InFlightTransfersAreResentAndNewOnesAreBusyMeanwhile) {
     EXPECT_GT(stats.transfers_retried, 0u);
     EXPECT_EQ(stats.transfers_failed, 0u);
     EXPECT_GT(busy_while_reconnecting, 0u);
+}
+
+// The outage comes right after the target answered a write, and the admin
+// queue sees it before the I/O queue is polled: the teardown of the I/O queue
+// takes the answer it had already received, so that write completes and is not
+// re-sent (on a zoned namespace a second write would meet Zone Invalid Write).
+static void answer_received_before_the_teardown(Transport transport) {
+    if (!TargetProcess::can_configure()) {
+        GTEST_SKIP() << "needs nvmeof-target's outage fault";
+    }
+    // Commands 1..~10 are the connect; the outage follows one of the writes.
+    std::vector<std::string> extra{"--fault", "outage-after=40:300"};
+    if (transport == Transport::tcp) {
+        extra.insert(extra.begin(), {"--transport", "tcp"});
+    }
+    TargetProcess target(extra);
+    Options o = reconnecting(target, 10s);
+    o.transport = transport;
+    Controller c = Controller::connect(o);
+    Namespace ns = c.namespace_at(1);
+    IoQueue q = c.io(0);
+    MemoryRegion block = c.allocate(kBlock);
+    std::vector<Completion> out(4);
+    std::uint64_t completed = 0;
+    constexpr std::uint64_t kWrites = 60;
+    for (std::uint64_t i = 0; i < kWrites; ++i) {
+        const Transfer t{Op::write, i, 1, &block, 0, i};
+        SubmitResult r = q.submit(ns, t);
+        for (auto until = std::chrono::steady_clock::now() + 10s;
+             r == SubmitResult::busy && std::chrono::steady_clock::now() < until;
+             r = q.submit(ns, t)) {
+            ASSERT_TRUE(c.keep_connected());  // an outage under way: held off until it ends
+        }
+        ASSERT_EQ(r, SubmitResult::queued) << describe(q.last_error());
+        // The answer (and, after the outage's command, the disconnect) comes in
+        // before the host looks; then the admin queue is polled first.
+        std::this_thread::sleep_for(20ms);
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (completed <= i && std::chrono::steady_clock::now() < deadline) {
+            ASSERT_TRUE(c.keep_connected());
+            const std::size_t n = q.poll(out);
+            for (std::size_t k = 0; k < n; ++k) {
+                ASSERT_TRUE(out[k].status.ok()) << describe(out[k].status);
+                EXPECT_EQ(out[k].user_data, i);
+            }
+            completed += n;
+        }
+        ASSERT_EQ(completed, i + 1) << "write " << i << " did not complete";
+    }
+    const ReconnectStats& stats = c.reconnect_stats();
+    EXPECT_EQ(stats.reconnects, 1u);
+    EXPECT_EQ(stats.transfers_retried, 0u) << "an answered write was held and re-sent";
+}
+
+TEST(Reconnect, AnAnswerReceivedBeforeTheTeardownIsNotResent) {
+    answer_received_before_the_teardown(Transport::rdma);
+}
+
+TEST(Reconnect, AnAnswerReceivedBeforeTheTeardownIsNotResentOverTcp) {
+    answer_received_before_the_teardown(Transport::tcp);
 }
 
 // A blocking read and polled writes share I/O queue 0 when the outage drops
