@@ -22,7 +22,7 @@ struct TransportFaults {
     // until every connection is dropped; capsules after it are swallowed
     // meanwhile. `ran`: it ran and its answer was withheld, the drop is due.
     struct RunThenDrop {
-        const void* queue = nullptr;  // the QueueState of the queue it came on
+        const QueueState* queue = nullptr;  // the queue it came on
         std::uint16_t cid = 0;
         bool ran = false;
         bool done = false;
