@@ -154,7 +154,8 @@ class TcpQueue final : public HostQueue {
     static constexpr int kPollBatch = 64;
     static constexpr std::size_t kReceiveBytes = 64 * 1024;
     // Of it, what a receive that lands a C2HData's rest in place offers after
-    // that rest: the next PDU headers, and small PDUs whole.
+    // that rest (the next PDU headers, and small PDUs whole), and all that a
+    // receive takes while large C2HData PDUs are coming.
     static constexpr std::size_t kReceiveTail = 4 * 1024;
     static_assert(kReceiveTail >= wire::kTcpTermReqMaxLength && kReceiveTail <= kReceiveBytes);
     // A C2HData's rest shorter than this is not received in place but copied
@@ -346,6 +347,10 @@ class TcpQueue final : public HostQueue {
     std::uint32_t rx_crc_ = 0;
     std::uint32_t rx_digest_got_ = 0;
     std::array<std::uint8_t, wire::kTcpDigestBytes> rx_digest_{};
+    // The last C2HData carried at least kDirectReceiveMin bytes: the next
+    // receive between PDUs takes at most kReceiveTail bytes, so that the next
+    // such PDU's data lands in place rather than in the receive buffer.
+    bool rx_large_data_ = false;
     // The line a failure logs (a C2HTermReq's or a malformed PDU's).
     std::array<char, 256> fail_text_{};
 };

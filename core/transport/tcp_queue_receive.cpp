@@ -5,13 +5,15 @@
 //
 // Where C2HData lands: while at least kDirectReceiveMin bytes of a C2HData's
 // data are due, the recvmsg scatters into the caller's memory first (the rest
-// of that data) and into at most
-// kReceiveTail bytes of the receive buffer after it (the next headers), so a
-// large read arrives in place with no copy. Data that came into the receive
-// buffer together with headers (the start of a C2HData, small reads whole,
-// and a short rest) is copied out of it into the caller's memory: the one copy the
-// stream forces without a recvmsg per header, counted in
-// Counters::data_copied (Counters::data_received_direct the rest).
+// of that data) and into at most kReceiveTail bytes of the receive buffer
+// after it (the next headers), so a large read arrives in place with no copy.
+// After a large C2HData, receives between PDUs take kReceiveTail bytes too: a
+// receive of the whole buffer would fill it with the next PDU's data (a PDU
+// as large as the buffer then arrives all but copied). Data that came into
+// the receive buffer together with headers (the start of a C2HData, small
+// reads whole, and a short rest) is copied out of it into the caller's
+// memory: the one copy the stream forces without a recvmsg per header,
+// counted in Counters::data_copied (Counters::data_received_direct the rest).
 //
 // One malformed PDU ends the queue: an H2CTermReq naming the field (FES,
 // FEI) if the stream allows one, then fail(protocol_error, EPROTO) with one
@@ -78,7 +80,8 @@ bool TcpQueue::receive() noexcept {
         // PDUs): a large read's next PDU then starts its data in place too,
         // instead of filling the receive buffer with data to copy out.
         const std::size_t room = kReceiveBytes - rx_end_;
-        iov[count++] = iovec{rx_.get() + rx_end_, direct ? std::min(room, kReceiveTail) : room};
+        const bool tail_only = direct || rx_large_data_;
+        iov[count++] = iovec{rx_.get() + rx_end_, tail_only ? std::min(room, kReceiveTail) : room};
     }
     if (count == 0) {
         return false;
@@ -302,6 +305,7 @@ void TcpQueue::on_c2h_data(const std::uint8_t* pdu, const wire::TcpPduExpect& ex
     rx_crc_ = 0;
     rx_dest_ = reinterpret_cast<std::uint8_t*>(c.address) + header.datao;
     rx_left_ = header.datal;
+    rx_large_data_ = header.datal >= kDirectReceiveMin;
     rx_pad_left_ = expect.pdo - expect.header_bytes;
     rx_state_ = rx_pad_left_ != 0 ? ReceiveState::pad : ReceiveState::data;
 }

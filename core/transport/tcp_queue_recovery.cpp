@@ -30,6 +30,7 @@ void TcpQueue::fail(TransportErrc code, int sys_errno, const char* why) noexcept
     rx_begin_ = 0;
     rx_end_ = 0;
     rx_ready_ = false;
+    rx_large_data_ = false;
     rx_state_ = ReceiveState::header;
     const bool report = fail_outstanding(*this, code, sys_errno, why);
     check_counters();

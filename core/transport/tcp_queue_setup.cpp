@@ -109,6 +109,7 @@ void TcpQueue::reset_connection() noexcept {
     rx_begin_ = 0;
     rx_end_ = 0;
     rx_ready_ = false;
+    rx_large_data_ = false;
     rx_state_ = ReceiveState::header;
 }
 
