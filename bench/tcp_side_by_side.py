@@ -2,13 +2,16 @@
 """NVMe/TCP hosts side by side: our fio engine (trtype=tcp) and SPDK's fio
 plugin (spdk_nvme, trtype=TCP), each against the same targets over loopback
 TCP: nvmeof-target --transport tcp and SPDK's nvmf_tgt. Per point and host:
-IOPS, CPU µs per I/O (getrusage of the fio process) and system calls per I/O
-(perf stat's raw_syscalls:sys_enter on the fio process), each by the delta of a
-run of T and one of 3T seconds, so that start-up (DPDK's initialisation in the
-plugin, the connect in both) cancels. Prints figures and asserts nothing.
+IOPS, CPU µs per I/O (getrusage of the fio process; and that plus every other
+task's time but the target's, by schedstat, which holds the kernel's work
+outside fio too: its nvme-tcp workers, softirqs where they ran) and system
+calls per I/O (perf stat's raw_syscalls:sys_enter on the fio process), each by
+the delta of a run of T and one of 3T seconds, so that start-up (DPDK's
+initialisation in the plugin, the connect in both) cancels. Prints figures
+and asserts nothing.
 
   bench/tcp_side_by_side.py [--build build] [--spdk DIR] [--pairs N] [--runtime S]
-                            [--only TEXT] [--kernel-host]
+                            [--only TEXT] [--kernel-host] [--no-syscalls] [--json FILE]
 
 Points: 4 KiB random reads at QD 1, 32 and 128; 128 KiB sequential reads at QD 8.
 Hosts alternate point by point, so that drift on a shared machine hits both.
@@ -19,10 +22,17 @@ tests/spdk/run-checks.sh builds and keeps it. Without it the SPDK host and
 target are left out (said once). Needs root (DPDK's hugepages, the peer's
 spdk-ns.sh).
 
---kernel-host: the Linux kernel's nvme-tcp host (nvme connect -t tcp, fio's
-io_uring engine on the block device) as a third host. It needs the nvme-tcp
-module; where it cannot be loaded (a container without modules) the host is
+--kernel-host: the Linux kernel's nvme-tcp host as a third host: nvme-cli
+connects it to each target (nvme connect -t tcp, a host NQN of the script's
+own), fio's io_uring engine drives the namespace's block device (direct=1),
+and it is disconnected at the end. It needs the nvme-tcp module and nvme-cli;
+where the module cannot be loaded (a container without modules) the host is
 reported as not run, with the reason.
+
+System calls are counted by perf stat where it is installed; without it by
+strace -f -c, which stops fio at every call, so then each point runs twice
+more with strace for the count alone (the CPU figures come from runs without
+it). --no-syscalls leaves the count out.
 """
 import argparse
 import hashlib
@@ -36,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -92,6 +103,10 @@ class Env:
             if not f.is_file():
                 raise BenchError(f"{f} does not exist: build first")
         self.fio = shutil.which("fio") or "fio"
+        # perf's tracepoint counts without slowing fio; strace -c, where perf is
+        # missing, counts the same calls but stops fio at each one.
+        self.syscall_counter = next((t for t in ("perf", "strace") if shutil.which(t)), None)
+        self.kernel_devices = {}  # a target's port: the kernel host's block device on it
         self.spdk = spdk
         if spdk:
             self.spdk_libs = ":".join(str(spdk / p) for p in ("build/lib", "isa-l/.libs", "isa-l-crypto/.libs"))
@@ -163,6 +178,63 @@ def start_nvmf_tgt(env, workdir):
     return proc, port
 
 
+def other_tasks_ns(exclude_pid):
+    """CPU time so far of every task on the machine but exclude_pid's threads,
+    in ns, by the scheduler's own clock (schedstat), not by tick samples: ticks
+    miss much of the short runs of the kernel host's workers. None without
+    schedstat (a kernel without CONFIG_SCHED_INFO)."""
+    total, found = 0, False
+    for stat in Path("/proc").glob("[0-9]*/task/[0-9]*/schedstat"):
+        if stat.parts[2] == str(exclude_pid):
+            continue
+        try:
+            total += int(stat.read_text().split()[0])
+            found = True
+        except (OSError, ValueError, IndexError):
+            continue  # a task that ended meanwhile
+    return total if found else None
+
+
+class KernelHost:
+    """The Linux kernel's nvme-tcp host connected to one target: the block
+    device fio's io_uring engine drives."""
+
+    def __init__(self, port):
+        self.host_nqn = f"nqn.2014-08.org.nvmexpress:uuid:{uuid.uuid4()}"
+        r = subprocess.run(["nvme", "connect", "-t", "tcp", "-a", "127.0.0.1", "-s", str(port), "-n", NQN,
+                            f"--hostnqn={self.host_nqn}"], capture_output=True, text=True, timeout=90)
+        if r.returncode != 0:
+            raise BenchError(f"nvme connect -t tcp 127.0.0.1:{port}: exit {r.returncode}: "
+                             f"{(r.stderr or r.stdout).strip()[-300:]}")
+        self.device = None
+        deadline = time.monotonic() + 10
+        while self.device is None:
+            self.device = self.find_device()
+            if self.device is None:
+                if time.monotonic() > deadline:
+                    self.close()
+                    raise BenchError(f"no block device after nvme connect to 127.0.0.1:{port}")
+                time.sleep(0.1)
+
+    @staticmethod
+    def find_device():
+        """Namespace 1's block device of the controller (or, with native
+        multipath, the subsystem) whose subsysnqn is NQN."""
+        for c in [*Path("/sys/class/nvme").glob("nvme*"), *Path("/sys/class/nvme-subsystem").glob("nvme-subsys*")]:
+            try:
+                if (c / "subsysnqn").read_text().strip() != NQN:
+                    continue
+            except OSError:
+                continue
+            for d in sorted(c.glob("nvme*n1")):
+                if Path("/dev", d.name).is_block_device():
+                    return f"/dev/{d.name}"
+        return None
+
+    def close(self):
+        subprocess.run(["nvme", "disconnect", "-n", NQN], capture_output=True, timeout=60)
+
+
 def fio_command(env, host, port, point, runtime_s, workdir):
     common = ["--output-format=json", "--name=sbs", f"--rw={point['rw']}", f"--bs={point['bs']}",
               f"--iodepth={point['qd']}", "--time_based=1", f"--runtime={runtime_s}", "--thread=1",
@@ -174,19 +246,33 @@ def fio_command(env, host, port, point, runtime_s, workdir):
         trid = f"trtype=TCP adrfam=IPv4 traddr=127.0.0.1 trsvcid={port} subnqn={NQN.replace(':', chr(92) + ':')} ns=1"
         return [*env.spdk_prefix(), env.fio, f"--ioengine={env.spdk / 'build' / 'fio' / 'spdk_nvme'}",
                 f"--filename={trid}", *common]
+    if host == "kernel":
+        return [env.fio, "--ioengine=io_uring", f"--filename={env.kernel_devices[port]}", "--direct=1", *common]
     raise BenchError(f"no host {host}")
 
 
-def one_run(env, host, port, point, runtime_s, workdir):
-    """(I/Os, CPU seconds, system calls) of one fio run, the whole process."""
+def one_run(env, host, port, target_pid, point, runtime_s, workdir, counter):
+    """(I/Os, CPU seconds of the fio process, CPU seconds of the machine less
+    the target's, system calls or None) of one fio run, its system calls
+    counted by counter (perf, strace or None)."""
     stat = Path(workdir) / "perf-stat.txt"
-    cmd = ["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-o", str(stat), "--",
-           *fio_command(env, host, port, point, runtime_s, workdir)]
+    fio = fio_command(env, host, port, point, runtime_s, workdir)
+    if counter == "perf":
+        cmd = ["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-o", str(stat), "--", *fio]
+    elif counter == "strace":
+        cmd = ["strace", "-f", "-c", "-o", str(stat), "--", *fio]
+    else:
+        cmd = fio
     out, err = Path(workdir) / "fio.json", Path(workdir) / "fio.err"
     with open(out, "w") as o, open(err, "w") as e:
+        others0 = other_tasks_ns(target_pid)
         proc = subprocess.Popen(cmd, stdout=o, stderr=e)
         _, status, usage = os.wait4(proc.pid, 0)
+        others1 = other_tasks_ns(target_pid)
         proc.returncode = os.waitstatus_to_exitcode(status)
+    fio_cpu = usage.ru_utime + usage.ru_stime
+    # fio lives between the two readings only: its own time comes from wait4.
+    machine = None if others0 is None or others1 is None else fio_cpu + (others1 - others0) / 1e9
     if proc.returncode != 0:
         raise BenchError(f"{host} {point['name']}: fio exited {proc.returncode}: {err.read_text()[-1500:]}")
     text = out.read_text()
@@ -194,24 +280,46 @@ def one_run(env, host, port, point, runtime_s, workdir):
     if job["error"] != 0:
         raise BenchError(f"{host} {point['name']}: fio error {job['error']}")
     ios = sum(job[d]["total_ios"] for d in ("read", "write"))
-    lines = [ln for ln in stat.read_text().splitlines() if "raw_syscalls:sys_enter" in ln]
-    return ios, usage.ru_utime + usage.ru_stime, int(lines[0].split(",")[0])
+    syscalls = None
+    if counter == "perf":
+        lines = [ln for ln in stat.read_text().splitlines() if "raw_syscalls:sys_enter" in ln]
+        syscalls = int(lines[0].split(",")[0])
+    elif counter == "strace":
+        # strace -c's closing row: "100.00 SECONDS USECS/CALL CALLS [ERRORS] total"
+        total = [ln.split() for ln in stat.read_text().splitlines() if ln.rstrip().endswith(" total")]
+        syscalls = int(total[-1][3])
+    return ios, fio_cpu, machine, syscalls
 
 
-def measure(env, host, port, point, runtime_s, workdir):
-    """{iops, cpu_us_per_io, syscalls_per_io} by the delta of T and 3T seconds.
-    On a shared machine a burst of load can leave the long run with no more
-    I/Os than the short one: then the pair is measured again (twice at most)."""
+def run_pair(env, host, port, target_pid, point, runtime_s, workdir, counter):
+    """(short run, long run, I/Os between them) of T and 3T seconds. On a
+    shared machine a burst of load can leave the long run with no more I/Os
+    than the short one: then the pair is measured again (twice at most)."""
     for _ in range(3):
-        short = one_run(env, host, port, point, runtime_s, workdir)
-        long = one_run(env, host, port, point, 3 * runtime_s, workdir)
+        short = one_run(env, host, port, target_pid, point, runtime_s, workdir, counter)
+        long = one_run(env, host, port, target_pid, point, 3 * runtime_s, workdir, counter)
         ios = long[0] - short[0]
         if ios > short[0] // 2:
-            return {"iops": ios / (2 * runtime_s), "cpu_us_per_io": (long[1] - short[1]) * 1e6 / ios,
-                    "syscalls_per_io": (long[2] - short[2]) / ios}
+            return short, long, ios
         print(f"  ({host} {point['name']}: {short[0]} I/Os in {runtime_s} s, {long[0]} in {3 * runtime_s} s: "
               "measured again)", flush=True)
     raise BenchError(f"{host} {point['name']}: the long runs did too little more I/O than the short ones")
+
+
+def measure(env, host, port, target_pid, point, runtime_s, workdir):
+    """{iops, cpu_us_per_io, machine_cpu_us_per_io, syscalls_per_io} by the
+    delta of T and 3T seconds."""
+    timed_counter = env.syscall_counter if env.syscall_counter == "perf" else None
+    short, long, ios = run_pair(env, host, port, target_pid, point, runtime_s, workdir, timed_counter)
+    result = {"iops": ios / (2 * runtime_s), "cpu_us_per_io": (long[1] - short[1]) * 1e6 / ios,
+              "machine_cpu_us_per_io": None if long[2] is None or short[2] is None
+              else (long[2] - short[2]) * 1e6 / ios, "syscalls_per_io": None}
+    if timed_counter:
+        result["syscalls_per_io"] = (long[3] - short[3]) / ios
+    elif env.syscall_counter == "strace":
+        short, long, ios = run_pair(env, host, port, target_pid, point, runtime_s, workdir, "strace")
+        result["syscalls_per_io"] = (long[3] - short[3]) / ios
+    return result
 
 
 def kernel_host_reason():
@@ -224,6 +332,10 @@ def kernel_host_reason():
     if r.returncode != 0:
         return f"the nvme-tcp module cannot be loaded ({(r.stderr or r.stdout).strip()[:200] or 'no modules'})"
     return None if shutil.which("nvme") else "nvme-cli is not installed"
+
+
+def figure(value, digits):
+    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def median(values):
@@ -240,11 +352,14 @@ def main():
     p.add_argument("--only", action="append", help="only points whose name contains TEXT")
     p.add_argument("--kernel-host", action="store_true", help="also the kernel's nvme-tcp host, where it loads")
     p.add_argument("--json", help="write every measurement here")
+    p.add_argument("--no-syscalls", action="store_true", help="do not count system calls")
     a = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("tcp_side_by_side: run as root (DPDK's hugepages, perf's tracepoints)")
     spdk = spdk_tree(a.spdk)
     env = Env(a.build, spdk)
+    if a.no_syscalls:
+        env.syscall_counter = None
     hosts = ["ours"] + (["spdk"] if spdk else [])
     if not spdk:
         print("SPDK's build not found: our host against nvmeof-target only")
@@ -253,45 +368,57 @@ def main():
         if reason:
             print(f"the kernel's nvme-tcp host is not run: {reason}")
         else:
-            print("the kernel's nvme-tcp host: nvme-tcp is available, but this script does not drive it yet "
-                  "(nvme connect -t tcp, fio --ioengine=io_uring on the namespace's block device)")
+            hosts.append("kernel")
+    if env.syscall_counter == "strace":
+        print("perf is not installed: system calls counted by strace -c in runs of their own")
+    elif env.syscall_counter is None:
+        print("system calls are not counted")
     points = [pt for pt in POINTS if not a.only or any(t in pt["name"] for t in a.only)]
     workdir = tempfile.mkdtemp(prefix="tcp-side-by-side-")
     results = []
     targets = {}
+    kernel_hosts = []
     try:
         targets["nvmeof-target"] = start_ours(env, workdir)
         if spdk:
             hugepages_ready()
             targets["nvmf_tgt"] = start_nvmf_tgt(env, workdir)
+        if "kernel" in hosts:
+            for _, port in targets.values():
+                kernel_hosts.append(KernelHost(port))
+                env.kernel_devices[port] = kernel_hosts[-1].device
         for _ in range(a.pairs):
-            for target, (_, port) in targets.items():
+            for target, (proc, port) in targets.items():
                 for point in points:
                     for host in hosts:
-                        m = measure(env, host, port, point, a.runtime, workdir)
+                        m = measure(env, host, port, proc.pid, point, a.runtime, workdir)
                         results.append({"target": target, "host": host, "point": point["name"], **m})
-                        print(f"  {target:14} {point['name']:18} {host:5} {m['iops']:9.0f} IOPS "
-                              f"{m['cpu_us_per_io']:7.2f} µs CPU/IO {m['syscalls_per_io']:6.2f} syscalls/IO",
-                              flush=True)
+                        print(f"  {target:14} {point['name']:18} {host:6} {m['iops']:9.0f} IOPS "
+                              f"{m['cpu_us_per_io']:7.2f} µs CPU/IO (fio) {figure(m['machine_cpu_us_per_io'], 2):>7} "
+                              f"(machine) {figure(m['syscalls_per_io'], 2):>6} syscalls/IO", flush=True)
     finally:
+        for kernel_host in kernel_hosts:
+            kernel_host.close()
         for proc, _ in targets.values():
             stop(proc)
         shutil.rmtree(workdir, ignore_errors=True)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1) + "\n")
     print()
-    print("| target | point | host | IOPS | CPU µs / I/O | system calls / I/O |")
-    print("|---|---|---|---:|---:|---:|")
+    print("| target | point | host | IOPS | CPU µs / I/O, fio | CPU µs / I/O, machine less target "
+          "| system calls / I/O |")
+    print("|---|---|---|---:|---:|---:|---:|")
     for target in targets:
         for point in points:
             for host in hosts:
                 rs = [r for r in results if (r["target"], r["point"], r["host"]) == (target, point["name"], host)]
-                rng = lambda k: f"{median([r[k] for r in rs]):.{0 if k == 'iops' else 2}f}"  # noqa: E731
-                span = lambda k: f" [{min(r[k] for r in rs):.{0 if k == 'iops' else 2}f}–" \
-                                 f"{max(r[k] for r in rs):.{0 if k == 'iops' else 2}f}]"  # noqa: E731
-                print(f"| {target} | {point['name']} | {host} | {rng('iops')}{span('iops')} "
-                      f"| {rng('cpu_us_per_io')}{span('cpu_us_per_io')} "
-                      f"| {rng('syscalls_per_io')}{span('syscalls_per_io')} |")
+                cells = []
+                for k in ("iops", "cpu_us_per_io", "machine_cpu_us_per_io", "syscalls_per_io"):
+                    values = [r[k] for r in rs if r[k] is not None]
+                    digits = 0 if k == "iops" else 2
+                    cells.append(f"{figure(median(values), digits)} [{figure(min(values), digits)}–"
+                                 f"{figure(max(values), digits)}]" if values else "–")
+                print(f"| {target} | {point['name']} | {host} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":

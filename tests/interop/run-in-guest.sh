@@ -13,6 +13,11 @@
 #   --mem MB           guest memory (default 2048)
 #   --image DIR        use this image directory instead of building/reusing the cached one
 #   --out DIR          keep the guest's writable share here (default: a temporary dir, removed)
+#   --icount SHIFT     software emulation with QEMU's instruction counting (-icount
+#                      shift=SHIFT,sleep=off, never KVM) and one vCPU: the guest's clock
+#                      advances 2^SHIFT ns per guest instruction executed and jumps over idle
+#                      time, so CPU times read inside the guest count instructions (kernel and
+#                      user) whatever the host's load; for measurements
 #
 # The guest sees the repository read-only at the same path as here (via virtio-9p, so the
 # build's absolute rpaths work) and a writable folder at $INTEROP_OUT (/interop-out).
@@ -26,7 +31,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-timeout_s=900 mem=2048 image="" keep_out="" nvmet=0 hosts=()
+timeout_s=900 mem=2048 image="" keep_out="" nvmet=0 hosts=() icount="" cpus=2
 while [ $# -gt 0 ]; do
     case "$1" in
         --nvmet) nvmet=1; shift ;;
@@ -35,6 +40,7 @@ while [ $# -gt 0 ]; do
         --mem) mem="$2"; shift 2 ;;
         --image) image="$2"; shift 2 ;;
         --out) keep_out="$2"; shift 2 ;;
+        --icount) icount="$2"; shift 2 ;;
         --) shift; break ;;
         -*) echo "run-in-guest: unknown option $1" >&2; exit 2 ;;
         *) break ;;
@@ -85,13 +91,19 @@ if [ "${INTEROP_ACCEL:-auto}" != tcg ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [
     kill "$(cat "$run/kvmprobe.pid")" 2>/dev/null || true
     accel=(-accel kvm -cpu host)
 fi
+if [ -n "$icount" ]; then
+    [[ "$icount" =~ ^[0-9]+$ ]] || { echo "run-in-guest: --icount takes a shift (0-10), not '$icount'" >&2; exit 2; }
+    # One vCPU: with two, both would be charged the time either one's instructions advance.
+    accel=(-accel tcg -cpu max -icount "shift=$icount,sleep=off")
+    cpus=1
+fi
 
 # QEMU's stdio chardev treats stdin EOF as "disconnected" and then guest writes block forever:
 # give it a stdin that never ends (a FIFO we hold open read-write).
 mkfifo "$run/stdin"
 exec 3<>"$run/stdin"
 
-qemu-system-x86_64 "${accel[@]}" -smp 2 -m "$mem" \
+qemu-system-x86_64 "${accel[@]}" -smp "$cpus" -m "$mem" \
     -nodefaults -no-user-config -display none -no-reboot \
     -kernel "$image/vmlinux" -initrd "$image/initrd.img" \
     -append "console=ttyS0 panic=-1 loglevel=4 quiet" \
