@@ -200,9 +200,11 @@ class KernelHost:
     device fio's io_uring engine drives."""
 
     def __init__(self, port):
-        self.host_nqn = f"nqn.2014-08.org.nvmexpress:uuid:{uuid.uuid4()}"
+        self.port = port
+        self.controller = None
+        host_nqn = f"nqn.2014-08.org.nvmexpress:uuid:{uuid.uuid4()}"
         r = subprocess.run(["nvme", "connect", "-t", "tcp", "-a", "127.0.0.1", "-s", str(port), "-n", NQN,
-                            f"--hostnqn={self.host_nqn}"], capture_output=True, text=True, timeout=90)
+                            f"--hostnqn={host_nqn}"], capture_output=True, text=True, timeout=90)
         if r.returncode != 0:
             raise BenchError(f"nvme connect -t tcp 127.0.0.1:{port}: exit {r.returncode}: "
                              f"{(r.stderr or r.stdout).strip()[-300:]}")
@@ -216,23 +218,30 @@ class KernelHost:
                     raise BenchError(f"no block device after nvme connect to 127.0.0.1:{port}")
                 time.sleep(0.1)
 
-    @staticmethod
-    def find_device():
-        """Namespace 1's block device of the controller (or, with native
-        multipath, the subsystem) whose subsysnqn is NQN."""
-        for c in [*Path("/sys/class/nvme").glob("nvme*"), *Path("/sys/class/nvme-subsystem").glob("nvme-subsys*")]:
+    def find_device(self):
+        """Namespace 1's block device on the TCP controller to this port (both
+        targets serve NQN, so the controller is told by its address). With
+        native multipath the controller holds the path nvmeAcBn1, whose block
+        device is the head nvmeAn1."""
+        for c in Path("/sys/class/nvme").glob("nvme*"):
             try:
-                if (c / "subsysnqn").read_text().strip() != NQN:
+                if (c / "transport").read_text().strip() != "tcp" or \
+                        f"trsvcid={self.port}," not in (c / "address").read_text().strip() + ",":
                     continue
             except OSError:
                 continue
+            self.controller = c.name
             for d in sorted(c.glob("nvme*n1")):
-                if Path("/dev", d.name).is_block_device():
-                    return f"/dev/{d.name}"
+                name = re.sub(r"^nvme(\d+)c\d+n", r"nvme\1n", d.name)
+                if Path("/dev", name).is_block_device():
+                    return f"/dev/{name}"
         return None
 
     def close(self):
-        subprocess.run(["nvme", "disconnect", "-n", NQN], capture_output=True, timeout=60)
+        if self.controller:
+            subprocess.run(["nvme", "disconnect", "-d", self.controller], capture_output=True, timeout=60)
+        else:
+            subprocess.run(["nvme", "disconnect", "-n", NQN], capture_output=True, timeout=60)
 
 
 def fio_command(env, host, port, point, runtime_s, workdir):
@@ -255,7 +264,7 @@ def one_run(env, host, port, target_pid, point, runtime_s, workdir, counter):
     """(I/Os, CPU seconds of the fio process, CPU seconds of the machine less
     the target's, system calls or None) of one fio run, its system calls
     counted by counter (perf, strace or None)."""
-    stat = Path(workdir) / "perf-stat.txt"
+    stat = Path(workdir) / "syscalls.txt"
     fio = fio_command(env, host, port, point, runtime_s, workdir)
     if counter == "perf":
         cmd = ["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-o", str(stat), "--", *fio]

@@ -76,12 +76,14 @@ bool TcpQueue::receive() noexcept {
         iov[count++] = iovec{rx_dest_, rx_left_};  // the C2HData's rest, in place
     }
     if (rx_end_ < kReceiveBytes) {
-        // Behind a C2HData's rest, only room for the next headers (and small
-        // PDUs): a large read's next PDU then starts its data in place too,
-        // instead of filling the receive buffer with data to copy out.
+        // Behind a large C2HData (its rest in place, or its end), only room
+        // for the next headers (and small PDUs): a large read's next PDU then
+        // starts its data in place too, instead of filling the receive buffer
+        // with data to copy out.
+        NVMEOF_INVARIANT(!direct || rx_large_data_, "a rest in place of a small C2HData");
         const std::size_t room = kReceiveBytes - rx_end_;
-        const bool tail_only = direct || rx_large_data_;
-        iov[count++] = iovec{rx_.get() + rx_end_, tail_only ? std::min(room, kReceiveTail) : room};
+        iov[count++] =
+            iovec{rx_.get() + rx_end_, rx_large_data_ ? std::min(room, kReceiveTail) : room};
     }
     if (count == 0) {
         return false;

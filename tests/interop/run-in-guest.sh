@@ -31,7 +31,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-timeout_s=900 mem=2048 image="" keep_out="" nvmet=0 hosts=() icount="" cpus=2
+timeout_s=900 mem=2048 image="" keep_out="" nvmet=0 hosts=() icount=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --nvmet) nvmet=1; shift ;;
@@ -84,18 +84,17 @@ echo "$repo" > "$share/repo"   # where the guest mounts the repository (same pat
 rm -f "$share/rc"
 
 # Accelerator: KVM only where the CPU really has VT-x/SVM and KVM starts; TCG otherwise.
-accel=(-accel tcg,thread=multi -cpu max)
-if [ "${INTEROP_ACCEL:-auto}" != tcg ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ -w /dev/kvm ] \
+# --icount: TCG always (KVM counts nothing), on one vCPU: with two, both would be charged the
+# time either one's instructions advance.
+accel=(-accel tcg,thread=multi -cpu max) cpus=2
+if [ -n "$icount" ]; then
+    [[ "$icount" =~ ^([0-9]|10)$ ]] || { echo "run-in-guest: --icount takes a shift (0-10), not '$icount'" >&2; exit 2; }
+    accel=(-accel tcg -cpu max -icount "shift=$icount,sleep=off") cpus=1
+elif [ "${INTEROP_ACCEL:-auto}" != tcg ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ -w /dev/kvm ] \
    && timeout 20 qemu-system-x86_64 -accel kvm -cpu host -display none -nodefaults -S \
         -monitor none -serial none -daemonize -pidfile "$run/kvmprobe.pid" >/dev/null 2>&1; then
     kill "$(cat "$run/kvmprobe.pid")" 2>/dev/null || true
     accel=(-accel kvm -cpu host)
-fi
-if [ -n "$icount" ]; then
-    [[ "$icount" =~ ^[0-9]+$ ]] || { echo "run-in-guest: --icount takes a shift (0-10), not '$icount'" >&2; exit 2; }
-    # One vCPU: with two, both would be charged the time either one's instructions advance.
-    accel=(-accel tcg -cpu max -icount "shift=$icount,sleep=off")
-    cpus=1
 fi
 
 # QEMU's stdio chardev treats stdin EOF as "disconnected" and then guest writes block forever:
